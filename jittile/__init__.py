@@ -1,0 +1,27 @@
+"""jittile: Hopper/Blackwell data-movement kernels from Python, with checked tile patterns.
+
+``import jittile`` is cheap: numba-cuda and the driver load on first compile or launch.
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .errors import CompileError, ContractError, JittileError, JittileWarning, LaunchError  # noqa: E402
+from .language import T  # noqa: E402
+from .kernel import CompiledKernel, Kernel, kernel  # noqa: E402
+
+
+def __getattr__(name: str):
+    if name == "TensorMap":
+        from .runtime.tensormap import TensorMap
+
+        return TensorMap
+    if name == "cache":
+        import importlib
+
+        return importlib.import_module(".cache", __name__)
+    raise AttributeError(f"module 'jittile' has no attribute {name!r}")
+
+
+__all__ = ["kernel", "Kernel", "CompiledKernel", "T", "TensorMap", "JittileError", "ContractError",
+           "CompileError", "LaunchError", "JittileWarning", "__version__"]

@@ -1,0 +1,1 @@
+"""numba-cuda lowering of the generated function, PTX post-pass, nvJitLink and disassembly."""

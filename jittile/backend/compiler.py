@@ -1,0 +1,129 @@
+"""Lowered function -> numba-cuda PTX -> post-pass -> nvJitLink cubin."""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+
+from . import numpy_compat
+
+numpy_compat.install()
+
+from numba import cuda  # noqa: E402
+from numba.cuda import types  # noqa: E402
+
+from ..errors import CompileError, ToolchainError  # noqa: E402
+from ..frontend.ir import ArrayParam, KernelIR, ScalarParam, TensorMapParam  # noqa: E402
+from ..frontend.lower import Lowered  # noqa: E402
+from ..targets import Target  # noqa: E402
+from . import intrinsics, ptx_post, toolchain  # noqa: E402
+
+_NUMBA_SCALARS = {"int8": types.int8, "uint8": types.uint8, "int16": types.int16,
+                  "uint16": types.uint16, "int32": types.int32, "uint32": types.uint32,
+                  "int64": types.int64, "uint64": types.uint64, "float16": types.float16,
+                  "float32": types.float32, "float64": types.float64, "bool": types.boolean}
+
+
+def numba_scalar(name: str):
+    if name not in _NUMBA_SCALARS:
+        raise CompileError(f"dtype {name} has no numba-cuda scalar type; use it through TMA only")
+    return _NUMBA_SCALARS[name]
+
+
+@dataclass
+class Artifact:
+    """What compiling one specialization produces."""
+
+    ptx: str
+    cubin: bytes
+    entry: str
+    usage: dict
+    param_layout: list  # per runtime param: ("array", ndim) | ("scalar", dtype) | ("tensormap",)
+    compile_seconds: float
+
+
+def _namespace(lowered: Lowered) -> dict:
+    ir = lowered.ir
+    out = {}
+    for name, spec in lowered.namespace.items():
+        kind = spec[0]
+        if kind == "cuda":
+            out[name] = cuda
+        elif kind == "saddr":
+            out[name] = intrinsics.shared_address
+        elif kind == "gaddr":
+            out[name] = intrinsics.global_address
+        elif kind == "asm":
+            out[name] = intrinsics.make_asm(spec[1])
+        elif kind == "type":
+            out[name] = numba_scalar(spec[1].name)
+        elif kind == "smem":
+            buf = spec[1]
+            count = buf.nbytes // buf.dtype.bytes
+            out[name] = intrinsics.make_smem_view(buf.offset, count, numba_scalar(buf.dtype.name),
+                                                  max(ir.shared_bytes, 1), ir.shared_align,
+                                                  ir.dynamic_shared)
+        else:
+            raise AssertionError(kind)
+    return out
+
+
+def _signature(ir: KernelIR) -> tuple[list, list, list[int]]:
+    """numba argument types, the launch-side parameter layout, and the flattened indices of the
+    grid-constant TensorMap parameters."""
+    argtys, layout, grid_constant = [], [], []
+    flat = 0
+    for p in ir.runtime_params:
+        if isinstance(p, ArrayParam):
+            argtys.append(types.Array(numba_scalar(p.dtype.name), p.ndim, p.layout))
+            layout.append(("array", p.ndim))
+            flat += 5 + 2 * p.ndim
+        elif isinstance(p, ScalarParam):
+            argtys.append(numba_scalar(p.dtype.name))
+            layout.append(("scalar", p.dtype.name))
+            flat += 1
+        elif isinstance(p, TensorMapParam):
+            argtys.append(types.uint64)
+            layout.append(("tensormap",))
+            grid_constant.append(flat)
+            flat += 1
+    for _ in ir.host_tensormaps:
+        argtys.append(types.uint64)
+        layout.append(("tensormap",))
+        grid_constant.append(flat)
+        flat += 1
+    return argtys, layout, grid_constant
+
+
+def stable_entry_name(name: str) -> str:
+    return "jittile_" + re.sub(r"\W", "_", name)
+
+
+def compile_lowered(lowered: Lowered, target: Target, filename: str) -> Artifact:
+    """Compile the lowered function for ``target`` and link it to a cubin."""
+    start = time.perf_counter()
+    ir = lowered.ir
+    module = __import__("ast").Module(body=[lowered.function], type_ignores=[])
+    namespace = _namespace(lowered)
+    code = compile(module, filename, "exec")
+    exec(code, namespace)
+    pyfunc = namespace[lowered.function.name]
+    argtys, layout, grid_constant = _signature(ir)
+    try:
+        ptx, _ = cuda.compile_ptx(pyfunc, tuple(argtys), cc=target.cc)
+    except Exception as exc:  # numba's typing/lowering errors: report with the lowered source
+        raise CompileError(f"numba-cuda could not compile the lowered kernel {ir.name}: "
+                           f"{_first_lines(str(exc))}") from exc
+    entry = stable_entry_name(ir.name)
+    cluster = ir.launch.cluster if ir.launch is not None else None
+    ptx = ptx_post.rewrite(ptx, entry, grid_constant, cluster)
+    try:
+        cubin, log = toolchain.link_cubin(ptx, target, entry)
+    except ToolchainError:
+        raise
+    usage = toolchain.resource_usage(log)
+    return Artifact(ptx, cubin, entry, usage, layout, time.perf_counter() - start)
+
+
+def _first_lines(text: str, count: int = 12) -> str:
+    return "\n".join(text.strip().splitlines()[:count])

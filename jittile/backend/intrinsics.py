@@ -1,0 +1,170 @@
+"""numba-cuda intrinsics that jittile's lowered kernels call.
+
+Each factory returns a fresh ``@intrinsic`` bound to compile-time facts (an asm call, a shared-memory
+placement), so the lowered Python function can refer to it by a generated global name.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from . import numpy_compat
+
+numpy_compat.install()
+
+from numba.cuda import cgutils, types  # noqa: E402
+from numba.cuda.extending import intrinsic  # noqa: E402
+
+from ..ptx.asm import CONSTRAINT_BITS, AsmCall  # noqa: E402
+
+ADDRSPACE_SHARED = 3
+SMEM_SYMBOL = "__jittile_smem"
+_INT_TYPES = {16: types.uint16, 32: types.uint32, 64: types.uint64}
+
+
+def _as_int(context, builder, value, fromty, bits: int):
+    """Convert an integer/boolean argument to an ``iN`` register value of the asm operand's width."""
+    target = _INT_TYPES[bits]
+    if isinstance(fromty, types.Boolean):
+        return builder.zext(context.cast(builder, value, fromty, types.uint8), ir.IntType(bits))
+    return context.cast(builder, value, fromty, target)
+
+
+def make_asm(call: AsmCall):
+    """An intrinsic issuing ``call``: integer inputs are converted to each operand's width; it returns
+    nothing, one unsigned integer, or a tuple of them."""
+    out_bits = [CONSTRAINT_BITS[c] for c in call.outputs]
+
+    def typer(typingctx, *argtys):
+        for ty in argtys:
+            if not isinstance(ty, (types.Integer, types.Boolean, types.IntegerLiteral,
+                                   types.BooleanLiteral)):
+                return None
+        if not out_bits:
+            resty = types.void
+        elif len(out_bits) == 1:
+            resty = _INT_TYPES[out_bits[0]]
+        else:
+            resty = types.Tuple([_INT_TYPES[b] for b in out_bits])
+        sig = resty(*argtys)
+
+        def codegen(context, builder, signature, args):
+            llargs = [_as_int(context, builder, v, t, CONSTRAINT_BITS[c])
+                      for v, t, c in zip(args, signature.args, call.inputs)]
+            if not out_bits:
+                llret = ir.VoidType()
+            elif len(out_bits) == 1:
+                llret = ir.IntType(out_bits[0])
+            else:
+                llret = ir.LiteralStructType([ir.IntType(b) for b in out_bits])
+            fnty = ir.FunctionType(llret, [a.type for a in llargs])
+            asm = ir.InlineAsm(fnty, call.template, call.constraint_string, side_effect=True)
+            result = builder.call(asm, llargs)
+            if len(out_bits) <= 1:
+                return result if out_bits else context.get_dummy_value()
+            values = [builder.extract_value(result, i) for i in range(len(out_bits))]
+            return context.make_tuple(builder, resty, values)
+
+        return sig, codegen
+
+    # numba's @intrinsic needs a fixed arity, so the typer is wrapped in a function whose parameters
+    # are spelled out.
+    names = ", ".join(f"a{i}" for i in range(len(call.inputs)))
+    namespace = {"typer": typer}
+    exec(f"def asm_intrinsic(typingctx{', ' if names else ''}{names}):\n"
+         f"    return typer(typingctx{', ' if names else ''}{names})\n", namespace)
+    asm_intrinsic = intrinsic(namespace["asm_intrinsic"])
+    return asm_intrinsic
+
+
+def _smem_base(builder, total_bytes: int, align: int, dynamic: bool):
+    """i8 addrspace(3)* to jittile's planned shared-memory block.
+
+    Static: one module-level array with the planned alignment. Dynamic (> 48 KB): the extern array,
+    whose run-time base is rounded up to ``align`` because the driver only guarantees 16 bytes there
+    (the launch requests the slack).
+    """
+    module = builder.module
+    gv = module.globals.get(SMEM_SYMBOL)
+    if gv is None:
+        arrty = ir.ArrayType(ir.IntType(8), 0 if dynamic else total_bytes)
+        gv = cgutils.add_global_variable(module, arrty, SMEM_SYMBOL, ADDRSPACE_SHARED)
+        gv.align = align
+        if dynamic:
+            gv.linkage = "external"
+        else:
+            gv.initializer = ir.Constant(arrty, ir.Undefined)
+    i8s = ir.PointerType(ir.IntType(8), ADDRSPACE_SHARED)
+    base = builder.bitcast(gv, i8s)
+    if dynamic and align > 16:
+        addr = builder.ptrtoint(base, ir.IntType(32))
+        rounded = builder.and_(builder.add(addr, ir.Constant(ir.IntType(32), align - 1)),
+                               ir.Constant(ir.IntType(32), (~(align - 1)) & 0xFFFFFFFF))
+        delta = builder.sub(rounded, addr)
+        base = builder.gep(base, [delta])
+    return base
+
+
+def make_smem_view(offset: int, count: int, dtype, total_bytes: int, align: int, dynamic: bool):
+    """An intrinsic returning a 1-D C-contiguous array of ``count`` ``dtype`` elements at byte
+    ``offset`` of the planned shared block; layouts are applied by the lowered index arithmetic."""
+    aryty = types.Array(dtype, 1, "C")
+
+    @intrinsic
+    def smem_view(typingctx):
+        def codegen(context, builder, signature, args):
+            base = _smem_base(builder, total_bytes, align, dynamic)
+            ptr = builder.gep(base, [ir.Constant(ir.IntType(32), offset)])
+            generic = builder.addrspacecast(ptr, ir.PointerType(ir.IntType(8)), "generic")
+            ary = context.make_array(aryty)(context, builder)
+            itemsize = context.get_abi_sizeof(context.get_data_type(dtype))
+            context.populate_array(
+                ary,
+                data=builder.bitcast(generic, ary.data.type),
+                shape=[context.get_constant(types.intp, count)],
+                strides=[context.get_constant(types.intp, itemsize)],
+                itemsize=context.get_constant(types.intp, itemsize),
+                meminfo=None,
+            )
+            return ary._getvalue()
+
+        return aryty(), codegen
+
+    return smem_view
+
+
+@intrinsic
+def shared_address(typingctx, array, index):
+    """32-bit shared-window address of ``array[index]`` (an element of a shared buffer view)."""
+    if not isinstance(array, types.Array) or not isinstance(index, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        aryty, _ = signature.args
+        ary = context.make_array(aryty)(context, builder, args[0])
+        idx = context.cast(builder, args[1], signature.args[1], types.intp)
+        elem = builder.gep(ary.data, [idx])
+        i8 = builder.bitcast(elem, ir.PointerType(ir.IntType(8)))
+        shared = builder.addrspacecast(i8, ir.PointerType(ir.IntType(8), ADDRSPACE_SHARED), "shared")
+        return builder.ptrtoint(shared, ir.IntType(32))
+
+    return types.uint32(array, index), codegen
+
+
+@intrinsic
+def global_address(typingctx, array, indices):
+    """64-bit generic address of ``array[indices]`` (a global tensor element)."""
+    if not isinstance(array, types.Array) or not isinstance(indices, types.BaseTuple):
+        return None
+
+    def codegen(context, builder, signature, args):
+        aryty, idxty = signature.args
+        ary = context.make_array(aryty)(context, builder, args[0])
+        idx = [context.cast(builder, builder.extract_value(args[1], i), t, types.intp)
+               for i, t in enumerate(idxty)]
+        ptr = cgutils.get_item_pointer2(context, builder, data=ary.data,
+                                        shape=cgutils.unpack_tuple(builder, ary.shape),
+                                        strides=cgutils.unpack_tuple(builder, ary.strides),
+                                        layout=aryty.layout, inds=idx)
+        return builder.ptrtoint(ptr, ir.IntType(64))
+
+    return types.uint64(array, indices), codegen

@@ -1,0 +1,42 @@
+"""PTX post-pass: what numba-cuda cannot express, applied to its PTX text.
+
+- a stable entry name (numba mangles a new one per compile);
+- grid-constant TensorMap parameters: numba sees a ``uint64``; the entry gets a 64-byte aligned
+  128-byte ``.param`` and every load of it becomes the parameter's generic address, exactly what
+  NVRTC emits for ``const __grid_constant__ CUtensorMap``;
+- cluster directives ``.explicitcluster`` / ``.reqnctapercluster``.
+"""
+from __future__ import annotations
+
+import re
+
+from ..errors import ToolchainError
+
+_ENTRY = re.compile(r"\.visible\s+\.entry\s+([A-Za-z_$][\w$]*)\s*\(")
+
+
+def entry_name(ptx: str) -> str:
+    match = _ENTRY.search(ptx)
+    if not match:
+        raise ToolchainError("no .entry in the PTX numba-cuda produced")
+    return match.group(1)
+
+
+def rewrite(ptx: str, stable_name: str, grid_constant_params: list[int],
+            cluster: tuple[int, int, int] | None) -> str:
+    """Apply the three rewrites; ``grid_constant_params`` are flattened parameter indices."""
+    old = entry_name(ptx)
+    ptx = ptx.replace(old, stable_name)
+    for index in grid_constant_params:
+        param = f"{stable_name}_param_{index}"
+        decl = re.compile(rf"\.param\s+\.u64\s+{re.escape(param)}\b")
+        if not decl.search(ptx):
+            raise ToolchainError(f"TensorMap parameter {param} not found in the PTX")
+        ptx = decl.sub(f".param .align 64 .b8 {param}[128]", ptx)
+        ptx = re.sub(rf"ld\.param\.u64\s+(%rd\d+),\s*\[{re.escape(param)}\];",
+                     rf"mov.b64 \1, {param};\n\tcvta.param.u64 \1, \1;", ptx)
+    if cluster is not None:
+        x, y, z = cluster
+        ptx = re.sub(rf"(\.entry\s+{re.escape(stable_name)}\s*\((?:[^)]*)\))",
+                     rf"\1\n.explicitcluster\n.reqnctapercluster {x}, {y}, {z}", ptx, count=1)
+    return ptx

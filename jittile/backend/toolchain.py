@@ -1,0 +1,125 @@
+"""CUDA compiler pieces from the pip wheels: nvJitLink (PTX -> cubin), nvdisasm/cuobjdump (SASS).
+
+Nothing here looks at ``/usr/local/cuda``: the tools are found in the ``nvidia-cuda-*`` wheels of the
+running Python environment (or on PATH as a last resort), so NVVM, nvJitLink and the disassembler are
+one CUDA version.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from ..errors import ToolchainError
+from ..targets import Target
+
+
+@functools.lru_cache(maxsize=None)
+def find_tool(name: str) -> str | None:
+    """Path of a CUDA binary (ptxas, nvdisasm, cuobjdump) from the wheels, else PATH, else None."""
+    candidates = []
+    for entry in sys.path:
+        for sub in ("nvidia/cu13/bin", "nvidia/cuda_nvcc/bin", "nvidia/cuda_nvdisasm/bin",
+                    "nvidia/cuda_cuobjdump/bin"):
+            candidates.append(Path(entry) / sub / name)
+    for path in candidates:
+        if path.is_file() and os.access(path, os.X_OK):
+            return str(path)
+    return shutil.which(name)
+
+
+def nvjitlink_version() -> str:
+    from cuda.bindings import nvjitlink
+
+    major, minor = nvjitlink.version()
+    return f"{major}.{minor}"
+
+
+def link_cubin(ptx: str, target: Target, name: str = "kernel") -> tuple[bytes, str]:
+    """Assemble and link PTX into a cubin with nvJitLink; returns (cubin, ptxas info log)."""
+    from cuda.bindings import nvjitlink
+
+    options = [f"-arch={target.name}", "-verbose"]
+    handle = nvjitlink.create(len(options), options)
+    try:
+        data = ptx.encode()
+        try:
+            nvjitlink.add_data(handle, nvjitlink.InputType.PTX, data, len(data), f"{name}.ptx")
+            nvjitlink.complete(handle)
+        except nvjitlink.nvJitLinkError as exc:
+            raise ToolchainError(f"nvJitLink could not assemble {name} for {target}: "
+                                 f"{_log(nvjitlink, handle, 'error')}") from exc
+        cubin = bytearray(nvjitlink.get_linked_cubin_size(handle))
+        nvjitlink.get_linked_cubin(handle, cubin)
+        return bytes(cubin), _log(nvjitlink, handle, "info")
+    finally:
+        nvjitlink.destroy(handle)
+
+
+def _log(nvjitlink, handle, which: str) -> str:
+    size = getattr(nvjitlink, f"get_{which}_log_size")(handle)
+    buf = bytearray(size)
+    getattr(nvjitlink, f"get_{which}_log")(handle, buf)
+    return bytes(buf).rstrip(b"\0").decode(errors="replace")
+
+
+_USAGE = re.compile(r"Used (\d+) registers")
+_SMEM = re.compile(r"(\d+) bytes smem")
+_STACK = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_CMEM = re.compile(r"(\d+) bytes cmem\[0\]")
+
+
+def resource_usage(info_log: str) -> dict:
+    """Registers, static shared bytes, local (stack) bytes and spills from ptxas' verbose log."""
+    usage = {"registers": None, "static_shared_bytes": 0, "local_bytes": 0, "spill_stores": 0,
+             "spill_loads": 0, "param_bytes": None}
+    if m := _USAGE.search(info_log):
+        usage["registers"] = int(m.group(1))
+    if m := _SMEM.search(info_log):
+        usage["static_shared_bytes"] = int(m.group(1))
+    if m := _STACK.search(info_log):
+        usage["local_bytes"], usage["spill_stores"], usage["spill_loads"] = map(int, m.groups())
+    if m := _CMEM.search(info_log):
+        usage["param_bytes"] = int(m.group(1))
+    return usage
+
+
+def disassemble(cubin: bytes) -> str:
+    """SASS of a cubin via nvdisasm (or cuobjdump); a clear error names the missing tool."""
+    tool = find_tool("nvdisasm")
+    args: list[str]
+    if tool:
+        args = [tool, "-c"]
+    else:
+        tool = find_tool("cuobjdump")
+        if not tool:
+            raise ToolchainError(
+                "SASS needs nvdisasm or cuobjdump; install the wheels with "
+                "`pip install nvidia-cuda-nvdisasm nvidia-cuda-cuobjdump` (jittile[dev] has them)")
+        args = [tool, "--dump-sass"]
+    with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as handle:
+        handle.write(cubin)
+        path = handle.name
+    try:
+        proc = subprocess.run(args + [path], capture_output=True, text=True)
+    finally:
+        os.unlink(path)
+    if proc.returncode != 0:
+        raise ToolchainError(f"{Path(args[0]).name} failed: {proc.stderr.strip()}")
+    return proc.stdout
+
+
+def sass_opcodes(sass: str) -> dict[str, int]:
+    """Count of each SASS opcode (first mnemonic word, predicates stripped) in a listing."""
+    counts: dict[str, int] = {}
+    for line in sass.splitlines():
+        match = re.search(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", line)
+        if match:
+            op = match.group(1)
+            counts[op] = counts.get(op, 0) + 1
+    return counts

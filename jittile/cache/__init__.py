@@ -1,0 +1,60 @@
+"""The compiled-kernel cache: keys, the disk store, and the process-wide store the kernels share.
+
+Each kernel object keeps its own in-memory entries; this package is the disk side shared by processes.
+It imports only the standard library (no numba), so the ``jittile cache`` commands start fast and run
+where no CUDA toolchain is installed.
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+import threading
+
+from .keys import differing_components, explain_miss, make_key
+from .store import DiskStore, Entry, default_directory, disk_cache_requested, parse_size
+
+__all__ = ["DiskStore", "Entry", "clear", "debug_enabled", "default_store", "differing_components",
+           "entries", "explain_miss", "log", "make_key", "parse_size", "prune"]
+
+_lock = threading.Lock()
+_store: DiskStore | None = None
+_store_config: tuple | None = None
+
+
+def default_store() -> DiskStore:
+    """This process's store; made anew when ``JITTILE_CACHE_DIR`` or ``JITTILE_CACHE`` changes."""
+    global _store, _store_config
+    config = (default_directory(), disk_cache_requested())
+    with _lock:
+        if _store is None or config != _store_config:
+            _store, _store_config = DiskStore(config[0]), config
+        return _store
+
+
+def entries(kernel: str | None = None) -> list[Entry]:
+    """Disk entries, most recently used first; ``kernel`` keeps those whose name or qualname it is."""
+    found = default_store().entries()
+    if kernel is None:
+        return found
+    return [e for e in found if kernel in (e.kernel, e.qualname)]
+
+
+def clear() -> int:
+    """Remove every disk entry; returns how many went."""
+    return default_store().clear()
+
+
+def prune(max_size: int | str) -> list[Entry]:
+    """Remove least recently used entries until the disk cache holds at most ``max_size`` (``"500M"``)."""
+    return default_store().prune(parse_size(max_size))
+
+
+def debug_enabled() -> bool:
+    """Whether ``JITTILE_DEBUG`` (a comma- or space-separated list) names ``cache``."""
+    return "cache" in re.split(r"[,\s]+", os.environ.get("JITTILE_DEBUG", "").lower())
+
+
+def log(message: str) -> None:
+    """One cache debug line on stderr."""
+    print(f"jittile cache: {message}", file=sys.stderr, flush=True)

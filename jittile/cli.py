@@ -1,0 +1,275 @@
+"""The ``jittile`` command: inspect and manage the kernel cache, and compile kernels ahead of time.
+
+``jittile cache ...`` needs only the standard library, so it works where no CUDA toolchain is
+installed; ``jittile compile`` imports the kernel's file and uses the compiler, but no GPU.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import re
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from . import cache
+from .cache.keys import describe, differing_components, lookup
+from .cache.store import DiskStore, Entry
+from .errors import JittileError
+
+KEY_PREFIX = 12
+_STATICS_WIDTH = 32
+_TENSOR_SPEC = re.compile(r"^\s*(\w+)\s*\[([^\]]*)\]\s*$")
+_SCALAR_SPEC = re.compile(r"^\s*(\w+)\s*=\s*(\S+)\s*$")
+_SASS_OPCODE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*)")
+
+
+# -- formatting ------------------------------------------------------------------------------------
+
+def _human_size(size: int) -> str:
+    """Binary units, matching what ``--max-size`` accepts."""
+    value, unit = float(size), "B"
+    for larger in ("K", "M", "G", "T"):
+        if value < 1024:
+            break
+        value, unit = value / 1024, larger
+    return f"{size}B" if unit == "B" else f"{value:.1f}{unit}"
+
+
+def _when(timestamp: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(timestamp))
+
+
+def _statics(params: dict) -> str:
+    text = ",".join(f"{name}={describe(value)}" for name, value in sorted(params.items())) or "-"
+    return text if len(text) <= _STATICS_WIDTH else text[:_STATICS_WIDTH - 3] + "..."
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip()
+                     for row in [header, *rows])
+
+
+def _sass_summary(sass: str) -> str:
+    """Instruction count and the opcodes by frequency: enough to see what the kernel compiled to."""
+    opcodes = Counter(match.group(1) for match in _SASS_OPCODE.finditer(sass))
+    lines = [f"{sum(opcodes.values())} instructions"]
+    lines += [f"  {opcode:<12} {count}" for opcode, count in opcodes.most_common()]
+    return "\n".join(lines)
+
+
+# -- cache commands --------------------------------------------------------------------------------
+
+def _store() -> DiskStore:
+    store = cache.default_store()
+    if not store.enabled:
+        raise JittileError(f"the disk cache is off: {store.disabled_reason}")
+    return store
+
+
+def _cache_list(args: argparse.Namespace) -> int:
+    store = _store()
+    found = store.entries()
+    if not found:
+        print(f"no entries in {store.directory}")
+        return 0
+    rows = [[e.key[:KEY_PREFIX], e.qualname, e.target, _statics(e.static_params), _human_size(e.size),
+             str(e.hits), _when(e.last_used)] for e in found]
+    print(_table(["KEY", "KERNEL", "TARGET", "STATICS", "SIZE", "HITS", "LAST USED"], rows))
+    total = sum(e.size for e in found)
+    print(f"\n{len(found)} entries, {_human_size(total)} in {store.directory}")
+    return 0
+
+
+def _disassemble(cubin: bytes) -> str:
+    """The SASS summary, or why there is none (no toolchain here is not an error of ``show``)."""
+    try:
+        from .backend.toolchain import disassemble
+    except ImportError as exc:
+        return f"(SASS unavailable: cannot import jittile.backend.toolchain: {exc})"
+    try:
+        return _sass_summary(disassemble(cubin))
+    except (JittileError, OSError) as exc:
+        return f"(SASS unavailable: {exc})"
+
+
+def _cache_show(args: argparse.Namespace) -> int:
+    entry = _store().find(args.key)
+    print(f"entry {entry.key}\npath  {entry.path}\n\n--- metadata ---")
+    print(json.dumps(entry.metadata, indent=2, sort_keys=True))
+    print("\n--- PTX ---")
+    print(entry.ptx().rstrip("\n"))
+    print("\n--- SASS summary ---")
+    print(_disassemble(entry.cubin()))
+    return 0
+
+
+def _cache_clear(args: argparse.Namespace) -> int:
+    store = _store()
+    print(f"removed {store.clear()} entries from {store.directory}")
+    return 0
+
+
+def _cache_prune(args: argparse.Namespace) -> int:
+    store = _store()
+    limit = cache.parse_size(args.max_size)
+    removed = store.prune(limit)
+    for entry in removed:
+        print(f"removed {entry.key[:KEY_PREFIX]}  {entry.qualname}  {_human_size(entry.size)}  "
+              f"last used {_when(entry.last_used)}")
+    total = sum(e.size for e in store.entries())
+    print(f"{len(removed)} entries removed; {_human_size(total)} left (limit {_human_size(limit)})")
+    return 0
+
+
+def _components(entry: Entry) -> dict:
+    return entry.metadata.get("key_components", {})
+
+
+def _cache_why(args: argparse.Namespace) -> int:
+    _store()
+    found = cache.entries(args.kernel)
+    if not found:
+        raise JittileError(f"no cache entries for kernel {args.kernel!r}")
+    if len(found) == 1:
+        print(f"{args.kernel}: 1 entry ({found[0].key[:KEY_PREFIX]}); nothing to compare")
+        return 0
+    # Equal values are transitive, so comparing every entry with the first finds every difference.
+    paths: list[str] = []
+    for other in found[1:]:
+        paths += [p for p in differing_components(_components(found[0]), _components(other))
+                  if p not in paths]
+    if not paths:
+        print(f"{args.kernel}: {len(found)} entries with identical key components")
+        return 0
+    print(f"{args.kernel}: {len(found)} entries differ in: {', '.join(paths)}")
+    rows = [[e.key[:KEY_PREFIX], *(describe(lookup(_components(e), p)) for p in paths), _when(e.last_used)]
+            for e in found]
+    print(_table(["KEY", *paths, "LAST USED"], rows))
+    return 0
+
+
+# -- compile ---------------------------------------------------------------------------------------
+
+def _parse_arg_spec(spec: str) -> Any:
+    """``uint32[16,16]`` / ``float32[?,128]`` -> ``T.Tensor``; ``int32=5`` -> the scalar value."""
+    from .dtypes import dtype
+
+    tensor, scalar = _TENSOR_SPEC.match(spec), _SCALAR_SPEC.match(spec)
+    if tensor:
+        from .language import T
+
+        name, extents = tensor.groups()
+        parts = [p.strip() for p in extents.split(",")] if extents.strip() else []
+        if not all(p == "?" or p.isdigit() for p in parts):
+            raise JittileError(f"--arg {spec!r}: extents must be integers or '?'")
+        return T.Tensor(tuple(None if p == "?" else int(p) for p in parts), dtype(name).name)
+    if scalar:
+        name, text = scalar.groups()
+        kind = dtype(name)
+        try:
+            if kind.name == "bool":
+                if text.lower() not in ("true", "false", "1", "0"):
+                    raise ValueError(text)
+                return text.lower() in ("true", "1")
+            return float(text) if kind.kind == "float" else int(text, 0)
+        except ValueError:
+            raise JittileError(f"--arg {spec!r}: {text!r} is not a {kind.name} value") from None
+    raise JittileError(f"--arg {spec!r}: expected DTYPE[EXTENTS] (e.g. float32[?,128]) or DTYPE=VALUE")
+
+
+def _load_kernel(location: str) -> Any:
+    """Import ``FILE.py`` as a module (its directory first on ``sys.path``, as ``python FILE.py``)."""
+    filename, _, name = location.rpartition(":")
+    if not filename or not name:
+        raise JittileError(f"{location!r}: expected FILE.py:KERNEL")
+    path = Path(filename).resolve()
+    if not path.is_file():
+        raise JittileError(f"{filename}: no such file")
+    module_name = path.stem if path.stem not in sys.modules else f"_jittile_compile_{path.stem}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise JittileError(f"{filename}: cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    sys.path.insert(0, str(path.parent))
+    spec.loader.exec_module(module)
+    kernel = getattr(module, name, None)
+    if kernel is None:
+        raise JittileError(f"{filename} defines no {name!r}")
+    if not callable(getattr(kernel, "compile", None)):
+        raise JittileError(f"{filename}:{name} is not a jittile kernel (no .compile)")
+    return kernel
+
+
+def _compile(args: argparse.Namespace) -> int:
+    kernel = _load_kernel(args.location)
+    specs = [_parse_arg_spec(spec) for spec in args.arg]
+    # No specs: the kernel specializes on its own T.Tensor annotations.
+    compiled = kernel.compile(*specs, target=args.target)
+    meta = compiled.metadata
+    store = cache.default_store()
+    where = store.entry_dir(meta["key"])
+    if not store.enabled:
+        stored = f"memory only ({store.disabled_reason})"
+    else:
+        stored = str(where) if where.is_dir() else "not stored"
+    summary = _table(["kernel", meta["name"]], [
+        ["target", str(meta["target"])], ["key", meta["key"][:KEY_PREFIX]],
+        ["registers", str(meta.get("registers", "?"))],
+        ["shared", f"{meta.get('shared_bytes', '?')} bytes"], ["cache", stored]])
+    # With --ptx/--sass the code goes to stdout alone, so it can be redirected to a file.
+    print(summary, file=sys.stderr if args.ptx or args.sass else sys.stdout)
+    if args.ptx:
+        print(compiled.ptx.rstrip("\n"))
+    if args.sass:
+        print(compiled.sass.rstrip("\n"))
+    return 0
+
+
+# -- entry point -----------------------------------------------------------------------------------
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="jittile", description="Inspect and manage the kernel cache; compile kernels ahead of time.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    cache_parser = commands.add_parser("cache", help="inspect and manage the kernel cache")
+    actions = cache_parser.add_subparsers(dest="action", required=True)
+    actions.add_parser("list", help="one line per entry").set_defaults(run=_cache_list)
+    show = actions.add_parser("show", help="metadata, PTX and SASS summary of one entry")
+    show.add_argument("key", help="the key or a unique prefix of it")
+    show.set_defaults(run=_cache_show)
+    actions.add_parser("clear", help="remove every entry").set_defaults(run=_cache_clear)
+    prune = actions.add_parser("prune", help="remove least recently used entries down to a size")
+    prune.add_argument("--max-size", required=True, help="e.g. 500M (K/M/G/T are powers of 1024)")
+    prune.set_defaults(run=_cache_prune)
+    why = actions.add_parser("why", help="which key components differ between a kernel's entries")
+    why.add_argument("kernel", help="kernel name or qualified name")
+    why.set_defaults(run=_cache_why)
+
+    compile_parser = commands.add_parser("compile", help="compile a kernel into the cache (no GPU needed)")
+    compile_parser.add_argument("location", metavar="FILE.py:KERNEL")
+    compile_parser.add_argument("--target", required=True, help="e.g. sm_90a, sm_100a")
+    output = compile_parser.add_mutually_exclusive_group()
+    output.add_argument("--ptx", action="store_true", help="print the PTX")
+    output.add_argument("--sass", action="store_true", help="print the SASS (needs nvdisasm)")
+    compile_parser.add_argument("--arg", action="append", default=[], metavar="SPEC",
+                                help="argument spec, in order: uint32[16,16], float32[?,128] or int32=5; "
+                                     "default: the kernel's T.Tensor annotations")
+    compile_parser.set_defaults(run=_compile)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except JittileError as exc:
+        print(f"jittile: error: {exc}", file=sys.stderr)
+        return 1

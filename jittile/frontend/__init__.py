@@ -1,0 +1,1 @@
+"""Source -> AST -> checked call sites -> lowered Python function (numba-free)."""

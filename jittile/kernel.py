@@ -1,0 +1,352 @@
+"""``@jittile.kernel``: specialization, compilation, caching and launching of one kernel.
+
+Data flows one way: arguments -> specialization (parameter kinds) -> frontend lowering (cheap, no
+numba) -> cache key -> memory / disk cache or backend compile -> launcher.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import inspect
+import threading
+import time
+from dataclasses import dataclass, field
+from importlib import metadata as _metadata
+
+from . import __version__
+from .dtypes import dtype as lookup_dtype
+from .errors import CompileError, LaunchError
+from .frontend.ir import ArrayParam, ConstexprParam, KernelIR, ScalarParam, TensorMapParam
+from .frontend.lower import Lowered, lower_kernel
+from .frontend.source import KernelSource, load_source
+from .language.cuda import LaunchConfig
+from .language.types import ScalarType, Tensor, _Constexpr
+from .targets import Target, default_target
+
+
+def _dist_version(name: str) -> str:
+    try:
+        return _metadata.version(name)
+    except _metadata.PackageNotFoundError:
+        return "absent"
+
+
+def toolchain_versions() -> dict:
+    """Versions that change generated code: jittile, numba-cuda, NVVM and nvJitLink wheels."""
+    return {"jittile": __version__, "numba-cuda": _dist_version("numba-cuda"),
+            "nvvm": _dist_version("nvidia-nvvm"), "nvjitlink": _dist_version("nvidia-nvjitlink"),
+            "llvmlite": _dist_version("llvmlite")}
+
+
+@dataclass
+class CompiledKernel:
+    """One specialization: PTX, cubin, metadata and the per-call-site instruction plan."""
+
+    ptx: str
+    cubin: bytes
+    metadata: dict
+    ir: KernelIR
+    lowered_source: str
+    entry: str
+    param_layout: list
+    _sass: str | None = field(default=None, repr=False)
+    _launcher: object = field(default=None, repr=False)
+
+    @property
+    def sass(self) -> str:
+        if self._sass is None:
+            from .backend.toolchain import disassemble
+
+            self._sass = disassemble(self.cubin)
+        return self._sass
+
+    @property
+    def plan(self) -> list[dict]:
+        """Per tile call site: location, opcode and its native instructions."""
+        return [{"location": str(site.location), "opcode": site.opcode, "family": site.family,
+                 "instructions": [dict(opcode=r.opcode, instance=r.instance, coords=r.coords,
+                                       shared_offset=r.shared_offset, bytes=r.bytes, **r.fields)
+                                  for r in site.plan]}
+                for site in self.ir.sites]
+
+    def launcher(self):
+        if self._launcher is None:
+            from .runtime.launcher import Launcher
+
+            self._launcher = Launcher(self.ir, self.cubin, self.entry, self.param_layout)
+        return self._launcher
+
+
+def _source_digest(source: KernelSource) -> str:
+    """Comment- and whitespace-insensitive digest of the kernel's code."""
+    return hashlib.sha256(ast.dump(source.tree, include_attributes=False).encode()).hexdigest()
+
+
+class Kernel:
+    """A JIT kernel; call it (``k(*args)`` or ``k[grid, block](*args)``) or ``k.compile(...)``."""
+
+    def __init__(self, pyfunc, target: str | None = None, cache: bool = True):
+        self.pyfunc = pyfunc
+        self.__name__ = pyfunc.__name__
+        self.__qualname__ = pyfunc.__qualname__
+        self.__doc__ = pyfunc.__doc__
+        self.target = target
+        self.use_disk_cache = cache
+        self._signature = inspect.signature(pyfunc)
+        self._source: KernelSource | None = None
+        self._memory: dict = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"<jittile.kernel {self.__qualname__}>"
+
+    # ---------------------------------------------------------------------- specialization
+    @property
+    def source(self) -> KernelSource:
+        if self._source is None:
+            self._source = load_source(self.pyfunc)
+        return self._source
+
+    def _params(self, args: tuple) -> tuple[list, list]:
+        """Parameter kinds for ``args``, and the argument values that the launch passes."""
+        from .runtime.arrays import DeviceView
+        from .runtime.tensormap import TensorMap
+
+        names = list(self._signature.parameters)
+        if len(args) != len(names):
+            raise LaunchError(f"{self.__name__} takes {len(names)} arguments, got {len(args)}")
+        params, values = [], []
+        for name, value in zip(names, args):
+            ann = self._signature.parameters[name].annotation
+            ann = None if ann is inspect.Parameter.empty else ann
+            if isinstance(ann, _Constexpr):
+                if isinstance(value, (Tensor, DeviceView)):
+                    raise LaunchError(f"constexpr parameter {name!r} needs a value, got {value!r}")
+                params.append(ConstexprParam(name, value))
+                continue
+            if isinstance(value, TensorMap):
+                params.append(TensorMapParam(name))
+            elif isinstance(value, (Tensor, DeviceView)):
+                params.append(self._array_param(name, ann, value))
+            elif isinstance(ann, ScalarType) or isinstance(value, (int, float, bool)):
+                params.append(self._scalar_param(name, ann, value))
+            else:
+                raise LaunchError(f"argument {name!r}: cannot pass {type(value).__name__}")
+            values.append(value)
+        return params, values
+
+    def _array_param(self, name: str, ann, value) -> ArrayParam:
+        if isinstance(value, Tensor):
+            dtype, ndim, shape, layout = lookup_dtype(value.dtype), value.ndim, value.static_shape, "C"
+        else:
+            dtype, ndim, shape = value.dtype, value.ndim, value.shape
+            layout = "C" if value.c_contiguous else "A"
+        static = (None,) * ndim
+        if isinstance(ann, Tensor):
+            if ann.ndim != ndim:
+                raise LaunchError(f"argument {name!r}: rank {ndim} does not match the annotated "
+                                  f"T.Tensor{ann.shape}")
+            if lookup_dtype(ann.dtype) != dtype:
+                raise LaunchError(f"argument {name!r}: dtype {dtype.name} does not match the "
+                                  f"annotated {ann.dtype}")
+            static = ann.static_shape
+            for axis, (want, got) in enumerate(zip(static, shape)):
+                if want is not None and got is not None and want != got:
+                    raise LaunchError(f"argument {name!r}: extent {got} on axis {axis} does not "
+                                      f"match the annotated {want}")
+        return ArrayParam(name, dtype, ndim, static, layout)
+
+    def _scalar_param(self, name: str, ann, value) -> ScalarParam:
+        if isinstance(ann, ScalarType):
+            return ScalarParam(name, ann.dtype)
+        if isinstance(value, bool):
+            return ScalarParam(name, lookup_dtype("bool"))
+        return ScalarParam(name, lookup_dtype("int64" if isinstance(value, int) else "float64"))
+
+    def _annotation_specs(self) -> list:
+        specs = []
+        for name, p in self._signature.parameters.items():
+            ann = p.annotation
+            if isinstance(ann, Tensor):
+                specs.append(ann)
+            elif isinstance(ann, ScalarType):
+                specs.append(ann(0))
+            else:
+                raise CompileError(f"{self.__name__}: parameter {name!r} has no T.Tensor or scalar "
+                                   f"annotation; pass example arguments to compile()")
+        return specs
+
+    # ---------------------------------------------------------------------------- compiling
+    def _resolve_target(self, target) -> Target:
+        return Target.parse(target or self.target or default_target())
+
+    def _components(self, lowered: Lowered, params: list, target: Target, launch) -> dict:
+        args = []
+        for p in params:
+            if isinstance(p, ArrayParam):
+                args.append({"name": p.name, "kind": "array", "dtype": p.dtype.name, "ndim": p.ndim,
+                             "static_shape": list(p.static_shape), "layout": p.layout})
+            elif isinstance(p, ScalarParam):
+                args.append({"name": p.name, "kind": "scalar", "dtype": p.dtype.name})
+            elif isinstance(p, TensorMapParam):
+                args.append({"name": p.name, "kind": "tensormap"})
+        return {
+            "kernel": self.__qualname__,
+            "source": _source_digest(self.source),
+            "globals": {k: repr(v) for k, v in sorted(lowered.ir.folded_globals.items())},
+            "static_params": {p.name: repr(p.value) for p in params
+                              if isinstance(p, ConstexprParam)},
+            "args": args,
+            "launch": None if launch is None else {"block": list(launch.block),
+                                                   "cluster": launch.cluster and list(launch.cluster)},
+            "target": target.name,
+            "versions": toolchain_versions(),
+        }
+
+    def _specialize(self, args: tuple, target, launch):
+        from .runtime.arrays import device_view, is_array
+        from .runtime.tensormap import TensorMap
+
+        converted = tuple(device_view(a) if (is_array(a) and not isinstance(a, (Tensor, TensorMap)))
+                          else a for a in args)
+        params, values = self._params(converted)
+        return params, values, converted
+
+    def compile(self, *args, target: str | None = None, launch=None) -> CompiledKernel:
+        """Compile for example arguments (arrays or ``T.Tensor`` specs; none: the annotations);
+        needs no GPU. NumPy arrays are only inspected, never copied."""
+        from .runtime.arrays import DeviceView
+        from .runtime.tensormap import TensorMap
+
+        import numpy as np
+
+        if not args:
+            args = tuple(self._annotation_specs())
+        specs = []
+        for a in args:
+            if isinstance(a, np.ndarray):
+                specs.append(Tensor(a.shape, a.dtype.name))
+            elif isinstance(a, (Tensor, TensorMap, DeviceView, int, float, bool)) or not hasattr(
+                    a, "shape"):
+                specs.append(a)
+            else:
+                from .runtime.arrays import device_view
+
+                specs.append(device_view(a))
+        params, _ = self._params(tuple(specs))
+        return self._compiled(params, self._resolve_target(target), launch)
+
+    def _compiled(self, params: list, target: Target, launch) -> CompiledKernel:
+        memo_key = (target.name, tuple(params), launch)
+        found = self._memory.get(memo_key)
+        if found is not None:
+            return found
+        with self._lock:
+            found = self._memory.get(memo_key)
+            if found is None:
+                found = self._build(params, target, launch)
+                self._memory[memo_key] = found
+        return found
+
+    def _build(self, params: list, target: Target, launch) -> CompiledKernel:
+        from . import cache as jcache
+
+        start = time.perf_counter()
+        lowered = lower_kernel(self.source, params, target, launch)
+        components = self._components(lowered, params, target, lowered.ir.launch if launch is None
+                                      else launch)
+        key = jcache.make_key(components)
+        store = jcache.default_store() if self.use_disk_cache else None
+        entry = store.load(key) if store is not None and store.enabled else None
+        if entry is not None:
+            if jcache.debug_enabled():
+                jcache.log(f"hit {self.__qualname__} {key[:12]}")
+            return self._from_entry(entry, lowered, key)
+        if jcache.debug_enabled() and store is not None and store.enabled:
+            previous = [e for e in store.entries() if e.qualname == self.__qualname__]
+            jcache.log(f"{self.__qualname__} {key[:12]} "
+                       + (jcache.explain_miss(components, previous) if previous else
+                          "miss: no entry for this kernel yet"))
+        from .backend.compiler import compile_lowered
+
+        artifact = compile_lowered(lowered, target, self.source.filename)
+        ir = lowered.ir
+        meta = {
+            "name": self.__name__, "qualname": self.__qualname__, "target": target.name,
+            "key": key, "key_components": components, "static_params": components["static_params"],
+            "source_file": self.source.filename, "source_line": self.source.firstlineno,
+            "entry": artifact.entry, "registers": artifact.usage["registers"],
+            "shared_bytes": ir.shared_bytes, "static_shared_bytes":
+                artifact.usage["static_shared_bytes"], "dynamic_shared": ir.dynamic_shared,
+            "local_bytes": artifact.usage["local_bytes"],
+            "spill_stores": artifact.usage["spill_stores"],
+            "spill_loads": artifact.usage["spill_loads"],
+            "compile_seconds": round(time.perf_counter() - start, 4),
+            "param_layout": [list(p) for p in artifact.param_layout],
+        }
+        if store is not None and store.enabled:
+            store.store(key, artifact.cubin, artifact.ptx, meta)
+        return CompiledKernel(artifact.ptx, artifact.cubin, meta, ir, lowered.source,
+                              artifact.entry, artifact.param_layout)
+
+    def _from_entry(self, entry, lowered: Lowered, key: str) -> CompiledKernel:
+        meta = dict(entry.metadata)
+        layout = [tuple(p) for p in meta["param_layout"]]
+        return CompiledKernel(entry.ptx(), entry.cubin(), meta, lowered.ir, lowered.source,
+                              meta["entry"], layout)
+
+    @property
+    def cache(self) -> list:
+        """This kernel's disk-cache entries."""
+        from . import cache as jcache
+
+        return [e for e in jcache.entries() if e.qualname == self.__qualname__]
+
+    # ---------------------------------------------------------------------------- launching
+    def __getitem__(self, config) -> "_Configured":
+        if not isinstance(config, tuple) or len(config) != 2:
+            raise LaunchError("launch with kernel[grid, block](...)")
+        return _Configured(self, LaunchConfig(grid=config[0], block=config[1]))
+
+    def __call__(self, *args, stream=None, cluster=None, shared_bytes=None):
+        return self._launch(args, None, stream, cluster, shared_bytes)
+
+    def _launch(self, args, config: LaunchConfig | None, stream, cluster, shared_bytes):
+        target = self._resolve_target(None)
+        if config is not None and cluster is not None:
+            config = LaunchConfig(grid=config.grid, block=config.block, cluster=cluster)
+        key_launch = None if config is None else LaunchConfig(grid=1, block=config.block,
+                                                               cluster=config.cluster)
+        params, values, converted = self._specialize(args, target, key_launch)
+        try:
+            compiled = self._compiled(params, target, key_launch)
+            launch = config or compiled.ir.launch
+            if launch is None:
+                raise LaunchError(f"{self.__name__} has no launch configuration: use "
+                                  f"T.device_entry(launch=...) or kernel[grid, block](...)")
+            cluster_dims = cluster if cluster is not None else launch.cluster
+            if cluster_dims is not None:
+                cluster_dims = LaunchConfig(cluster=cluster_dims).cluster
+            compiled.launcher().launch(tuple(values), launch.grid, launch.block, stream,
+                                       cluster_dims, shared_bytes)
+        finally:
+            for value in converted:
+                finish = getattr(value, "finish", None)
+                if finish is not None:
+                    finish()
+
+
+class _Configured:
+    def __init__(self, kernel: Kernel, config: LaunchConfig):
+        self.kernel = kernel
+        self.config = config
+
+    def __call__(self, *args, stream=None, cluster=None, shared_bytes=None):
+        return self.kernel._launch(args, self.config, stream, cluster, shared_bytes)
+
+
+def kernel(fn=None, *, target: str | None = None, cache: bool = True):
+    """Decorator: ``@jittile.kernel`` or ``@jittile.kernel(target="sm_90a", cache=True)``."""
+    if fn is None:
+        return lambda f: Kernel(f, target=target, cache=cache)
+    return Kernel(fn, target=target, cache=cache)

@@ -1,0 +1,65 @@
+"""Marker objects that the kernel language is made of.
+
+Outside a kernel these objects do nothing but explain themselves: the frontend recognises them by
+identity after resolving names through the kernel function's globals, so aliases work.
+"""
+from __future__ import annotations
+
+from ..errors import JittileError
+
+
+class Intrinsic:
+    """A kernel-language function such as ``T.cuda.cta_sync``; only meaningful inside a kernel."""
+
+    def __init__(self, qualname: str, doc: str = ""):
+        self.qualname = qualname
+        self.__doc__ = doc
+
+    def __call__(self, *args, **kwargs):
+        raise JittileError(f"{self.qualname}() can only be used inside a @jittile.kernel function")
+
+    def __repr__(self) -> str:
+        return f"<jittile intrinsic {self.qualname}>"
+
+
+class PtxInstruction:
+    """``T.ptx.a.b.c`` or ``T.ptx["a.b.c"]``: a raw PTX instruction (or a tile opcode) by name."""
+
+    def __init__(self, parts: tuple[str, ...] = (), text: str | None = None):
+        self._parts = parts
+        self._text = text
+
+    @property
+    def opcode(self) -> str:
+        if self._text is not None:
+            return self._text
+        from ..ptx.grammar import opcode_from_attributes
+
+        return opcode_from_attributes(list(self._parts))
+
+    def __getattr__(self, name: str) -> "PtxInstruction":
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        if self._text is not None:
+            raise JittileError(f"T.ptx[{self._text!r}] cannot be extended with .{name}")
+        return PtxInstruction(self._parts + (name,))
+
+    def __getitem__(self, text: str) -> "PtxInstruction":
+        if self._parts or self._text is not None:
+            raise JittileError("T.ptx[...] takes the whole opcode: write T.ptx['a.b.c']")
+        if not isinstance(text, str):
+            raise JittileError(f"T.ptx[...] takes an opcode string, got {text!r}")
+        return PtxInstruction(text=text)
+
+    def __call__(self, *args, **kwargs):
+        raise JittileError(f"PTX instruction {self.opcode!r} can only be issued inside a @jittile.kernel")
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, PtxInstruction) and (self._parts, self._text) == (other._parts,
+                                                                                   other._text)
+
+    def __hash__(self) -> int:
+        return hash((self._parts, self._text))
+
+    def __repr__(self) -> str:
+        return f"T.ptx[{self.opcode!r}]" if (self._parts or self._text) else "T.ptx"

@@ -1,0 +1,1 @@
+"""Tile patterns: one module per opcode family (contract, plan, host setup, code generation)."""

@@ -1,0 +1,468 @@
+"""cp.async.bulk.tensor / cp.reduce.async.bulk.tensor: the TMA tile pattern.
+
+Sections follow the specification: call parameters, data representation, operands and descriptor
+fields, legality conditions, host setup, code generation. The pattern issues one native
+instruction per group/repeat instance at explicit coordinates; it elects no thread and inserts no
+waits, fences or expect_tx.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+from ..dtypes import DType, dtype as lookup_dtype
+from ..errors import ContractError
+from ..layout import byte_swizzle_mode
+from ..ptx.asm import AsmCall
+from ..ptx.opcodes import BulkTensorOpcode, parse_bulk_tensor
+from ..targets import satisfies
+from .base import (SCOPE_GROUP_AXES, CallSite, Emit, GlobalRegion, Lowering, LoweringContext,
+                   PlanRecord, SharedRegion, TensorMapOperand, Value, static_tuple)
+from .swizzle import SWIZZLE_SPAN, swizzle_period
+
+# ---------------------------------------------------------------------------- call parameters
+PARAMETERS = ("box", "coords", "coord_steps", "format", "element_strides", "swizzle", "interleave",
+              "l2_promotion", "oob_fill", "gather4", "mbar", "cta_mask", "cache_policy", "pred")
+STATIC_PARAMETERS = ("box", "coord_steps", "format", "element_strides", "swizzle", "interleave",
+                     "l2_promotion", "oob_fill")
+SHARED_ORIGIN_ALIGN = 128
+
+# ----------------------------------------------------------------------- data representation
+# Reduction operator x element type (PTX ISA, cp.reduce.async.bulk.tensor: redOp / type table).
+REDUCTION_TYPES = {
+    "add": {"uint32", "int32", "uint64", "float32", "float16", "bfloat16"},
+    "min": {"uint32", "int32", "uint64", "int64", "float16", "bfloat16"},
+    "max": {"uint32", "int32", "uint64", "int64", "float16", "bfloat16"},
+    "inc": {"uint32"},
+    "dec": {"uint32"},
+    "and": {"uint32", "int32", "uint64", "int64"},
+    "or": {"uint32", "int32", "uint64", "int64"},
+    "xor": {"uint32", "int32", "uint64", "int64"},
+}
+FLOAT_FORMATS = {"float16", "bfloat16", "float32", "float64", "tf32"}
+TMA_STORAGE = {"uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64", "float16",
+               "bfloat16", "float32", "float64", "float8_e4m3fn", "float8_e5m2"}
+
+
+@dataclass(frozen=True)
+class Representation:
+    """How a box is stored: shared atom (suffix) shape in storage elements and payload bytes."""
+
+    atom: tuple[int, ...]
+    payload_bytes: int
+    inner_box_bytes: int
+
+
+def representation(op: BulkTensorOpcode, site: CallSite, dtype: DType, fmt: str, box: tuple,
+                   element_strides: tuple, interleave: int) -> Representation:
+    """The shared image of one instruction (the seed's "Data representation" section)."""
+    if op.mode in ("tile::gather4", "tile::scatter4"):
+        return Representation((4, box[1]), 4 * box[1] * dtype.bytes, box[1] * dtype.bytes)
+    image = tuple(math.ceil(b / s) for b, s in zip(box, element_strides))
+    if fmt == "float4_e2m1fn":
+        # Each sixteen nibbles fill the low half of a 16-byte shared block: one storage byte per
+        # value in shared memory, half a byte of payload.
+        return Representation(image, math.prod(image) // 2, image[-1])
+    if interleave:
+        slice_elems = 16 * interleave // dtype.bytes
+        channel_one = (image[0], 1) + image[2:]  # one C slice per issue
+        return Representation(channel_one + (slice_elems,),
+                              math.prod(channel_one) * 16 * interleave, 16 * interleave)
+    return Representation(image, math.prod(image) * dtype.bytes, image[-1] * dtype.bytes)
+
+
+# ------------------------------------------------------------------------------ the pattern
+class TmaPattern:
+    family = "cp.async.bulk.tensor"
+
+    def claims(self, opcode: str) -> bool:
+        return opcode.startswith(("cp.async.bulk.tensor", "cp.reduce.async.bulk.tensor"))
+
+    def lower(self, site: CallSite, ctx: LoweringContext) -> Lowering:
+        op = self._opcode(site)
+        shared, glob = self._operands(site, op)
+        for name in site.params:
+            if name not in PARAMETERS:
+                raise site.error(f"is not a parameter of {self.family}; parameters are "
+                                 f"{', '.join(PARAMETERS)} (qualifiers go in the opcode)", name)
+        d = self._descriptor(site, op, shared, glob)
+        return self._generate(site, ctx, op, shared, glob, d)
+
+    # ------------------------------------------------------------------------------ opcode
+    def _opcode(self, site: CallSite) -> BulkTensorOpcode:
+        try:
+            op = parse_bulk_tensor(site.opcode, site.location)
+        except ContractError as exc:
+            raise ContractError(exc.rule, site.location, opcode=site.opcode,
+                                parameter=exc.parameter) from None
+        op.check_target(site.target, site.location)
+        if op.multicast and not any(satisfies(site.target, t) for t in ("sm_90a", "sm_100a")):
+            raise site.error(f"requires target sm_90a or sm_100a (multicast::cluster), but the "
+                             f"kernel is compiled for {site.target.name}", "target")
+        return op
+
+    # ---------------------------------------------------------------------------- operands
+    def _operands(self, site: CallSite, op: BulkTensorOpcode):
+        if len(site.operands) != 2:
+            order = "shared, global" if op.kind == "load" else "global, shared"
+            raise site.error(f"takes two operands ({order}), got {len(site.operands)}", "operands")
+        shared, glob = site.operands if op.kind == "load" else site.operands[::-1]
+        sidx, gidx = (0, 1) if op.kind == "load" else (1, 0)
+        if not isinstance(shared, SharedRegion):
+            raise site.error(f"operand {sidx} must be a shared buffer or region for a {op.kind}, "
+                             f"got {type(shared).__name__}", f"operand {sidx}")
+        if not isinstance(glob, (GlobalRegion, TensorMapOperand)):
+            raise site.error(f"operand {gidx} must be a global tensor region or a jittile.TensorMap "
+                             f"for a {op.kind}, got {type(glob).__name__}", f"operand {gidx}")
+        return shared, glob
+
+    # --------------------------------------------------------- descriptor fields & legality
+    def _descriptor(self, site: CallSite, op: BulkTensorOpcode, shared: SharedRegion, glob) -> dict:
+        p = site.params
+        rank = op.rank
+        gathered = op.mode in ("tile::gather4", "tile::scatter4")
+        if "box" not in p:
+            raise site.error("is required: one extent per opcode dimension, outer to inner", "box")
+        box = static_tuple(site, "box", p["box"], rank, lambda b: 1 <= b <= 256,
+                           "each box extent must be in 1..256")
+        element_strides = static_tuple(site, "element_strides", p.get("element_strides",
+                                                                      (1,) * rank), rank,
+                                       lambda s: 1 <= s <= 8, "each element stride must be in 1..8")
+        swizzle = self._enum(site, "swizzle", p.get("swizzle", 0), 4)
+        interleave = self._enum(site, "interleave", p.get("interleave", 0), 3)
+        l2_promotion = self._enum(site, "l2_promotion", p.get("l2_promotion", 0), 4)
+        oob_fill = self._enum(site, "oob_fill", p.get("oob_fill", 0), 2)
+        dtype = shared.dtype
+        fmt = p.get("format", dtype.name)
+        if not isinstance(fmt, str):
+            raise site.error(f"must be a static dtype string, got {fmt!r}", "format")
+        try:
+            fmt = lookup_dtype(fmt).name
+        except Exception:
+            raise site.error(f"unknown descriptor format {fmt!r}", "format") from None
+
+        # Data representation: no reinterpretation of the storage type.
+        if fmt == "tf32":
+            if dtype.name != "float32":
+                raise site.error(f"tf32 reads float32 storage, but the shared operand is "
+                                 f"{dtype.name}", "format")
+        elif fmt == "float4_e2m1fn":
+            if op.kind != "load":
+                raise site.error("float4_e2m1fn (16U4_ALIGN16B) is a load-only format", "format")
+            if dtype.name != "uint8":
+                raise site.error(f"packed FP4 is stored as uint8 (two values a byte), got "
+                                 f"{dtype.name}", "format")
+            if box[-1] != 128:
+                raise site.error(f"packed FP4 needs an inner box of 128, got {box[-1]}", "box")
+            if swizzle not in (0, 3):
+                raise site.error(f"packed FP4 images use swizzle 0 or 3, got {swizzle}", "swizzle")
+            if interleave:
+                raise site.error("packed FP4 does not combine with interleave", "interleave")
+        elif fmt != dtype.name:
+            raise site.error(f"format {fmt!r} differs from the operand dtype {dtype.name!r}; "
+                             f"jittile does not reinterpret storage (only tf32 over float32 and "
+                             f"float4_e2m1fn over uint8 are alternative formats)", "format")
+        if dtype.name not in TMA_STORAGE:
+            raise site.error(f"TMA cannot move {dtype.name} elements", "format")
+        if isinstance(glob, GlobalRegion) and glob.dtype != dtype:
+            raise site.error(f"global operand is {glob.dtype.name} but shared operand is "
+                             f"{dtype.name}; both sides must have one element type", "operands")
+        if oob_fill == 1 and fmt not in FLOAT_FORMATS:
+            raise site.error(f"NaN fill needs a floating-point format, got {fmt}", "oob_fill")
+        if op.kind == "reduce":
+            allowed = REDUCTION_TYPES[op.redop]
+            if dtype.name not in allowed:
+                raise site.error(f".{op.redop} reductions support {', '.join(sorted(allowed))}; "
+                                 f"got {dtype.name}", "opcode")
+
+        # Interleave.
+        if interleave:
+            if gathered:
+                raise site.error("gather4/scatter4 do not use interleave", "interleave")
+            if rank < 3:
+                raise site.error(f"interleave needs a rank-3..5 opcode, got .{rank}d", "interleave")
+            if interleave == 2 and swizzle != 1:
+                raise site.error(f"interleave=2 (32B) requires swizzle=1 (32B), got swizzle="
+                                 f"{swizzle}", "swizzle")
+            if interleave == 1 and swizzle and site.target.major >= 10:
+                raise site.error(f"16B interleave with swizzle {swizzle} can trap on "
+                                 f"{site.target.name} (B200); use swizzle=0", "swizzle")
+            if element_strides[-1] != 1:
+                raise site.error("with interleave the innermost element stride must be 1",
+                                 "element_strides")
+        if gathered:
+            if box[0] != 1:
+                raise site.error(f"gather4/scatter4 use box=(1, width), got {box}", "box")
+            if any(s != 1 for s in element_strides):
+                raise site.error("gather4/scatter4 take unit element strides", "element_strides")
+
+        rep = representation(op, site, dtype, fmt, box, element_strides, interleave)
+        if not interleave:
+            if rep.inner_box_bytes % 16:
+                raise site.error(f"the inner box is {rep.inner_box_bytes} bytes "
+                                 f"({box[-1]} x {dtype.bytes} B / stride {element_strides[-1]}); "
+                                 f"it must be a multiple of 16 bytes", "box")
+            if swizzle and rep.inner_box_bytes > SWIZZLE_SPAN[swizzle]:
+                raise site.error(f"the inner box is {rep.inner_box_bytes} bytes, wider than the "
+                                 f"{SWIZZLE_SPAN[swizzle]}-byte span of swizzle={swizzle}", "box")
+        return dict(box=box, element_strides=element_strides, swizzle=swizzle,
+                    interleave=interleave, l2_promotion=l2_promotion, oob_fill=oob_fill,
+                    format=fmt, rep=rep)
+
+    @staticmethod
+    def _enum(site: CallSite, name: str, value, count: int) -> int:
+        if isinstance(value, Value) or not isinstance(value, int) or isinstance(value, bool):
+            raise site.error(f"must be a static integer in 0..{count - 1}, got "
+                             f"{getattr(value, 'text', value)!r}", name)
+        if not 0 <= value < count:
+            raise site.error(f"must be in 0..{count - 1}, got {value}", name)
+        return value
+
+    # ------------------------------------------------------------ shared image legality
+    def _instances(self, site: CallSite, shared: SharedRegion, rep: Representation,
+                   ctx: LoweringContext):
+        """Split the shared region into (group, repeat, atom) and check the image."""
+        atom = rep.atom
+        shape = shared.shape
+        n_group = SCOPE_GROUP_AXES.get(site.scope)
+        if n_group is None:
+            raise site.error(f"must be one of {', '.join(SCOPE_GROUP_AXES)}, got {site.scope!r}",
+                             "scope")
+        if len(shape) < len(atom) + n_group or tuple(shape[len(shape) - len(atom):]) != atom:
+            raise site.error(f"shared image {shape} must end in the box image {atom} "
+                             f"(ceil(box / element_strides)), after {n_group} group axes",
+                             "box")
+        groups = ctx.group_indices(site.scope)
+        lead = shape[:len(shape) - len(atom)]
+        for axis, (extent, _) in enumerate(groups):
+            if lead[axis] != extent:
+                raise site.error(f"group axis {axis} of the shared operand has extent "
+                                 f"{lead[axis]}, but scope {site.scope!r} has {extent} "
+                                 f"indices", "scope")
+        return lead[:n_group], lead[n_group:], groups
+
+    def _check_image(self, site: CallSite, shared: SharedRegion, lead_rank: int, atom, swizzle):
+        """The atom must be compact row-major in the unswizzled address space, each origin
+        128-byte aligned, and a swizzled buffer aligned to its period with a matching layout."""
+        buf = shared.buffer
+        layout_mode = byte_swizzle_mode(buf.layout, buf.dtype)
+        if layout_mode != swizzle:
+            raise site.error(f"swizzle={swizzle} does not match the shared buffer {buf.name!r}, "
+                             f"whose layout has swizzle mode {layout_mode}", "swizzle")
+        need = swizzle_period(swizzle) if swizzle else SHARED_ORIGIN_ALIGN
+        if buf.align < need:
+            what = (f"swizzle={swizzle} needs the whole {need}-byte period" if swizzle else
+                    "every TMA shared origin must be 128-byte aligned")
+            raise site.error(f"shared buffer {buf.name!r} is aligned to {buf.align} bytes; {what} "
+                             f"(allocate with align={need})", "operands")
+        inner = getattr(buf.layout, "tile_layout", buf.layout)
+        elem = buf.dtype.bytes
+        rank = len(shared.shape)
+
+        def linear(coords) -> int:
+            return inner.memory_offset(shared.buffer_coords(tuple(coords)), buf.shape) * elem
+
+        zero = [0] * rank
+        origin = linear(zero)
+        # The offset is additive over axes, so checking every value along each atom axis from
+        # the origin checks the whole atom.
+        expected = elem
+        for axis in reversed(range(lead_rank, rank)):
+            for value in range(shared.shape[axis]):
+                coords = list(zero)
+                coords[axis] = value
+                got = linear(coords) - origin
+                if got != value * expected:
+                    raise site.error(f"the shared image is not the compact box image the "
+                                     f"descriptor writes: element {tuple(coords)} is at byte "
+                                     f"{got} from the origin, expected {value * expected}",
+                                     "operands")
+            expected *= shared.shape[axis]
+        return linear, need
+
+    # ----------------------------------------------------------------------- code generation
+    def _generate(self, site: CallSite, ctx: LoweringContext, op: BulkTensorOpcode,
+                  shared: SharedRegion, glob, d: dict) -> Lowering:
+        p = site.params
+        rank, rep = op.rank, d["rep"]
+        group_shape, repeat_shape, groups = self._instances(site, shared, rep, ctx)
+        lead_rank = len(group_shape) + len(repeat_shape)
+        linear, _ = self._check_image(site, shared, lead_rank, rep.atom, d["swizzle"])
+        for axis in range(lead_rank):
+            if linear([0] * axis + [1] + [0] * (len(shared.shape) - axis - 1)) % 128 and \
+                    shared.shape[axis] > 1:
+                raise site.error(f"repeat/group axis {axis} steps the shared origin by "
+                                 f"{linear([0] * axis + [1] + [0] * (len(shared.shape) - axis - 1))}"
+                                 f" bytes; every origin must be 128-byte aligned", "operands")
+        if linear([0] * len(shared.shape)) % 128:
+            raise site.error(f"the shared origin is at byte {linear([0] * len(shared.shape))} of "
+                             f"{shared.buffer.name!r}; it must be 128-byte aligned", "operands")
+
+        steps = p.get("coord_steps", ())
+        if lead_rank == 0 and steps in ((), []):
+            steps = ()
+        else:
+            steps = tuple(static_tuple(site, "coord_steps", s, rank) for s in
+                          (steps if isinstance(steps, (tuple, list)) and all(
+                              isinstance(s, (tuple, list)) for s in steps) else [steps]))
+            if len(steps) != lead_rank:
+                raise site.error(f"needs one rank-{rank} increment per group/repeat axis "
+                                 f"({lead_rank}: group {group_shape}, repeat {repeat_shape}), got "
+                                 f"{len(steps)}", "coord_steps")
+
+        coords = self._runtime_tuple(site, "coords", rank, required=True)
+        gathered = op.mode in ("tile::gather4", "tile::scatter4")
+        rows = self._runtime_tuple(site, "gather4", 4, required=gathered) if gathered else None
+        if not gathered and "gather4" in p:
+            raise site.error("is only used by .tile::gather4 / .tile::scatter4 opcodes", "gather4")
+        mbar = self._runtime(site, "mbar", op.kind == "load", "loads complete on an mbarrier",
+                             "stores and reductions complete through bulk groups")
+        mask = self._runtime(site, "cta_mask", op.multicast, "multicast needs the CTA mask",
+                             "only .multicast::cluster opcodes take a CTA mask")
+        policy = self._runtime(site, "cache_policy", op.cache_hint,
+                               ".L2::cache_hint needs the cache-policy operand",
+                               "only .L2::cache_hint opcodes take a cache policy")
+        pred = p.get("pred")
+        if pred is False:
+            return Lowering(plan=[], emits=[], notes=["pred=False: no instruction issued"])
+        predicate = pred.source if isinstance(pred, Value) else None
+        if pred is not None and not isinstance(pred, (Value, bool)):
+            raise site.error(f"must be a runtime bool or None, got {pred!r}", "pred")
+
+        # Host setup: one TensorMap per global region and descriptor fields.
+        if isinstance(glob, GlobalRegion):
+            if glob.ndim != rank + (1 if d["interleave"] else 0):
+                extra = " plus the explicit channel-slice axis" if d["interleave"] else ""
+                raise site.error(f"global tensor {glob.param!r} has rank {glob.ndim}; the opcode "
+                                 f"rank is {rank}{extra}", "operands")
+            tmap = ctx.tensormap_param(glob, dict(
+                data_type=d["format"], box=d["box"], element_strides=d["element_strides"],
+                interleave=d["interleave"], swizzle=d["swizzle"], l2_promotion=d["l2_promotion"],
+                oob_fill=d["oob_fill"]))
+        else:
+            tmap = glob.param
+        tmap_ptr = ctx.tensormap_pointer(tmap)
+
+        asm = self._asm(op, rank, gathered)
+        plan, emits = [], []
+        repeat_ranges = [range(n) for n in repeat_shape]
+        group_terms = [(src, axis) for axis, (_, src) in enumerate(groups)]
+        zero = [0] * len(shared.shape)
+        for instance in itertools.product(*repeat_ranges):
+            full = [0] * len(group_shape) + list(instance)
+            deltas = [sum(full[a] * steps[a][i] for a in range(lead_rank)) for i in range(rank)]
+            coord_src = []
+            for i in range(rank):
+                terms = [coords[i]] if not isinstance(coords[i], int) else []
+                const = (coords[i] if isinstance(coords[i], int) else 0) + deltas[i]
+                for src, axis in group_terms:
+                    if steps[axis][i]:
+                        terms.append(f"{src} * {steps[axis][i]}")
+                coord_src.append(_sum(terms, const))
+            position = list(zero)
+            position[len(group_shape):lead_rank] = instance
+            offset = linear(position)
+            offset_terms = []
+            for src, axis in group_terms:
+                unit = list(zero)
+                unit[axis] = 1
+                offset_terms.append(f"{src} * {linear(unit) - linear(zero)}")
+            smem = ctx.shared_address(shared.buffer, _sum(offset_terms, offset))
+            ptx_coords = list(reversed(coord_src))
+            if gathered:
+                ptx_coords = [coord_src[1]] + [str(r) for r in rows]
+            operands = self._operands_for(op, smem, tmap_ptr, ptx_coords, mbar, mask, policy)
+            emits.append(Emit(asm, tuple(operands)))
+            plan.append(PlanRecord(
+                opcode=op.native_text, instance=tuple(instance),
+                coords=tuple(int(c) if _is_int(c) else c for c in ptx_coords),
+                shared_offset=shared.buffer.offset + offset, bytes=rep.payload_bytes,
+                fields={"mbar": mbar.text if isinstance(mbar, Value) else None,
+                        "tensormap": tmap, "box": d["box"], "swizzle": d["swizzle"]}))
+        return Lowering(plan=plan, emits=emits, predicate=predicate)
+
+    @staticmethod
+    def _operands_for(op, smem, tmap_ptr, coords, mbar, mask, policy) -> list[str]:
+        out = [smem, tmap_ptr, *coords] if op.kind == "load" else [tmap_ptr, *coords, smem]
+        if op.kind == "load":
+            out.append(mbar.source)
+        if op.multicast:
+            out.append(mask.source if isinstance(mask, Value) else str(mask))
+        if op.cache_hint:
+            out.append(policy.source if isinstance(policy, Value) else str(policy))
+        return out
+
+    @staticmethod
+    def _asm(op: BulkTensorOpcode, rank: int, gathered: bool) -> AsmCall:
+        n = 5 if gathered else rank
+        inputs: list[str] = []
+
+        def regs(count: int) -> str:
+            start = len(inputs)
+            inputs.extend(["r"] * count)
+            return ", ".join(f"${i}" for i in range(start, start + count))
+
+        if op.kind == "load":
+            dst = regs(1)
+            inputs.append("l")
+            tmap = f"${len(inputs) - 1}"
+            coords = regs(n)
+            mbar = regs(1)
+            text = f"{op.native_text} [{dst}], [{tmap}, {{{coords}}}], [{mbar}]"
+        else:
+            inputs.append("l")
+            tmap = f"${len(inputs) - 1}"
+            coords = regs(n)
+            src = regs(1)
+            text = f"{op.native_text} [{tmap}, {{{coords}}}], [{src}]"
+        if op.multicast:
+            inputs.append("h" if (op.multicast_bits or 16) == 16 else "r")
+            text += f", ${len(inputs) - 1}"
+        if op.cache_hint:
+            inputs.append("l")
+            text += f", ${len(inputs) - 1}"
+        return AsmCall(text + ";", (), tuple(inputs), comment=op.native_text)
+
+    # ------------------------------------------------------------------------ runtime values
+    @staticmethod
+    def _runtime_tuple(site: CallSite, name: str, length: int, required: bool):
+        value = site.params.get(name)
+        if value is None:
+            if required:
+                raise site.error(f"is required ({length} runtime integers)", name)
+            return None
+        if isinstance(value, (int, Value)) and length == 1:
+            value = (value,)
+        if not isinstance(value, tuple) or len(value) != length:
+            raise site.error(f"needs {length} entries, got "
+                             f"{getattr(value, 'text', value)!r}", name)
+        out = []
+        for v in value:
+            if isinstance(v, bool) or not isinstance(v, (int, Value)):
+                raise site.error(f"entries must be integers, got {v!r}", name)
+            out.append(v if isinstance(v, int) else v.source)
+        return tuple(out)
+
+    @staticmethod
+    def _runtime(site: CallSite, name: str, required: bool, why_required: str, why_forbidden: str):
+        value = site.params.get(name)
+        if required and value is None:
+            raise site.error(f"is required: {why_required}", name)
+        if not required and value is not None:
+            raise site.error(f"is not allowed here: {why_forbidden}", name)
+        return value
+
+
+def _is_int(text) -> bool:
+    return isinstance(text, int) or (isinstance(text, str) and text.lstrip("-").isdigit())
+
+
+def _sum(terms: list[str], const: int) -> str:
+    parts = list(terms)
+    if const or not parts:
+        parts.append(str(const))
+    return parts[0] if len(parts) == 1 else "(" + " + ".join(parts) + ")"
+
+
+PATTERN = TmaPattern()

@@ -1,0 +1,1 @@
+"""The PTX opcode grammar, the raw-instruction table and inline-asm building (numba-free)."""

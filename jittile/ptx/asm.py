@@ -1,0 +1,41 @@
+"""Inline-assembly calls: the one form in which every PTX instruction reaches the backend.
+
+An :class:`AsmCall` is a PTX template with ``$N`` operand placeholders (outputs first, then inputs, as
+LLVM numbers them) plus one constraint letter per operand. The backend turns it into an llvmlite
+``InlineAsm`` with side effects; nothing here depends on numba.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Register class per operand kind: 'h' 16-bit, 'r' 32-bit, 'l' 64-bit, 'n' immediate.
+CONSTRAINT_BITS = {"h": 16, "r": 32, "l": 64, "n": 32}
+
+
+@dataclass(frozen=True)
+class AsmCall:
+    """One inline-asm statement: template, output/input constraints and whether it touches memory."""
+
+    template: str
+    outputs: tuple[str, ...] = ()
+    inputs: tuple[str, ...] = ()
+    memory: bool = True
+    comment: str = field(default="", compare=False)
+
+    @property
+    def constraint_string(self) -> str:
+        parts = [f"={c}" for c in self.outputs] + list(self.inputs)
+        if self.memory:
+            parts.append("~{memory}")
+        return ",".join(parts)
+
+
+def operand_list(first: int, count: int) -> str:
+    """``$first, $first+1, ...`` for ``count`` consecutive operands."""
+    return ", ".join(f"${i}" for i in range(first, first + count))
+
+
+def scoped(body: str) -> str:
+    """Wrap a multi-statement template in braces so its labels and registers stay local when the
+    same asm is inlined more than once."""
+    return "{\n" + body.strip() + "\n}"

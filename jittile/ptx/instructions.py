@@ -1,0 +1,280 @@
+"""The instruction table for raw ``T.ptx.*`` calls: operand kinds, minimum PTX ISA and target, and the
+inline-asm template of every opcode a kernel may issue directly.
+
+Families are generated from their ISA syntax (qualifier products) rather than listed by hand, so one
+rule change reaches every variant. Versions and targets come from each instruction's "PTX ISA notes"
+and "Target ISA notes"; every entry is assembled by ptxas in the tests.
+
+Results: register outputs come first in the template (``$0...``), inputs follow. A predicate result
+(``mbarrier.try_wait``, ``elect.sync``) is returned as a u32 0/1 through ``selp`` inside a braced scope,
+so the predicate register stays local when the asm is inlined more than once.
+"""
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from enum import Enum
+from itertools import groupby, product
+from types import MappingProxyType
+from typing import Iterable, Mapping
+
+from ..errors import ContractError, Location
+from ..targets import Target
+from .asm import CONSTRAINT_BITS, AsmCall, operand_list, scoped
+from .grammar import did_you_mean, split_opcode
+from .opcodes import check_target
+
+
+class OperandKind(Enum):
+    """What a raw PTX operand is, which fixes its register class."""
+
+    SHARED_ADDR = "32-bit shared-window address"
+    GENERIC_PTR = "64-bit generic address"
+    U16 = "u16"
+    U32 = "u32"
+    B32 = "b32"
+    S32 = "s32"
+    U64 = "u64"
+    B64 = "b64"
+    IMM = "compile-time integer"
+
+    @property
+    def constraint(self) -> str:
+        """The LLVM inline-asm constraint letter."""
+        return _CONSTRAINTS[self]
+
+    @property
+    def bits(self) -> int:
+        return CONSTRAINT_BITS[self.constraint]
+
+
+_CONSTRAINTS = {
+    OperandKind.SHARED_ADDR: "r", OperandKind.GENERIC_PTR: "l", OperandKind.U16: "h",
+    OperandKind.U32: "r", OperandKind.B32: "r", OperandKind.S32: "r",
+    OperandKind.U64: "l", OperandKind.B64: "l", OperandKind.IMM: "n",
+}
+
+
+@dataclass(frozen=True)
+class InstructionSpec:
+    """One raw PTX instruction: operands, where it assembles, and its asm template."""
+
+    opcode: str
+    inputs: tuple[OperandKind, ...]
+    outputs: tuple[OperandKind, ...]
+    min_ptx: tuple[int, int]
+    requirement: str
+    template: str
+    input_names: tuple[str, ...]
+
+    def asm(self) -> AsmCall:
+        return AsmCall(self.template, tuple(k.constraint for k in self.outputs),
+                       tuple(k.constraint for k in self.inputs), memory=True, comment=self.opcode)
+
+    def describe_operands(self, destinations: bool = False) -> str:
+        """``addr: shared_addr, count: u32``; runs of one operand collapse to ``4 x r: b32``.
+        With ``destinations`` the result registers lead, as ``dst``."""
+        pairs = [("dst", kind) for kind in self.outputs] if destinations else []
+        pairs += zip(self.input_names, self.inputs)
+        parts = []
+        for (name, kind), run in groupby(pairs):
+            count = len(list(run))
+            parts.append(f"{count} x {name}: {kind.name.lower()}" if count > 1
+                         else f"{name}: {kind.name.lower()}")
+        return ", ".join(parts) or "none"
+
+
+_TABLE: dict[str, InstructionSpec] = {}
+_SA, _GP, _U16, _U32, _B32, _IMM = (OperandKind.SHARED_ADDR, OperandKind.GENERIC_PTR,
+                                    OperandKind.U16, OperandKind.U32, OperandKind.B32,
+                                    OperandKind.IMM)
+
+
+def _add(opcode: str, template: str, inputs: Iterable[tuple[str, OperandKind]] = (),
+         outputs: Iterable[OperandKind] = (), *, ptx: tuple[int, int], target: str) -> None:
+    """Register ``opcode``; ``{op}`` in ``template`` stands for the opcode itself."""
+    pairs = tuple(inputs)
+    _TABLE[opcode] = InstructionSpec(
+        opcode=opcode,
+        inputs=tuple(kind for _, kind in pairs),
+        outputs=tuple(outputs),
+        min_ptx=ptx,
+        requirement=target,
+        template=template.replace("{op}", opcode),
+        input_names=tuple(name for name, _ in pairs),
+    )
+
+
+def _dotted(*words: str) -> str:
+    """Join the non-empty qualifier words with dots."""
+    return ".".join(w for w in words if w)
+
+
+def _predicate_result(body: str) -> str:
+    """Template returning the predicate ``%jt_p`` that ``body`` sets, as u32 ``$0``."""
+    return scoped(f".reg .pred %jt_p;\n{body}\nselp.u32 $0, 1, 0, %jt_p;")
+
+
+def _mbarrier() -> None:
+    # mbarrier.init / inval: PTX 7.0, sm_80; the .shared::cta spelling needs PTX 7.8.
+    for space in ("shared", "shared::cta"):
+        ptx = (7, 0) if space == "shared" else (7, 8)
+        _add(f"mbarrier.init.{space}.b64", "{op} [$0], $1;", [("addr", _SA), ("count", _U32)],
+             ptx=ptx, target="sm_80")
+        _add(f"mbarrier.inval.{space}.b64", "{op} [$0];", [("addr", _SA)], ptx=ptx, target="sm_80")
+    # arrive: the state result is discarded with the sink '_' (PTX 7.8). .release/.cta/.cluster
+    # need PTX 8.0 and sm_90, .relaxed PTX 8.6; .shared::cluster (remote barriers) only at cluster
+    # scope. arrive.expect_tx needs PTX 8.0 and sm_90 in every form.
+    local = product(("", "release.cta", "release.cluster", "relaxed.cta", "relaxed.cluster"),
+                    ("shared", "shared::cta"))
+    remote = product(("release.cluster", "relaxed.cluster"), ("shared::cluster",))
+    for sem, space in (*local, *remote):
+        ptx = (8, 6) if sem.startswith("relaxed") else (8, 0) if sem else (7, 8)
+        _add(_dotted("mbarrier.arrive", sem, space, "b64"), "{op} _, [$0];", [("addr", _SA)],
+             ptx=ptx, target="sm_90" if sem else "sm_80")
+        _add(_dotted("mbarrier.arrive.expect_tx", sem, space, "b64"), "{op} _, [$0], $1;",
+             [("addr", _SA), ("tx_count", _U32)], ptx=max(ptx, (8, 0)), target="sm_90")
+    # try_wait.parity: PTX 7.8, sm_90; .acquire.{cta,cluster} PTX 8.0.
+    for sem, space in product(("", "acquire.cta", "acquire.cluster"), ("shared", "shared::cta")):
+        _add(_dotted("mbarrier.try_wait.parity", sem, space, "b64"),
+             _predicate_result("{op} %jt_p, [$1], $2;"), [("addr", _SA), ("parity", _U32)], [_U32],
+             ptx=(8, 0) if sem else (7, 8), target="sm_90")
+    # expect_tx: PTX 8.0, sm_90.
+    for scope, space in product(("cta", "cluster"), ("shared", "shared::cta", "shared::cluster")):
+        _add(f"mbarrier.expect_tx.relaxed.{scope}.{space}.b64", "{op} [$0], $1;",
+             [("addr", _SA), ("tx_count", _U32)], ptx=(8, 0), target="sm_90")
+
+
+def _fences_and_groups() -> None:
+    # fence.proxy.async{.global|.shared::cta|.shared::cluster}, fence.mbarrier_init: PTX 8.0, sm_90.
+    for space in ("", "global", "shared::cta", "shared::cluster"):
+        _add(_dotted("fence.proxy.async", space), "{op};", ptx=(8, 0), target="sm_90")
+    _add("fence.mbarrier_init.release.cluster", "{op};", ptx=(8, 0), target="sm_90")
+    # Bulk async-groups: PTX 8.0, sm_90; the group count is an immediate.
+    _add("cp.async.bulk.commit_group", "{op};", ptx=(8, 0), target="sm_90")
+    for read in ("", "read"):
+        _add(_dotted("cp.async.bulk.wait_group", read), "{op} $0;", [("n", _IMM)], ptx=(8, 0),
+             target="sm_90")
+    _add("prefetch.tensormap", "{op} [$0];", [("tensormap", _GP)], ptx=(8, 0), target="sm_90")
+    _add("elect.sync", _predicate_result("{op} _|%jt_p, $1;"), [("membermask", _U32)], [_U32],
+         ptx=(8, 0), target="sm_90")
+    # barrier.cluster: PTX 7.8, sm_90; the .release/.relaxed/.acquire semantics need PTX 8.0.
+    for sem, aligned in product(("", "release", "relaxed"), ("", "aligned")):
+        _add(_dotted("barrier.cluster.arrive", sem, aligned), "{op};",
+             ptx=(8, 0) if sem else (7, 8), target="sm_90")
+    for sem, aligned in product(("", "acquire"), ("", "aligned")):
+        _add(_dotted("barrier.cluster.wait", sem, aligned), "{op};",
+             ptx=(8, 0) if sem else (7, 8), target="sm_90")
+
+
+# tcgen05.ld/st: register count per .num for each shape (PTX ISA, tcgen05.ld, "number of registers
+# in vector r"): 32x32b and 16x64b take num registers (.x1-.x128), 16x128b 2*num (.x1-.x64),
+# 16x256b 4*num (.x1-.x32). .pack::16b/.unpack::16b do not change the count.
+_TCGEN05_LDST_SHAPES = {"32x32b": (1, 128), "16x64b": (1, 128), "16x128b": (2, 64),
+                        "16x256b": (4, 32)}
+
+
+def _tcgen05() -> None:
+    # Every tcgen05 instruction: PTX 8.6, sm_100a (and its family).
+    tc = {"ptx": (8, 6), "target": "sm_100a"}
+    for group in ("cta_group::1", "cta_group::2"):
+        _add(f"tcgen05.alloc.{group}.sync.aligned.shared::cta.b32", "{op} [$0], $1;",
+             [("dst", _SA), ("ncols", _U32)], **tc)
+        _add(f"tcgen05.dealloc.{group}.sync.aligned.b32", "{op} $0, $1;",
+             [("taddr", _U32), ("ncols", _U32)], **tc)
+        _add(f"tcgen05.relinquish_alloc_permit.{group}.sync.aligned", "{op};", **tc)
+        # Without a state space the barrier address is generic (64-bit), with .shared::cluster
+        # it is a shared-window address; the multicast mask is 16 bits wide.
+        for space, multicast in product(("", "shared::cluster"), ("", "multicast::cluster")):
+            inputs = [("mbar", _SA if space else _GP)] + ([("cta_mask", _U16)] if multicast else [])
+            template = "{op} [$0], $1;" if multicast else "{op} [$0];"
+            _add(_dotted(f"tcgen05.commit.{group}.mbarrier::arrive::one", space, multicast, "b64"),
+                 template, inputs, **tc)
+    for shape, (per_num, max_num) in _TCGEN05_LDST_SHAPES.items():
+        for num in (n for n in (1, 2, 4, 8, 16, 32, 64, 128) if n <= max_num):
+            count = per_num * num
+            for pack in ("", "pack::16b"):
+                _add(_dotted("tcgen05.ld.sync.aligned", shape, f"x{num}", pack, "b32"),
+                     f"{{op}} {{{operand_list(0, count)}}}, [${count}];", [("taddr", _U32)],
+                     [_B32] * count, **tc)
+            for unpack in ("", "unpack::16b"):
+                _add(_dotted("tcgen05.st.sync.aligned", shape, f"x{num}", unpack, "b32"),
+                     f"{{op}} [$0], {{{operand_list(1, count)}}};",
+                     [("taddr", _U32)] + [("r", _B32)] * count, **tc)
+    for kind in ("ld", "st"):
+        _add(f"tcgen05.wait::{kind}.sync.aligned", "{op};", **tc)
+    for when in ("before", "after"):
+        _add(f"tcgen05.fence::{when}_thread_sync", "{op};", **tc)
+
+
+_mbarrier()
+_fences_and_groups()
+_tcgen05()
+
+INSTRUCTIONS: Mapping[str, InstructionSpec] = MappingProxyType(_TABLE)
+
+# Opcodes that only tile patterns issue: they need planning, descriptors and per-box coordinates.
+_TILE_PATTERN_HEADS = ("cp.async.bulk.tensor.", "cp.reduce.async.bulk.tensor.", "tcgen05.cp.")
+
+
+def lookup(opcode: str, target: str | Target,
+           location: Location | None = None) -> InstructionSpec:
+    """The table entry for ``opcode``, checked against ``target``.
+
+    Raises :class:`ContractError` with parameter ``opcode`` for an opcode that is not in the table
+    (naming the first unknown qualifier and the closest known opcode), and with parameter ``target``
+    when ``target`` is too old for it.
+    """
+    native = ".".join(split_opcode(opcode))
+    spec = _TABLE.get(native)
+    if spec is None:
+        raise ContractError(_unknown_opcode_message(native), location, opcode=opcode,
+                            parameter="opcode")
+    check_target(spec.requirement, target, native, location)
+    return spec
+
+
+def check_operands(spec: InstructionSpec, count: int, location: Location | None = None, *,
+                   destinations: bool = False) -> None:
+    """Raise :class:`ContractError` (parameter ``operands``) unless a call passes ``count`` operands.
+
+    With ``destinations`` the call also passes its result registers first, in PTX order (as
+    ``T.ptx["tcgen05.ld..."](dst, taddr)`` does); otherwise results are returned.
+    """
+    expected = len(spec.inputs) + (len(spec.outputs) if destinations else 0)
+    if count == expected:
+        return
+    raise ContractError(
+        f"expects {expected} operand{'' if expected == 1 else 's'} "
+        f"({spec.describe_operands(destinations)}), got {count}",
+        location, opcode=spec.opcode, parameter="operands")
+
+
+def _unknown_opcode_message(native: str) -> str:
+    """Name the first qualifier that no known opcode continues with, and the closest opcode."""
+    if native.startswith(_TILE_PATTERN_HEADS):
+        return ("is a tile-pattern opcode: issue it with T.cuda.tile.apply(T.ptx[...], ...), which "
+                "plans and checks its operands, not as a raw T.ptx call")
+    words = native.split(".")
+    known = [key.split(".") for key in _TABLE]
+    for depth, word in enumerate(words):
+        continuations = {k[depth] for k in known if len(k) > depth and k[:depth] == words[:depth]}
+        if word not in continuations:
+            break
+    else:
+        depth = len(words)
+        continuations = {k[depth] for k in known if len(k) > depth and k[:depth] == words}
+    closest = difflib.get_close_matches(native, list(_TABLE), n=1, cutoff=0.0)
+    mean = f" (did you mean '{closest[0]}'?)" if closest else ""
+    after = f" after '{'.'.join(words[:depth])}'" if depth else ""
+    options = ", ".join(f".{c}" for c in sorted(continuations, key=lambda c: (len(c), c))[:12])
+    if depth == len(words):
+        return f"is incomplete: it continues with one of {options}{mean}"
+    if not continuations:
+        return (f"unknown qualifier '.{words[depth]}': '{'.'.join(words[:depth])}' is already a "
+                f"complete opcode")
+    if depth == 0:
+        return f"'{words[0]}' is not a known raw PTX instruction{mean}"
+    hint = did_you_mean(words[depth], continuations)
+    closest_text = f"; closest known opcode: '{closest[0]}'" if closest else ""
+    return f"unknown qualifier '.{words[depth]}'{after}{hint}; known: {options}{closest_text}"

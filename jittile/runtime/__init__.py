@@ -1,0 +1,1 @@
+"""Host side: CUDA driver, argument adapters, TensorMaps and the launcher."""

@@ -1,0 +1,186 @@
+"""Launching a compiled kernel: argument packing, TensorMaps, cluster launch, copy-back.
+
+Parameters are packed into one preallocated buffer whose layout follows numba-cuda's flattening
+(arrays: meminfo, parent, nitems, itemsize, data, shape..., strides...; scalars; 128-byte
+TensorMaps); a launch only rewrites the values, which keeps the host cost near a raw
+``cuLaunchKernel``.
+"""
+from __future__ import annotations
+
+import ctypes
+import struct
+
+import numpy as np
+
+from ..errors import LaunchError
+from ..frontend.ir import ArrayParam, KernelIR, ScalarParam, TensorMapParam
+from . import driver
+from .arrays import DeviceView, device_view
+from .tensormap import TENSORMAP_BYTES, TensorMap, encode, region_fields
+
+_SCALAR_FORMATS = {"int8": "b", "uint8": "B", "int16": "h", "uint16": "H", "int32": "i",
+                   "uint32": "I", "int64": "q", "uint64": "Q", "float32": "f", "float64": "d",
+                   "bool": "?", "float16": "e"}
+
+
+class ParamBuffer:
+    """One contiguous host buffer holding every kernel parameter, plus the ``void*[]`` the driver
+    reads them through."""
+
+    def __init__(self, layout: list):
+        slots = []  # (offset, size) per flattened parameter
+        offset = 0
+        self.fields = []  # per runtime param: offset of its first slot
+        for kind in layout:
+            self.fields.append(len(slots))
+            if kind[0] == "array":
+                for _ in range(5 + 2 * kind[1]):
+                    offset = (offset + 7) // 8 * 8
+                    slots.append((offset, 8))
+                    offset += 8
+            elif kind[0] == "scalar":
+                size = struct.calcsize(_SCALAR_FORMATS[kind[1]])
+                offset = (offset + size - 1) // size * size
+                slots.append((offset, size))
+                offset += size
+            else:
+                offset = (offset + 63) // 64 * 64
+                slots.append((offset, TENSORMAP_BYTES))
+                offset += TENSORMAP_BYTES
+        self.storage = ctypes.create_string_buffer(offset + 64)
+        base = ctypes.addressof(self.storage)
+        shift = (-base) % 64  # 64-byte aligned TensorMaps
+        self.slots = [(o + shift, s) for o, s in slots]
+        self.pointers = (ctypes.c_void_p * max(len(slots), 1))(
+            *[base + o for o, _ in self.slots])
+        self.view = memoryview(self.storage).cast("B")
+
+    @property
+    def address(self) -> int:
+        return ctypes.addressof(self.pointers)
+
+    def put_array(self, index: int, view: DeviceView) -> None:
+        first = self.fields[index]
+        nitems = int(np.prod(view.shape)) if view.shape else 1
+        values = [0, 0, nitems, view.dtype.bytes, view.ptr, *view.shape, *view.strides]
+        offset = self.slots[first][0]
+        struct.pack_into(f"<{len(values)}q", self.view, offset, *values)
+
+    def put_scalar(self, index: int, dtype: str, value) -> None:
+        offset = self.slots[self.fields[index]][0]
+        struct.pack_into("<" + _SCALAR_FORMATS[dtype], self.view, offset, value)
+
+    def put_bytes(self, index: int, data: bytes) -> None:
+        offset = self.slots[self.fields[index]][0]
+        self.view[offset:offset + len(data)] = data
+
+
+def stream_handle(stream) -> int:
+    """A raw CUstream from an int, a CuPy/torch/Numba stream, or None (the legacy default)."""
+    if stream is None or stream == 0:
+        return 0
+    if isinstance(stream, int):
+        return stream
+    for attr in ("cuda_stream", "ptr", "handle"):
+        value = getattr(stream, attr, None)
+        if value is not None:
+            return int(getattr(value, "value", value) or 0)
+    raise LaunchError(f"cannot use {type(stream).__name__} as a stream")
+
+
+class Launcher:
+    """Loads one compiled specialization into the current context and launches it."""
+
+    def __init__(self, ir: KernelIR, cubin: bytes, entry: str, param_layout: list):
+        self.ir = ir
+        self.cubin = cubin
+        self.entry = entry
+        self.layout = param_layout
+        self.params = ParamBuffer(param_layout)
+        self._function = None
+        self._context = None
+        self._tmap_cache: dict = {}
+        slack = ir.shared_align - 16 if ir.dynamic_shared and ir.shared_align > 16 else 0
+        self.dynamic_shared = ir.shared_bytes + slack if ir.dynamic_shared else 0
+
+    def function(self):
+        ctx = driver.ensure_context()
+        if self._function is None or ctx != self._context:
+            _, self._function = driver.load_function(self.cubin, self.entry,
+                                                     max(self.dynamic_shared, 0))
+            self._context = ctx
+        return self._function
+
+    def launch(self, args: tuple, grid, block, stream=None, cluster=None,
+               shared_bytes: int | None = None) -> None:
+        """Launch with ``args`` (DeviceViews for arrays); NumPy-backed views are synchronised so
+        the caller can copy them back."""
+        function = self.function()
+        self._pack(args)
+        dynamic = self.dynamic_shared if shared_bytes is None else shared_bytes
+        driver.check(self._launch(function, grid, block, dynamic, stream_handle(stream), cluster),
+                     f"launch of {self.ir.name}")
+        if any(isinstance(a, DeviceView) and a.host is not None for a in args):
+            driver.synchronize()
+
+    def _pack(self, args: tuple) -> None:
+        runtime = self.ir.runtime_params
+        by_name = {}
+        for index, (param, value) in enumerate(zip(runtime, args)):
+            if isinstance(param, ArrayParam):
+                view = value if isinstance(value, DeviceView) else device_view(value)
+                check_array(param, view)
+                self.params.put_array(index, view)
+                by_name[param.name] = view
+            elif isinstance(param, ScalarParam):
+                self.params.put_scalar(index, param.dtype.name, value)
+            elif isinstance(param, TensorMapParam):
+                if not isinstance(value, TensorMap):
+                    raise LaunchError(f"argument {param.name!r} must be a jittile.TensorMap")
+                self.params.put_bytes(index, value.data)
+        for offset, spec in enumerate(self.ir.host_tensormaps):
+            view = by_name[spec.tensor]
+            key = (spec, view.ptr, view.shape, view.strides)
+            data = self._tmap_cache.get(key)
+            if data is None:
+                data = encode(region_fields(spec, view))
+                if len(self._tmap_cache) > 64:
+                    self._tmap_cache.clear()
+                self._tmap_cache[key] = data
+            self.params.put_bytes(len(runtime) + offset, data)
+
+    def _launch(self, function, grid, block, shared: int, stream: int, cluster):
+        drv = driver._driver()
+        if cluster is None:
+            return drv.cuLaunchKernel(function, *grid, *block, shared, stream, self.params.address,
+                                      0)
+        config = drv.CUlaunchConfig()
+        config.gridDimX, config.gridDimY, config.gridDimZ = grid
+        config.blockDimX, config.blockDimY, config.blockDimZ = block
+        config.sharedMemBytes = shared
+        config.hStream = stream
+        attr = drv.CUlaunchAttribute()
+        attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+        attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
+        config.attrs = [attr]
+        config.numAttrs = 1
+        return drv.cuLaunchKernelEx(config, function, self.params.address, 0)
+
+
+def check_array(param: ArrayParam, view: DeviceView) -> None:
+    """Dtype, rank and static extents of an array argument against its specialization."""
+    if view.dtype.name != param.dtype.name:
+        raise LaunchError(f"argument {param.name!r}: dtype {view.dtype.name} does not match the "
+                          f"kernel's {param.dtype.name}")
+    if view.ndim != param.ndim:
+        raise LaunchError(f"argument {param.name!r}: rank {view.ndim} does not match the kernel's "
+                          f"rank {param.ndim}")
+    for axis, (want, got) in enumerate(zip(param.static_shape, view.shape)):
+        if want is not None and want != got:
+            raise LaunchError(f"argument {param.name!r}: extent {got} on axis {axis} does not match "
+                              f"the annotated {want}")
+    if param.layout == "C" and not view.c_contiguous:
+        raise LaunchError(f"argument {param.name!r} is not C-contiguous but the kernel was "
+                          f"specialised for a contiguous array")
+
+
