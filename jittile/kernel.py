@@ -203,7 +203,7 @@ class Kernel:
             "versions": toolchain_versions(),
         }
 
-    def _specialize(self, args: tuple, target, launch):
+    def _specialize(self, args: tuple):
         from .runtime.arrays import device_view, is_array
         from .runtime.tensormap import TensorMap
 
@@ -212,7 +212,7 @@ class Kernel:
         params, values = self._params(converted)
         return params, values, converted
 
-    def compile(self, *args, target: str | None = None, launch=None) -> CompiledKernel:
+    def compile(self, *args, target: str | None = None, launch=None, **kwargs) -> CompiledKernel:
         """Compile for example arguments (arrays or ``T.Tensor`` specs; none: the annotations);
         needs no GPU. NumPy arrays are only inspected, never copied."""
         from .runtime.arrays import DeviceView
@@ -220,6 +220,7 @@ class Kernel:
 
         import numpy as np
 
+        args = self._bind(args, kwargs)
         if not args:
             args = tuple(self._annotation_specs())
         specs = []
@@ -308,16 +309,25 @@ class Kernel:
             raise LaunchError("launch with kernel[grid, block](...)")
         return _Configured(self, LaunchConfig(grid=config[0], block=config[1]))
 
-    def __call__(self, *args, stream=None, cluster=None, shared_bytes=None):
-        return self._launch(args, None, stream, cluster, shared_bytes)
+    def __call__(self, *args, stream=None, cluster=None, shared_bytes=None, **kwargs):
+        return self._launch(args, kwargs, None, stream, cluster, shared_bytes)
 
-    def _launch(self, args, config: LaunchConfig | None, stream, cluster, shared_bytes):
+    def _bind(self, args: tuple, kwargs: dict) -> tuple:
+        if not kwargs:
+            return args
+        try:
+            return tuple(self._signature.bind(*args, **kwargs).arguments.values())
+        except TypeError as exc:
+            raise LaunchError(f"{self.__name__}: {exc}") from None
+
+    def _launch(self, args, kwargs, config: LaunchConfig | None, stream, cluster, shared_bytes):
+        args = self._bind(args, kwargs)
         target = self._resolve_target(None)
         if config is not None and cluster is not None:
             config = LaunchConfig(grid=config.grid, block=config.block, cluster=cluster)
         key_launch = None if config is None else LaunchConfig(grid=1, block=config.block,
                                                                cluster=config.cluster)
-        params, values, converted = self._specialize(args, target, key_launch)
+        params, values, converted = self._specialize(args)
         try:
             compiled = self._compiled(params, target, key_launch)
             launch = config or compiled.ir.launch
@@ -341,8 +351,8 @@ class _Configured:
         self.kernel = kernel
         self.config = config
 
-    def __call__(self, *args, stream=None, cluster=None, shared_bytes=None):
-        return self.kernel._launch(args, self.config, stream, cluster, shared_bytes)
+    def __call__(self, *args, stream=None, cluster=None, shared_bytes=None, **kwargs):
+        return self.kernel._launch(args, kwargs, self.config, stream, cluster, shared_bytes)
 
 
 def kernel(fn=None, *, target: str | None = None, cache: bool = True):

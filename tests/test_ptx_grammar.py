@@ -1,4 +1,5 @@
-"""Opcode splitting, the attribute spelling of opcodes, suggestions and the qualifier-slot matcher."""
+"""Opcode splitting, the attribute spelling of opcodes, suggestions and the qualifier-slot
+matcher."""
 from __future__ import annotations
 
 import pytest

@@ -19,6 +19,7 @@ import pytest
 
 from jittile.errors import ContractError, Location
 from jittile.ptx.asm import AsmCall
+from jittile.ptx.grammar import opcode_from_attributes
 from jittile.ptx.instructions import (INSTRUCTIONS, InstructionSpec, OperandKind, check_operands,
                                       lookup)
 from jittile.ptx.opcodes import BulkTensorOpcode, parse_bulk_tensor, parse_tcgen05_cp
@@ -333,7 +334,8 @@ REQUIRED = [
         f"tcgen05.relinquish_alloc_permit.cta_group::{g}.sync.aligned",
         f"tcgen05.commit.cta_group::{g}.mbarrier::arrive::one.b64",
         f"tcgen05.commit.cta_group::{g}.mbarrier::arrive::one.shared::cluster.b64",
-        f"tcgen05.commit.cta_group::{g}.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64",
+        f"tcgen05.commit.cta_group::{g}.mbarrier::arrive::one.shared::cluster"
+        ".multicast::cluster.b64",
     )
 ]
 
@@ -358,7 +360,8 @@ def test_tcgen05_ld_variants_and_register_counts(pack: str) -> None:
         assert spec.outputs == (OperandKind.B32,) * count
         assert spec.inputs == (OperandKind.U32,)
         assert spec.template.endswith(f"}}, [${count}];")
-    loads = [op for op in INSTRUCTIONS if op.startswith("tcgen05.ld.") and (".pack" in op) == bool(pack)]
+    loads = [op for op in INSTRUCTIONS
+             if op.startswith("tcgen05.ld.") and (".pack" in op) == bool(pack)]
     assert len(loads) == len(LDST_REGISTERS)
 
 
@@ -393,13 +396,15 @@ def test_operand_kinds_of_key_entries() -> None:
     sa, gp, u16, u32 = (OperandKind.SHARED_ADDR, OperandKind.GENERIC_PTR, OperandKind.U16,
                         OperandKind.U32)
     assert INSTRUCTIONS["mbarrier.init.shared.b64"].inputs == (sa, u32)
-    assert INSTRUCTIONS["mbarrier.arrive.shared.b64"].template == "mbarrier.arrive.shared.b64 _, [$0];"
+    assert INSTRUCTIONS["mbarrier.arrive.shared.b64"].template == (
+        "mbarrier.arrive.shared.b64 _, [$0];")
     assert INSTRUCTIONS["mbarrier.try_wait.parity.shared.b64"].outputs == (u32,)
     assert INSTRUCTIONS["cp.async.bulk.wait_group"].inputs == (OperandKind.IMM,)
     assert INSTRUCTIONS["prefetch.tensormap"].inputs == (gp,)
     assert INSTRUCTIONS["elect.sync"].inputs == (u32,)
     assert INSTRUCTIONS["elect.sync"].outputs == (u32,)
-    assert INSTRUCTIONS["tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32"].inputs == (sa, u32)
+    alloc = "tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32"
+    assert INSTRUCTIONS[alloc].inputs == (sa, u32)
     assert INSTRUCTIONS["tcgen05.dealloc.cta_group::2.sync.aligned.b32"].inputs == (u32, u32)
     commit = "tcgen05.commit.cta_group::1.mbarrier::arrive::one"
     assert INSTRUCTIONS[f"{commit}.shared::cluster.b64"].inputs == (sa,)
@@ -432,7 +437,8 @@ def test_lookup_accepts_known_opcodes_and_normalizes_spacing() -> None:
 
 @pytest.mark.parametrize("bad, good, words", [
     ("mbarrier.int.shared.b64", "mbarrier.init.shared.b64", ["'.int'", "did you mean '.init'"]),
-    ("mbarrier.init.shared.b32", "mbarrier.init.shared.b64", ["'.b32'", "mbarrier.init.shared.b64"]),
+    ("mbarrier.init.shared.b32", "mbarrier.init.shared.b64",
+     ["'.b32'", "mbarrier.init.shared.b64"]),
     ("fence.proxy.asinc", "fence.proxy.async", ["did you mean '.async'"]),
     ("barier.cluster.arrive", "barrier.cluster.arrive", ["did you mean 'barrier.cluster.arrive'"]),
     ("mbarrier.init.shared", "mbarrier.init.shared.b64", ["incomplete", ".b64"]),
@@ -486,13 +492,39 @@ def test_check_operands_with_destinations() -> None:
     spec = lookup("tcgen05.ld.sync.aligned.32x32b.x4.b32", "sm_100a")
     check_operands(spec, 1)
     check_operands(spec, 5, destinations=True)
-    with pytest.raises(ContractError, match=r"expects 5 operands \(4 x dst: b32, taddr: u32\), got 2"):
+    with pytest.raises(ContractError,
+                       match=r"expects 5 operands \(4 x dst: b32, taddr: u32\), got 2"):
         check_operands(spec, 2, destinations=True)
     store = lookup("tcgen05.st.sync.aligned.32x32b.x2.b32", "sm_100a")
     check_operands(store, 3)
-    with pytest.raises(ContractError, match=r"expects 3 operands \(taddr: u32, 2 x r: b32\), got 2"):
+    with pytest.raises(ContractError,
+                       match=r"expects 3 operands \(taddr: u32, 2 x r: b32\), got 2"):
         check_operands(store, 2)
     fence = lookup("fence.proxy.async", "sm_90")
     check_operands(fence, 0)
     with pytest.raises(ContractError, match=r"expects 0 operands \(none\), got 1"):
         check_operands(fence, 1)
+
+
+@pytest.mark.parametrize("parts, operands", [
+    (["mbarrier", "init", "shared", "b64"], 2),
+    (["mbarrier", "arrive", "expect_tx", "shared", "b64"], 2),
+    (["fence", "proxy", "async_", "shared__cta"], 0),
+    (["cp", "async_", "bulk", "commit_group"], 0),
+    (["cp", "async_", "bulk", "wait_group"], 1),
+    (["prefetch", "tensormap"], 1),
+    (["tcgen05", "alloc", "cta_group__1", "sync", "aligned", "shared__cta", "b32"], 2),
+    (["tcgen05", "commit", "cta_group__1", "mbarrier__arrive__one", "shared__cluster", "b64"], 1),
+    (["tcgen05", "fence__after_thread_sync"], 0),
+    (["tcgen05", "wait__ld", "sync", "aligned"], 0),
+    (["tcgen05", "relinquish_alloc_permit", "cta_group__1", "sync", "aligned"], 0),
+    (["tcgen05", "dealloc", "cta_group__1", "sync", "aligned", "b32"], 2),
+])
+def test_seed_attribute_calls_resolve(parts: list[str], operands: int) -> None:
+    """Every raw call the seed documents, in its attribute spelling, with its operand count."""
+    check_operands(lookup(opcode_from_attributes(parts), "sm_100a"), operands)
+
+
+def test_seed_subscript_call_passes_its_destination() -> None:
+    spec = lookup("tcgen05.ld.sync.aligned.32x32b.x1.b32", "sm_100a")
+    check_operands(spec, 2, destinations=True)  # (word[0], taddr)

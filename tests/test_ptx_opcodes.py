@@ -49,8 +49,8 @@ def test_seed_gather4() -> None:
 
 def test_multicast_cta_group_and_cache_hint() -> None:
     op = parse_bulk_tensor(MULTICAST)
-    assert (op.rank, op.dst_space, op.multicast, op.multicast_bits, op.cta_group, op.cache_hint) == (
-        3, "shared::cluster", True, 16, 2, True)
+    fields = (op.rank, op.dst_space, op.multicast, op.multicast_bits, op.cta_group, op.cache_hint)
+    assert fields == (3, "shared::cluster", True, 16, 2, True)
     assert op.requirements == ((8, 6), ["sm_100a"])
     assert op.advised_targets == ("sm_90a", "sm_100a")
 
@@ -83,7 +83,8 @@ def test_store_and_scatter4() -> None:
 def test_reductions(redop: str) -> None:
     op = parse_bulk_tensor(f"cp.reduce.async.bulk.tensor.5d.global.shared::cta.{redop}.tile"
                            ".bulk_group.L2::cache_hint")
-    assert (op.kind, op.rank, op.redop, op.mode, op.cache_hint) == ("reduce", 5, redop, "tile", True)
+    fields = (op.kind, op.rank, op.redop, op.mode, op.cache_hint)
+    assert fields == ("reduce", 5, redop, "tile", True)
     assert op.requirements == ((8, 0), ["sm_90"])
     assert parse_bulk_tensor(REDUCE).redop == "add"
 
@@ -190,7 +191,8 @@ def test_tcgen05_cp_shapes(shape_and_multicast: str, rows: int, words: int,
      ["takes no multicast qualifier", "belongs to '.32x128b'"]),
     ("tcgen05.cp.cta_group::1.128x256b.b8x16", "tcgen05.cp.cta_group::1.128x256b.b8x16.b6x16_p32",
      ["both formats"]),
-    ("tcgen05.cp.cta_group::1.128x256b.b4x16_p64", "tcgen05.cp.cta_group::1.128x256b.b8x16.b4x16_p64",
+    ("tcgen05.cp.cta_group::1.128x256b.b4x16_p64",
+     "tcgen05.cp.cta_group::1.128x256b.b8x16.b4x16_p64",
      ["both formats"]),
     ("tcgen05.cp.cta_group::1.128x256b.b4x16_p64.b8x16",
      "tcgen05.cp.cta_group::1.128x256b.b8x16.b4x16_p64", ["out of order"]),

@@ -6,7 +6,7 @@ import importlib
 from .base import TilePattern
 
 # Module names under jittile.patterns, each exposing PATTERN (a TilePattern).
-FAMILIES = ("tma",)
+FAMILIES = ("tma", "tmem_copy")
 
 
 def _patterns() -> list[TilePattern]:

@@ -3,7 +3,8 @@
 PTX opcodes are dot-separated words whose sub-qualifiers use ``::`` (``shared::cta``,
 ``mbarrier::complete_tx::bytes``); a word never contains a dot, so splitting on dots keeps every
 ``::`` part inside its word. Kernels may also spell an opcode as Python attributes
-(``T.ptx.fence.proxy.async_.shared__cta``), which :func:`opcode_from_attributes` turns back into PTX.
+(``T.ptx.fence.proxy.async_.shared__cta``), which :func:`opcode_from_attributes` turns back into
+PTX.
 
 :func:`match_slots` checks words against an ordered list of qualifier slots, the form in which the
 PTX ISA writes its syntax (``.dim.dst.src{.load_mode}.completion_mechanism{.multicast}...``), so
@@ -18,7 +19,7 @@ from typing import Iterable, NoReturn, Sequence
 from ..errors import ContractError, Location
 
 
-def split_opcode(text: str) -> list[str]:
+def split_opcode(text: str, location: Location | None = None) -> list[str]:
     """Split ``text`` into its qualifier words (``shared::cta`` stays one word).
 
     Raises :class:`ContractError` for an empty opcode or an empty word (``a..b``, a leading or
@@ -26,11 +27,11 @@ def split_opcode(text: str) -> list[str]:
     """
     stripped = text.strip()
     if not stripped:
-        raise ContractError("the opcode is empty", opcode=text, parameter="opcode")
+        raise ContractError("the opcode is empty", location, opcode=text, parameter="opcode")
     words = stripped.split(".")
     if any(not word or word != word.strip() for word in words):
         raise ContractError(f"{stripped!r} has an empty or blank qualifier between dots",
-                            opcode=text, parameter="opcode")
+                            location, opcode=text, parameter="opcode")
     return words
 
 

@@ -1,17 +1,18 @@
-"""The instruction table for raw ``T.ptx.*`` calls: operand kinds, minimum PTX ISA and target, and the
-inline-asm template of every opcode a kernel may issue directly.
+"""The instruction table for raw ``T.ptx.*`` calls: operand kinds, minimum PTX ISA and target,
+and the inline-asm template of every opcode a kernel may issue directly.
 
 Families are generated from their ISA syntax (qualifier products) rather than listed by hand, so one
 rule change reaches every variant. Versions and targets come from each instruction's "PTX ISA notes"
 and "Target ISA notes"; every entry is assembled by ptxas in the tests.
 
 Results: register outputs come first in the template (``$0...``), inputs follow. A predicate result
-(``mbarrier.try_wait``, ``elect.sync``) is returned as a u32 0/1 through ``selp`` inside a braced scope,
-so the predicate register stays local when the asm is inlined more than once.
+(``mbarrier.try_wait``, ``elect.sync``) is returned as a u32 0/1 through ``selp`` inside a braced
+scope, so the predicate register stays local when the asm is inlined more than once.
 """
 from __future__ import annotations
 
 import difflib
+from functools import partial
 from dataclasses import dataclass
 from enum import Enum
 from itertools import groupby, product
@@ -156,6 +157,11 @@ def _fences_and_groups() -> None:
         _add(_dotted("cp.async.bulk.wait_group", read), "{op} $0;", [("n", _IMM)], ptx=(8, 0),
              target="sm_90")
     _add("prefetch.tensormap", "{op} [$0];", [("tensormap", _GP)], ptx=(8, 0), target="sm_90")
+    # createpolicy.fractional (fraction 1.0 by default): the 64-bit L2 cache-policy operand of
+    # .L2::cache_hint forms. PTX 7.4, sm_80.
+    for priority in ("evict_last", "evict_normal", "evict_first", "evict_unchanged"):
+        _add(f"createpolicy.fractional.L2::{priority}.b64", "{op} $0;", (), [OperandKind.B64],
+             ptx=(7, 4), target="sm_80")
     _add("elect.sync", _predicate_result("{op} _|%jt_p, $1;"), [("membermask", _U32)], [_U32],
          ptx=(8, 0), target="sm_90")
     # barrier.cluster: PTX 7.8, sm_90; the .release/.relaxed/.acquire semantics need PTX 8.0.
@@ -176,35 +182,35 @@ _TCGEN05_LDST_SHAPES = {"32x32b": (1, 128), "16x64b": (1, 128), "16x128b": (2, 6
 
 def _tcgen05() -> None:
     # Every tcgen05 instruction: PTX 8.6, sm_100a (and its family).
-    tc = {"ptx": (8, 6), "target": "sm_100a"}
+    add = partial(_add, ptx=(8, 6), target="sm_100a")
     for group in ("cta_group::1", "cta_group::2"):
-        _add(f"tcgen05.alloc.{group}.sync.aligned.shared::cta.b32", "{op} [$0], $1;",
-             [("dst", _SA), ("ncols", _U32)], **tc)
-        _add(f"tcgen05.dealloc.{group}.sync.aligned.b32", "{op} $0, $1;",
-             [("taddr", _U32), ("ncols", _U32)], **tc)
-        _add(f"tcgen05.relinquish_alloc_permit.{group}.sync.aligned", "{op};", **tc)
+        add(f"tcgen05.alloc.{group}.sync.aligned.shared::cta.b32", "{op} [$0], $1;",
+            [("dst", _SA), ("ncols", _U32)])
+        add(f"tcgen05.dealloc.{group}.sync.aligned.b32", "{op} $0, $1;",
+            [("taddr", _U32), ("ncols", _U32)])
+        add(f"tcgen05.relinquish_alloc_permit.{group}.sync.aligned", "{op};")
         # Without a state space the barrier address is generic (64-bit), with .shared::cluster
         # it is a shared-window address; the multicast mask is 16 bits wide.
         for space, multicast in product(("", "shared::cluster"), ("", "multicast::cluster")):
             inputs = [("mbar", _SA if space else _GP)] + ([("cta_mask", _U16)] if multicast else [])
             template = "{op} [$0], $1;" if multicast else "{op} [$0];"
-            _add(_dotted(f"tcgen05.commit.{group}.mbarrier::arrive::one", space, multicast, "b64"),
-                 template, inputs, **tc)
+            add(_dotted(f"tcgen05.commit.{group}.mbarrier::arrive::one", space, multicast, "b64"),
+                template, inputs)
     for shape, (per_num, max_num) in _TCGEN05_LDST_SHAPES.items():
         for num in (n for n in (1, 2, 4, 8, 16, 32, 64, 128) if n <= max_num):
             count = per_num * num
             for pack in ("", "pack::16b"):
-                _add(_dotted("tcgen05.ld.sync.aligned", shape, f"x{num}", pack, "b32"),
-                     f"{{op}} {{{operand_list(0, count)}}}, [${count}];", [("taddr", _U32)],
-                     [_B32] * count, **tc)
+                add(_dotted("tcgen05.ld.sync.aligned", shape, f"x{num}", pack, "b32"),
+                    f"{{op}} {{{operand_list(0, count)}}}, [${count}];", [("taddr", _U32)],
+                    [_B32] * count)
             for unpack in ("", "unpack::16b"):
-                _add(_dotted("tcgen05.st.sync.aligned", shape, f"x{num}", unpack, "b32"),
-                     f"{{op}} [$0], {{{operand_list(1, count)}}};",
-                     [("taddr", _U32)] + [("r", _B32)] * count, **tc)
+                add(_dotted("tcgen05.st.sync.aligned", shape, f"x{num}", unpack, "b32"),
+                    f"{{op}} [$0], {{{operand_list(1, count)}}};",
+                    [("taddr", _U32)] + [("r", _B32)] * count)
     for kind in ("ld", "st"):
-        _add(f"tcgen05.wait::{kind}.sync.aligned", "{op};", **tc)
+        add(f"tcgen05.wait::{kind}.sync.aligned", "{op};")
     for when in ("before", "after"):
-        _add(f"tcgen05.fence::{when}_thread_sync", "{op};", **tc)
+        add(f"tcgen05.fence::{when}_thread_sync", "{op};")
 
 
 _mbarrier()
@@ -225,7 +231,7 @@ def lookup(opcode: str, target: str | Target,
     (naming the first unknown qualifier and the closest known opcode), and with parameter ``target``
     when ``target`` is too old for it.
     """
-    native = ".".join(split_opcode(opcode))
+    native = ".".join(split_opcode(opcode, location))
     spec = _TABLE.get(native)
     if spec is None:
         raise ContractError(_unknown_opcode_message(native), location, opcode=opcode,
@@ -236,7 +242,8 @@ def lookup(opcode: str, target: str | Target,
 
 def check_operands(spec: InstructionSpec, count: int, location: Location | None = None, *,
                    destinations: bool = False) -> None:
-    """Raise :class:`ContractError` (parameter ``operands``) unless a call passes ``count`` operands.
+    """Raise :class:`ContractError` (parameter ``operands``) unless a call passes ``count``
+    operands.
 
     With ``destinations`` the call also passes its result registers first, in PTX order (as
     ``T.ptx["tcgen05.ld..."](dst, taddr)`` does); otherwise results are returned.

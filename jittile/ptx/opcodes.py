@@ -1,18 +1,21 @@
 """Parsers for the opcodes that tile patterns expand: TMA (``cp.async.bulk.tensor``,
 ``cp.reduce.async.bulk.tensor``) and ``tcgen05.cp``.
 
-A tile call names its native instruction in full (``T.ptx["cp.async.bulk.tensor.2d..."]``); the pattern
-needs that opcode as structured fields (direction, rank, mode, multicast...) to check operands and to
-plan one instruction per box. The grammars below follow the Syntax blocks of the PTX ISA (9.5):
+A tile call names its native instruction in full (``T.ptx["cp.async.bulk.tensor.2d..."]``); the
+pattern needs that opcode as structured fields (direction, rank, mode, multicast...) to check
+operands and to plan one instruction per box. The grammars follow the Syntax blocks of the PTX ISA
+(9.5), minus the im2col modes and the sm_107 override/report qualifiers:
 
-- ``cp.async.bulk.tensor.dim.dst.src{.load_mode}.completion_mechanism{.multicast}{.cta_group}
-  {.level::cache_hint}`` for global -> shared loads, ``....dim.dst.src{.load_mode}.completion_mechanism
-  {.level::cache_hint}`` for shared::cta -> global stores;
-- ``cp.reduce.async.bulk.tensor.dim.dst.src.redOp{.load_mode}.completion_mechanism{.level::cache_hint}``;
+- loads: ``cp.async.bulk.tensor.dim.dst.src{.load_mode}.completion_mechanism{.multicast}
+  {.cta_group}{.level::cache_hint}``;
+- stores: ``cp.async.bulk.tensor.dim.dst.src{.load_mode}.completion_mechanism
+  {.level::cache_hint}``;
+- reductions: ``cp.reduce.async.bulk.tensor.dim.dst.src.redOp{.load_mode}.completion_mechanism
+  {.level::cache_hint}``;
 - ``tcgen05.cp.cta_group.shape{.multicast}{.dst_fmt.src_fmt}``.
 
-ptxas accepts these qualifiers in any order; jittile insists on the ISA's order so that one opcode has
-one spelling (and one cache key), and says which order it wants.
+ptxas accepts these qualifiers in any order; jittile insists on the ISA's order so that one opcode
+has one spelling (and one cache key), and says which order it wants.
 """
 from __future__ import annotations
 
@@ -88,7 +91,8 @@ def _describe_requirement(requirement: str) -> str:
 
 @dataclass(frozen=True)
 class BulkTensorOpcode:
-    """A parsed TMA tile opcode: a load, store or reduction between a TensorMap and shared memory."""
+    """A parsed TMA tile opcode: a load, store or reduction between a TensorMap and shared
+    memory."""
 
     text: str
     kind: str  # 'load' | 'store' | 'reduce'
@@ -108,11 +112,11 @@ class BulkTensorOpcode:
     def requirements(self) -> tuple[tuple[int, int], list[str]]:
         """``(min PTX ISA version, target alternatives)``; a target must satisfy one of them.
 
-        From the PTX ISA notes of cp.async.bulk.tensor / cp.reduce.async.bulk.tensor: sm_90 and PTX
-        8.0 for the base forms; PTX 8.6 for a ``.shared::cta`` destination, gather4/scatter4 and
-        ``.cta_group``; PTX 9.4 for ``.multicast::cluster::16b/::32b``. gather4 into ``.shared::cta``
-        needs sm_100 or higher, into ``.shared::cluster`` the sm_100a family, as do scatter4 and
-        ``.cta_group``; a 32-bit ctaMask needs the sm_107f family.
+        From the PTX ISA notes of cp.async.bulk.tensor / cp.reduce.async.bulk.tensor: sm_90 and
+        PTX 8.0 for the base forms; PTX 8.6 for a ``.shared::cta`` destination, gather4/scatter4
+        and ``.cta_group``; PTX 9.4 for ``.multicast::cluster::16b/::32b``. gather4 into
+        ``.shared::cta`` needs sm_100 or higher, into ``.shared::cluster`` the sm_100a family, as
+        do scatter4 and ``.cta_group``; a 32-bit ctaMask needs the sm_107f family.
         """
         ptx = (8, 0)
         if ((self.kind == "load" and self.dst_space == "shared::cta") or self.mode != "tile"
@@ -144,7 +148,7 @@ class BulkTensorOpcode:
 
 def parse_bulk_tensor(text: str, location: Location | None = None) -> BulkTensorOpcode:
     """Parse a ``cp.async.bulk.tensor`` / ``cp.reduce.async.bulk.tensor`` tile opcode."""
-    words = split_opcode(text)
+    words = split_opcode(text, location)
     native = ".".join(words)
 
     def fail(message: str) -> ContractError:
@@ -173,8 +177,9 @@ def parse_bulk_tensor(text: str, location: Location | None = None) -> BulkTensor
     multicast_word = found.get("multicast")
     if multicast_word and found["dst"] != "shared::cluster":
         fixed = native.replace(f".{found['dst']}.", ".shared::cluster.", 1)
-        raise fail(f"'.{multicast_word}' needs the .shared::cluster destination: the PTX ISA defines "
-                   f"multicast only for global -> shared::cluster (did you mean '{fixed}'?)")
+        raise fail(f"'.{multicast_word}' needs the .shared::cluster destination: the PTX ISA "
+                   f"defines multicast only for global -> shared::cluster "
+                   f"(did you mean '{fixed}'?)")
     if mode != "tile" and rank != 2:
         fixed = native.replace(f".{found['dim']}.", ".2d.", 1)
         raise fail(f"'.{mode}' needs rank 2 (a 2d TensorMap; four rows of box[1] elements), got "
@@ -202,13 +207,13 @@ def _check_completion_direction(kind: str, rest: list[str],
     """Name the direction rule when a load uses a store's completion or the other way round, which
     the slot matcher would only report as an unknown qualifier."""
     if kind == "load" and _BULK_GROUP in rest:
-        raise fail("'.bulk_group' completes stores and reductions (spelled ...global.shared::cta...); "
-                   f"a load into shared memory completes on an mbarrier: use "
-                   f"'.{_MBARRIER_COMPLETION}'")
+        raise fail("'.bulk_group' completes stores and reductions (spelled "
+                   "...global.shared::cta...); a load into shared memory completes on an "
+                   f"mbarrier: use '.{_MBARRIER_COMPLETION}'")
     if kind != "load" and _MBARRIER_COMPLETION in rest:
-        raise fail(f"'.{_MBARRIER_COMPLETION}' completes loads (spelled ...shared::cta.global... or "
-                   f"...shared::cluster.global...); a {kind} from shared memory to global completes "
-                   f"with '.{_BULK_GROUP}'")
+        raise fail(f"'.{_MBARRIER_COMPLETION}' completes loads (spelled ...shared::cta.global... "
+                   f"or ...shared::cluster.global...); a {kind} from shared memory to global "
+                   f"completes with '.{_BULK_GROUP}'")
 
 
 _TCGEN05_CP_HEAD = "tcgen05.cp"
@@ -258,7 +263,7 @@ class Tcgen05CpOpcode:
 
 def parse_tcgen05_cp(text: str, location: Location | None = None) -> Tcgen05CpOpcode:
     """Parse ``tcgen05.cp.cta_group.shape{.multicast}{.dst_fmt.src_fmt}``."""
-    words = split_opcode(text)
+    words = split_opcode(text, location)
     native = ".".join(words)
 
     def fail(message: str) -> ContractError:

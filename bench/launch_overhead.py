@@ -1,0 +1,102 @@
+"""Host cost per launch of a tiny kernel: jittile vs a raw prepacked cuLaunchKernel, CuPy
+RawKernel, Triton and numba-cuda, measured in one run (wall time over many asynchronous launches).
+
+    PYTHONPATH=$PWD python3 bench/launch_overhead.py
+"""
+from __future__ import annotations
+
+import ctypes
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+
+import jittile  # noqa: E402
+from jittile import T  # noqa: E402
+
+LAUNCHES = 5000
+
+
+@jittile.kernel
+def touch(A: T.Tensor((None,), "float32")):
+    i = T.cuda.thread_idx("x")
+    if i == 0:
+        A[0] = A[0] + 1.0
+
+
+def per_launch_us(fn, sync) -> float:
+    samples = []
+    for _ in range(5):
+        fn()
+        sync()
+        start = time.perf_counter()
+        for _ in range(LAUNCHES):
+            fn()
+        elapsed = time.perf_counter() - start
+        sync()
+        samples.append(elapsed / LAUNCHES * 1e6)
+    return statistics.median(samples)
+
+
+def main() -> None:
+    import cupy
+
+    from jittile.runtime import driver
+
+    a = cupy.zeros(1024, dtype=cupy.float32)
+    sync = cupy.cuda.runtime.deviceSynchronize
+    results = {}
+
+    launch = touch[1, 32]
+    results["jittile"] = per_launch_us(lambda: launch(a), sync)
+
+    # Raw prepacked cuLaunchKernel on the same cubin and parameter buffer.
+    ck = touch.compile(a, launch=jittile.T.cuda.LaunchConfig(grid=1, block=32))
+    launcher = ck.launcher()
+    fn = launcher.function()
+    view = __import__("jittile.runtime.arrays", fromlist=["device_view"]).device_view(a)
+    launcher.params.put_array(0, view)
+    drv = driver._driver()
+    address = launcher.params.address
+    results["raw_cuLaunchKernel_prepacked"] = per_launch_us(
+        lambda: drv.cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, 0, address, 0), sync)
+
+    raw = cupy.RawKernel(r'''extern "C" __global__ void touch(float* a) {
+        if (threadIdx.x == 0) a[0] += 1.0f; }''', "touch")
+    results["cupy_RawKernel"] = per_launch_us(lambda: raw((1,), (32,), (a,)), sync)
+
+    try:
+        import torch
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def ttouch(ptr):
+            x = tl.load(ptr)
+            tl.store(ptr, x + 1.0)
+
+        ta = torch.as_tensor(a, device="cuda")
+        results["triton"] = per_launch_us(lambda: ttouch[(1,)](ta), torch.cuda.synchronize)
+    except Exception as exc:
+        results["triton"] = repr(exc)
+
+    from numba import cuda as ncuda
+
+    @ncuda.jit
+    def ntouch(arr):
+        if ncuda.threadIdx.x == 0:
+            arr[0] += 1.0
+
+    na = ncuda.as_cuda_array(a)
+    results["numba_cuda"] = per_launch_us(lambda: ntouch[1, 32](na), sync)
+    base = results["raw_cuLaunchKernel_prepacked"]
+    ratios = {k: v / base for k, v in results.items() if isinstance(v, float)}
+    common.save("launch_overhead", {"launches_per_sample": LAUNCHES, "us_per_launch": results,
+                                    "ratio_vs_raw": ratios})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,218 @@
+"""Kernels shared by the GPU tests (module level so jittile can read their source)."""
+import jittile
+from jittile import T
+from jittile.layout import swizzle
+
+
+@jittile.kernel
+def staged_copy(A, Out, N: T.constexpr, BLOCK: T.constexpr):
+    """Each CTA copies BLOCK elements through shared memory (plain loads and stores)."""
+    T.device_entry(launch=T.cuda.LaunchConfig(grid=N // BLOCK, block=BLOCK))
+    tid = T.cuda.thread_idx("x")
+    base = T.cuda.block_idx("x") * BLOCK
+    buf = T.alloc_shared((BLOCK,), "float32", align=16)
+    buf[tid] = A[base + tid]
+    T.cuda.cta_sync()
+    Out[base + tid] = buf[BLOCK - 1 - tid]
+
+
+@jittile.kernel
+def cluster_big_smem(A, Out, Rank):
+    """2-CTA clusters with 64 KB of shared memory each: every CTA stages 16384 floats."""
+    T.device_entry(launch=T.cuda.LaunchConfig(grid=4, block=256, cluster=(2, 1, 1)))
+    tid = T.cuda.thread_idx("x")
+    cta = T.cuda.block_idx("x")
+    buf = T.alloc_shared((16384,), "float32", align=1024)
+    for k in range(64):
+        buf[k * 256 + tid] = A[cta * 16384 + k * 256 + tid]
+    T.cuda.cta_sync()
+    for k in range(64):
+        Out[cta * 16384 + k * 256 + tid] = buf[16383 - (k * 256 + tid)]
+    if tid == 0:
+        Rank[cta] = T.cuda.cluster_ctarank()
+    T.cuda.cluster_sync()
+
+
+@jittile.kernel
+def tma_roundtrip(A, Out, LOAD: T.constexpr, STORE: T.constexpr, BOX: T.constexpr,
+                  COORDS: T.constexpr, NBYTES: T.constexpr):
+    """TMA-load one box of A into shared memory, then TMA-store it to the same place in Out."""
+    T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))
+    tid = T.cuda.thread_idx("x")
+    buf = T.alloc_shared(BOX, "float32", align=128)
+    mbar = T.alloc_shared((1,), "uint64")
+    if tid == 0:
+        T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), T.uint32(1))
+    T.cuda.cta_sync()
+    if tid == 0:
+        T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(NBYTES))
+        T.cuda.tile.apply(T.ptx[LOAD], buf, A, box=BOX, coords=COORDS, mbar=mbar.ptr_to([0]))
+    T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
+    if tid == 0:
+        T.ptx.fence.proxy.async_.shared__cta()
+        T.cuda.tile.apply(T.ptx[STORE], Out, buf, box=BOX, coords=COORDS)
+        T.ptx.cp.async_.bulk.commit_group()
+        T.ptx.cp.async_.bulk.wait_group(0)
+
+
+@jittile.kernel
+def tma_reduce(A, Out, RED: T.constexpr, DTYPE: T.constexpr):
+    """Threads stage a (16, 32) tile of A in shared memory; one thread reduces it into Out."""
+    T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))
+    tid = T.cuda.thread_idx("x")
+    buf = T.alloc_shared((16, 32), DTYPE, align=128)
+    for r in range(16):
+        buf[r, tid] = A[r, tid]
+    T.ptx.fence.proxy.async_.shared__cta()
+    T.cuda.cta_sync()
+    if tid == 0:
+        T.cuda.tile.apply(T.ptx[RED], Out, buf, box=(16, 32), coords=(8, 32))
+        T.ptx.cp.async_.bulk.commit_group()
+        T.ptx.cp.async_.bulk.wait_group(0)
+
+
+@jittile.kernel
+def tma_swizzled(A, Out, SW: T.constexpr, COLS: T.constexpr):
+    """Two (32, COLS) boxes via coord_steps plus one sub-region load, all swizzled; threads read the
+    image back through the buffer's layout."""
+    T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))
+    tid = T.cuda.thread_idx("x")
+    buf = T.alloc_shared((3, 32, COLS), "float32", layout=swizzle(SW, (3, 32, COLS), "float32"),
+                         align=1024)
+    mbar = T.alloc_shared((1,), "uint64")
+    if tid == 0:
+        T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), T.uint32(1))
+    T.cuda.cta_sync()
+    if tid == 0:
+        T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(3 * 32 * COLS * 4))
+        T.cuda.tile.apply(
+            T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"],
+            buf[0:2], A, box=(32, COLS), coords=(0, 0), coord_steps=((32, 0),), swizzle=SW,
+            mbar=mbar.ptr_to([0]))
+        T.cuda.tile.apply(
+            T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"],
+            buf[2], A, box=(32, COLS), coords=(64, COLS), swizzle=SW, mbar=mbar.ptr_to([0]))
+    T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
+    for g, r in T.grid(3, 32):
+        if tid < COLS:
+            Out[g, r, tid] = buf[g, r, tid]
+
+
+@jittile.kernel
+def tma_load_2d(A, Out, BOX: T.constexpr, COORDS: T.constexpr, ES: T.constexpr, FILL: T.constexpr,
+                FMT: T.constexpr, IMG: T.constexpr):
+    """One 2-D load with element strides / OOB fill / format; threads copy the image out."""
+    T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))
+    tid = T.cuda.thread_idx("x")
+    buf = T.alloc_shared(IMG, "float32", align=128)
+    mbar = T.alloc_shared((1,), "uint64")
+    if tid == 0:
+        T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), T.uint32(1))
+    T.cuda.cta_sync()
+    if tid == 0:
+        T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(IMG[0] * IMG[1] * 4))
+        T.cuda.tile.apply(
+            T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"],
+            buf, A, box=BOX, coords=COORDS, element_strides=ES, oob_fill=FILL, format=FMT,
+            mbar=mbar.ptr_to([0]))
+    T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
+    for r in range(IMG[0]):
+        if tid < IMG[1]:
+            Out[r, tid] = buf[r, tid]
+
+
+@jittile.kernel
+def tma_multicast(A, Out, CLUSTER: T.constexpr):
+    """CTA 0 of each cluster multicasts one (16, 32) box to every CTA of the cluster."""
+    T.device_entry(launch=T.cuda.LaunchConfig(grid=CLUSTER, block=32, cluster=(CLUSTER, 1, 1)))
+    tid = T.cuda.thread_idx("x")
+    rank = T.cuda.cluster_ctarank()
+    buf = T.alloc_shared((16, 32), "float32", align=128)
+    mbar = T.alloc_shared((1,), "uint64")
+    if tid == 0:
+        T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), T.uint32(1))
+        T.ptx.fence.mbarrier_init.release.cluster()
+        T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(2048))
+    T.cuda.cluster_sync()
+    if tid == 0 and rank == 0:
+        T.cuda.tile.apply(
+            T.ptx["cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                  ".multicast::cluster"],
+            buf, A, box=(16, 32), coords=(16, 0), cta_mask=T.uint16((1 << CLUSTER) - 1),
+            mbar=mbar.ptr_to([0]))
+    T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
+    for r in range(16):
+        Out[rank, r, tid] = buf[r, tid]
+    T.cuda.cluster_sync()
+
+
+@jittile.kernel
+def tma_predicated(A, Out, P):
+    """A load gated by a runtime predicate; shared memory is pre-filled with -1."""
+    T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))
+    tid = T.cuda.thread_idx("x")
+    go = P != 0
+    buf = T.alloc_shared((8, 32), "float32", align=128)
+    mbar = T.alloc_shared((1,), "uint64")
+    for r in range(8):
+        buf[r, tid] = -1.0
+    if tid == 0:
+        T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), T.uint32(1))
+    T.ptx.fence.proxy.async_.shared__cta()
+    T.cuda.cta_sync()
+    if tid == 0:
+        if go:
+            T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(1024))
+        T.cuda.tile.apply(
+            T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"],
+            buf, A, box=(8, 32), coords=(0, 0), mbar=mbar.ptr_to([0]), pred=go)
+    if go:
+        T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
+    T.cuda.cta_sync()
+    for r in range(8):
+        Out[r, tid] = buf[r, tid]
+
+
+@jittile.kernel
+def tma_cache_hint(A, Out):
+    """A load with an L2 cache-policy operand made by createpolicy."""
+    T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))
+    tid = T.cuda.thread_idx("x")
+    buf = T.alloc_shared((8, 32), "float32", align=128)
+    mbar = T.alloc_shared((1,), "uint64")
+    if tid == 0:
+        T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), T.uint32(1))
+    T.cuda.cta_sync()
+    if tid == 0:
+        policy = T.ptx["createpolicy.fractional.L2::evict_last.b64"]()
+        T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(1024))
+        T.cuda.tile.apply(
+            T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
+                  ".L2::cache_hint"],
+            buf, A, box=(8, 32), coords=(8, 0), mbar=mbar.ptr_to([0]), cache_policy=policy)
+    T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
+    for r in range(8):
+        Out[r, tid] = buf[r, tid]
+
+
+@jittile.kernel
+def tma_copy_tiles(A: T.Tensor((None, None), "float32"), Out: T.Tensor((None, None), "float32"),
+                   BM: T.constexpr, BN: T.constexpr, SW: T.constexpr):
+    """The benchmark's tiled copy: each CTA moves one (BM, BN) tile through swizzled shared memory."""
+    tid = T.cuda.thread_idx("x")
+    row = T.cuda.block_idx("y") * BM
+    col = T.cuda.block_idx("x") * BN
+    buf = T.alloc_shared((BM, BN), "float32", layout=swizzle(SW, (BM, BN), "float32"), align=1024)
+    mbar = T.alloc_shared((1,), "uint64")
+    if tid == 0:
+        T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), T.uint32(1))
+        T.ptx.fence.proxy.async_.shared__cta()
+        T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(BM * BN * 4))
+        T.cuda.tile.apply(
+            T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"],
+            buf, A, box=(BM, BN), coords=(row, col), swizzle=SW, mbar=mbar.ptr_to([0]))
+        T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
+        T.cuda.tile.apply(T.ptx["cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"],
+                          Out, buf, box=(BM, BN), coords=(row, col), swizzle=SW)
+        T.ptx.cp.async_.bulk.commit_group()
+        T.ptx.cp.async_.bulk.wait_group.read(0)
