@@ -95,6 +95,10 @@ class Kernel:
         self._signature = inspect.signature(pyfunc)
         self._source: KernelSource | None = None
         self._memory: dict = {}
+        self._prepared: dict = {}
+        self._launch_target: Target | None = None
+        self._static_positions = {i for i, p in enumerate(self._signature.parameters.values())
+                                  if isinstance(p.annotation, _Constexpr)}
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -202,15 +206,6 @@ class Kernel:
             "target": target.name,
             "versions": toolchain_versions(),
         }
-
-    def _specialize(self, args: tuple):
-        from .runtime.arrays import device_view, is_array
-        from .runtime.tensormap import TensorMap
-
-        converted = tuple(device_view(a) if (is_array(a) and not isinstance(a, (Tensor, TensorMap)))
-                          else a for a in args)
-        params, values = self._params(converted)
-        return params, values, converted
 
     def compile(self, *args, target: str | None = None, launch=None, **kwargs) -> CompiledKernel:
         """Compile for example arguments (arrays or ``T.Tensor`` specs; none: the annotations);
@@ -321,29 +316,56 @@ class Kernel:
             raise LaunchError(f"{self.__name__}: {exc}") from None
 
     def _launch(self, args, kwargs, config: LaunchConfig | None, stream, cluster, shared_bytes):
+        """Launch; repeated launches with the same argument kinds take a dictionary lookup to find
+        the compiled kernel, its launch dimensions and its parameter buffer."""
+        from .runtime.arrays import convert_argument
+
         args = self._bind(args, kwargs)
-        target = self._resolve_target(None)
-        if config is not None and cluster is not None:
-            config = LaunchConfig(grid=config.grid, block=config.block, cluster=cluster)
-        key_launch = None if config is None else LaunchConfig(grid=1, block=config.block,
-                                                               cluster=config.cluster)
-        params, values, converted = self._specialize(args)
+        converted = tuple(convert_argument(a) for a in args)
         try:
-            compiled = self._compiled(params, target, key_launch)
-            launch = config or compiled.ir.launch
-            if launch is None:
-                raise LaunchError(f"{self.__name__} has no launch configuration: use "
-                                  f"T.device_entry(launch=...) or kernel[grid, block](...)")
-            cluster_dims = cluster if cluster is not None else launch.cluster
-            if cluster_dims is not None:
-                cluster_dims = LaunchConfig(cluster=cluster_dims).cluster
-            compiled.launcher().launch(tuple(values), launch.grid, launch.block, stream,
-                                       cluster_dims, shared_bytes)
+            key = (config, cluster, tuple(_quick_key(v, i in self._static_positions)
+                                          for i, v in enumerate(converted)))
+            prepared = self._prepared.get(key)
+            if prepared is None:
+                prepared = self._prepare(converted, config, cluster)
+                self._prepared[key] = prepared
+            compiled, grid, block, cluster_dims, runtime_positions = prepared
+            compiled.launcher().launch(tuple(converted[i] for i in runtime_positions), grid, block,
+                                       stream, cluster_dims, shared_bytes)
         finally:
             for value in converted:
                 finish = getattr(value, "finish", None)
                 if finish is not None:
                     finish()
+
+    def _prepare(self, converted: tuple, config: LaunchConfig | None, cluster):
+        if self._launch_target is None:
+            self._launch_target = self._resolve_target(None)
+        if config is not None and cluster is not None:
+            config = LaunchConfig(grid=config.grid, block=config.block, cluster=cluster)
+        key_launch = None if config is None else LaunchConfig(grid=1, block=config.block,
+                                                               cluster=config.cluster)
+        params, _ = self._params(converted)
+        compiled = self._compiled(params, self._launch_target, key_launch)
+        launch = config or compiled.ir.launch
+        if launch is None:
+            raise LaunchError(f"{self.__name__} has no launch configuration: use "
+                              f"T.device_entry(launch=...) or kernel[grid, block](...)")
+        cluster_dims = cluster if cluster is not None else launch.cluster
+        if cluster_dims is not None:
+            cluster_dims = LaunchConfig(cluster=cluster_dims).cluster
+        runtime = tuple(i for i, p in enumerate(params) if not isinstance(p, ConstexprParam))
+        return compiled, launch.grid, launch.block, cluster_dims, runtime
+
+
+def _quick_key(value, static: bool):
+    """What about an argument selects the specialization (its value only for static params)."""
+    if static:
+        return ("static", value)
+    dtype = getattr(value, "dtype", None)
+    if dtype is not None and hasattr(value, "c_contiguous"):
+        return (dtype.name, value.ndim, value.c_contiguous)
+    return type(value)
 
 
 class _Configured:

@@ -223,8 +223,11 @@ def test_tma_launch_errors_then_valid_launch():
     odd = cupy.asarray(_rand((16, 33)))
     with pytest.raises(LaunchError, match="multiple of 16"):
         k.tma_roundtrip(odd, cupy.zeros_like(odd), *op2)
+    import tma_two_boxes
+
     with pytest.raises(LaunchError, match="rank"):
-        k.tma_roundtrip(cupy.zeros((2, 64, 64), cupy.float32), out, *op2)
+        tma_two_boxes.tma_load(cupy.zeros((2, 16, 16), cupy.uint32),
+                               cupy.zeros((16, 16), cupy.uint32))
     a = _rand((64, 64))
     host_out = np.full_like(a, np.nan)
     k.tma_roundtrip(a, host_out, *op2)

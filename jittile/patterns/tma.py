@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 from dataclasses import dataclass
 
 from ..dtypes import DType, dtype as lookup_dtype
-from ..errors import ContractError
+from ..errors import CompileError, ContractError
 from ..layout import byte_swizzle_mode
 from ..ptx.asm import AsmCall
 from ..ptx.opcodes import BulkTensorOpcode, parse_bulk_tensor
@@ -58,6 +59,8 @@ def representation(op: BulkTensorOpcode, site: CallSite, dtype: DType, fmt: str,
                    element_strides: tuple, interleave: int) -> Representation:
     """The shared image of one instruction (the seed's "Data representation" section)."""
     if op.mode in ("tile::gather4", "tile::scatter4"):
+        if fmt == "float4_e2m1fn":  # the packed image: four rows of box[1] bytes, half payload
+            return Representation((4, box[1]), 4 * box[1] // 2, box[1])
         return Representation((4, box[1]), 4 * box[1] * dtype.bytes, box[1] * dtype.bytes)
     image = tuple(math.ceil(b / s) for b, s in zip(box, element_strides))
     if fmt == "float4_e2m1fn":
@@ -93,11 +96,15 @@ class TmaPattern:
     def _opcode(self, site: CallSite) -> BulkTensorOpcode:
         try:
             op = parse_bulk_tensor(site.opcode, site.location)
+            op.check_target(site.target, site.location)
         except ContractError as exc:
             raise ContractError(exc.rule, site.location, opcode=site.opcode,
                                 parameter=exc.parameter) from None
-        op.check_target(site.target, site.location)
-        if op.multicast and not any(satisfies(site.target, t) for t in ("sm_90a", "sm_100a")):
+        # Multicast is legal from sm_90 but the tile contract admits it only where the ISA advises
+        # it (sm_90a, the sm_100a family). A 32-bit ctaMask is its own family (sm_107a/f), which
+        # check_target above already enforced.
+        if op.multicast and op.multicast_bits != 32 and not any(
+                satisfies(site.target, t) for t in op.advised_targets):
             raise site.error(f"requires target sm_90a or sm_100a (multicast::cluster), but the "
                              f"kernel is compiled for {site.target.name}", "target")
         return op
@@ -171,10 +178,11 @@ class TmaPattern:
         if oob_fill == 1 and fmt not in FLOAT_FORMATS:
             raise site.error(f"NaN fill needs a floating-point format, got {fmt}", "oob_fill")
         if op.kind == "reduce":
+            # The element type of a tensor reduction is the descriptor's format.
             allowed = REDUCTION_TYPES[op.redop]
-            if dtype.name not in allowed:
+            if fmt not in allowed:
                 raise site.error(f".{op.redop} reductions support {', '.join(sorted(allowed))}; "
-                                 f"got {dtype.name}", "opcode")
+                                 f"got {fmt}", "opcode")
 
         # Interleave.
         if interleave:
@@ -199,12 +207,21 @@ class TmaPattern:
 
         rep = representation(op, site, dtype, fmt, box, element_strides, interleave)
         if not interleave:
+            # The encoder's rule is on the box (boxDim[0] x element size); the shared image row,
+            # ceil(box / element stride) elements, must also be whole 16-byte units to be compact.
+            fmt_bits = 4 if fmt == "float4_e2m1fn" else dtype.bits
+            box_bytes = box[-1] * fmt_bits // 8
+            if (box[-1] * fmt_bits) % 128:
+                raise site.error(f"the inner box is {box[-1] * fmt_bits / 8:g} bytes ({box[-1]} x "
+                                 f"{fmt_bits // 8 or 0.5} B); it must be a multiple of 16 bytes",
+                                 "box")
             if rep.inner_box_bytes % 16:
-                raise site.error(f"the inner box is {rep.inner_box_bytes} bytes "
-                                 f"({box[-1]} x {dtype.bytes} B / stride {element_strides[-1]}); "
-                                 f"it must be a multiple of 16 bytes", "box")
-            if swizzle and rep.inner_box_bytes > SWIZZLE_SPAN[swizzle]:
-                raise site.error(f"the inner box is {rep.inner_box_bytes} bytes, wider than the "
+                raise site.error(f"the inner box image is {rep.inner_box_bytes} bytes "
+                                 f"(ceil({box[-1]} / element stride {element_strides[-1]}) x "
+                                 f"{dtype.bytes} B); it must be a multiple of 16 bytes", "box")
+            widest = max(box_bytes, rep.inner_box_bytes)
+            if swizzle and widest > SWIZZLE_SPAN[swizzle]:
+                raise site.error(f"the inner box is {widest} bytes, wider than the "
                                  f"{SWIZZLE_SPAN[swizzle]}-byte span of swizzle={swizzle}", "box")
         return dict(box=box, element_strides=element_strides, swizzle=swizzle,
                     interleave=interleave, l2_promotion=l2_promotion, oob_fill=oob_fill,
@@ -233,7 +250,10 @@ class TmaPattern:
             raise site.error(f"shared image {shape} must end in the box image {atom} "
                              f"(ceil(box / element_strides)), after {n_group} group axes",
                              "box")
-        groups = ctx.group_indices(site.scope)
+        try:
+            groups = ctx.group_indices(site.scope)
+        except CompileError as exc:  # e.g. scope="cluster" in a kernel launched without clusters
+            raise site.error(exc.message, "scope") from None
         lead = shape[:len(shape) - len(atom)]
         for axis, (extent, _) in enumerate(groups):
             if lead[axis] != extent:
@@ -246,7 +266,11 @@ class TmaPattern:
         """The atom must be compact row-major in the unswizzled address space, each origin
         128-byte aligned, and a swizzled buffer aligned to its period with a matching layout."""
         buf = shared.buffer
-        layout_mode = byte_swizzle_mode(buf.layout, buf.dtype)
+        try:
+            layout_mode = byte_swizzle_mode(buf.layout, buf.dtype)
+        except (TypeError, ValueError) as exc:
+            raise site.error(f"the shared buffer {buf.name!r} has no TMA swizzle layout: {exc}",
+                             "swizzle") from None
         if layout_mode != swizzle:
             raise site.error(f"swizzle={swizzle} does not match the shared buffer {buf.name!r}, "
                              f"whose layout has swizzle mode {layout_mode}", "swizzle")

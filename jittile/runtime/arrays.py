@@ -77,10 +77,23 @@ def _is_torch(obj) -> bool:
     return type(obj).__module__.startswith("torch") and hasattr(obj, "data_ptr")
 
 
+def convert_argument(obj):
+    """An array argument as a DeviceView; anything else (scalars, specs, TensorMaps) unchanged."""
+    if isinstance(obj, (DeviceView, int, float, bool, str, tuple)) or obj is None:
+        return obj
+    if type(obj).__module__.startswith("jittile"):
+        return obj
+    return device_view(obj) if is_array(obj) else obj
+
+
 def device_view(obj) -> DeviceView:
     """Adapt one array argument (raises LaunchError for anything else)."""
+    module = type(obj).__module__
+    if module.startswith("cupy"):  # faster than building __cuda_array_interface__
+        return DeviceView(obj.data.ptr, obj.shape, obj.strides, lookup_dtype(obj.dtype.name))
     if isinstance(obj, np.ndarray):
         staging = np.ascontiguousarray(obj)
+        driver.ensure_context()
         ptr = driver.alloc(staging.nbytes)
         driver.copy_to_device(ptr, staging.ctypes.data, staging.nbytes)
         return DeviceView(ptr, staging.shape, _c_strides(staging.shape, staging.itemsize),

@@ -8,9 +8,8 @@ TensorMaps); a launch only rewrites the values, which keeps the host cost near a
 from __future__ import annotations
 
 import ctypes
+import math
 import struct
-
-import numpy as np
 
 from ..errors import LaunchError
 from ..frontend.ir import ArrayParam, KernelIR, ScalarParam, TensorMapParam
@@ -61,7 +60,7 @@ class ParamBuffer:
 
     def put_array(self, index: int, view: DeviceView) -> None:
         first = self.fields[index]
-        nitems = int(np.prod(view.shape)) if view.shape else 1
+        nitems = math.prod(view.shape)
         values = [0, 0, nitems, view.dtype.bytes, view.ptr, *view.shape, *view.strides]
         offset = self.slots[first][0]
         struct.pack_into(f"<{len(values)}q", self.view, offset, *values)
@@ -140,7 +139,7 @@ class Launcher:
                 self.params.put_bytes(index, value.data)
         for offset, spec in enumerate(self.ir.host_tensormaps):
             view = by_name[spec.tensor]
-            key = (spec, view.ptr, view.shape, view.strides)
+            key = (offset, view.ptr, view.shape, view.strides)
             data = self._tmap_cache.get(key)
             if data is None:
                 data = encode(region_fields(spec, view))

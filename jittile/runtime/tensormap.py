@@ -120,9 +120,11 @@ def encode(fields: TensorMapFields) -> bytes:
     oob = [drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
            drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA][
         fields.oob_fill]
+    u64, u32 = drv.cuuint64_t, drv.cuuint32_t
     tmap = driver.check(drv.cuTensorMapEncodeTiled(
-        dtype_enum, len(fields.dims), fields.address, list(fields.dims), list(fields.strides),
-        list(fields.box), list(fields.element_strides), interleave, swizzle, l2, oob),
+        dtype_enum, len(fields.dims), fields.address, [u64(d) for d in fields.dims],
+        [u64(s) for s in fields.strides], [u32(b) for b in fields.box],
+        [u32(e) for e in fields.element_strides], interleave, swizzle, l2, oob),
         f"cuTensorMapEncodeTiled(dims={fields.dims}, strides={fields.strides}, box={fields.box}, "
         f"element_strides={fields.element_strides}, swizzle={fields.swizzle}, "
         f"interleave={fields.interleave})")
