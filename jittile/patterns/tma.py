@@ -310,56 +310,52 @@ class TmaPattern:
                   shared: SharedRegion, glob, d: dict) -> Lowering:
         p = site.params
         rank, rep = op.rank, d["rep"]
+        gathered = op.mode in ("tile::gather4", "tile::scatter4")
         group_shape, repeat_shape, groups = self._instances(site, shared, rep, ctx)
         lead_rank = len(group_shape) + len(repeat_shape)
         linear, _ = self._check_image(site, shared, lead_rank, rep.atom, d["swizzle"])
+        zero = [0] * len(shared.shape)
+        origin = linear(zero)
+        if origin % SHARED_ORIGIN_ALIGN:
+            raise site.error(f"the shared origin is at byte {origin} of {shared.buffer.name!r}; "
+                             f"it must be 128-byte aligned (unswizzled address)", "operands")
         for axis in range(lead_rank):
-            if linear([0] * axis + [1] + [0] * (len(shared.shape) - axis - 1)) % 128 and \
-                    shared.shape[axis] > 1:
-                raise site.error(f"repeat/group axis {axis} steps the shared origin by "
-                                 f"{linear([0] * axis + [1] + [0] * (len(shared.shape) - axis - 1))}"
-                                 f" bytes; every origin must be 128-byte aligned", "operands")
-        if linear([0] * len(shared.shape)) % 128:
-            raise site.error(f"the shared origin is at byte {linear([0] * len(shared.shape))} of "
-                             f"{shared.buffer.name!r}; it must be 128-byte aligned", "operands")
+            unit = list(zero)
+            unit[axis] = 1
+            step = linear(unit) - origin
+            if shared.shape[axis] > 1 and step % SHARED_ORIGIN_ALIGN:
+                raise site.error(f"repeat/group axis {axis} steps the shared origin by {step} "
+                                 f"bytes; every origin must be 128-byte aligned", "operands")
 
-        steps = p.get("coord_steps", ())
-        if lead_rank == 0 and steps in ((), []):
-            steps = ()
-        else:
-            steps = tuple(static_tuple(site, "coord_steps", s, rank) for s in
-                          (steps if isinstance(steps, (tuple, list)) and all(
-                              isinstance(s, (tuple, list)) for s in steps) else [steps]))
-            if len(steps) != lead_rank:
-                raise site.error(f"needs one rank-{rank} increment per group/repeat axis "
-                                 f"({lead_rank}: group {group_shape}, repeat {repeat_shape}), got "
-                                 f"{len(steps)}", "coord_steps")
+        steps = self._coord_steps(site, p.get("coord_steps", ()), rank, lead_rank, group_shape,
+                                  repeat_shape)
+        if gathered and any(step[0] for step in steps):
+            raise site.error(f"gather4/scatter4 take their rows from gather4=, so a row step "
+                             f"would be dropped; got {steps}", "coord_steps")
 
         coords = self._runtime_tuple(site, "coords", rank, required=True)
-        gathered = op.mode in ("tile::gather4", "tile::scatter4")
         rows = self._runtime_tuple(site, "gather4", 4, required=gathered) if gathered else None
         if not gathered and "gather4" in p:
             raise site.error("is only used by .tile::gather4 / .tile::scatter4 opcodes", "gather4")
         mbar = self._runtime(site, "mbar", op.kind == "load", "loads complete on an mbarrier",
-                             "stores and reductions complete through bulk groups")
+                             "stores and reductions complete through bulk groups", 32)
         mask = self._runtime(site, "cta_mask", op.multicast, "multicast needs the CTA mask",
-                             "only .multicast::cluster opcodes take a CTA mask")
+                             "only .multicast::cluster opcodes take a CTA mask",
+                             op.multicast_bits or 16)
         policy = self._runtime(site, "cache_policy", op.cache_hint,
                                ".L2::cache_hint needs the cache-policy operand",
-                               "only .L2::cache_hint opcodes take a cache policy")
+                               "only .L2::cache_hint opcodes take a cache policy", 64)
         pred = p.get("pred")
-        if pred is False:
-            return Lowering(plan=[], emits=[], notes=["pred=False: no instruction issued"])
-        predicate = pred.source if isinstance(pred, Value) else None
-        if pred is not None and not isinstance(pred, (Value, bool)):
+        if pred is not None and (isinstance(pred, Value) or isinstance(pred, bool)) is False:
             raise site.error(f"must be a runtime bool or None, got {pred!r}", "pred")
 
         # Host setup: one TensorMap per global region and descriptor fields.
         if isinstance(glob, GlobalRegion):
-            if glob.ndim != rank + (1 if d["interleave"] else 0):
-                extra = " plus the explicit channel-slice axis" if d["interleave"] else ""
-                raise site.error(f"global tensor {glob.param!r} has rank {glob.ndim}; the opcode "
-                                 f"rank is {rank}{extra}", "operands")
+            self._check_global(site, glob, rank, d)
+        if pred is False:  # checked like any other call, but nothing is issued
+            return Lowering(plan=[], emits=[], notes=["pred=False: no instruction issued"])
+        predicate = pred.source if isinstance(pred, Value) else None
+        if isinstance(glob, GlobalRegion):
             tmap = ctx.tensormap_param(glob, dict(
                 data_type=d["format"], box=d["box"], element_strides=d["element_strides"],
                 interleave=d["interleave"], swizzle=d["swizzle"], l2_promotion=d["l2_promotion"],
@@ -372,7 +368,11 @@ class TmaPattern:
         plan, emits = [], []
         repeat_ranges = [range(n) for n in repeat_shape]
         group_terms = [(src, axis) for axis, (_, src) in enumerate(groups)]
-        zero = [0] * len(shared.shape)
+        offset_terms = []
+        for src, axis in group_terms:
+            unit = list(zero)
+            unit[axis] = 1
+            offset_terms.append(f"{src} * {linear(unit) - origin}")
         for instance in itertools.product(*repeat_ranges):
             full = [0] * len(group_shape) + list(instance)
             deltas = [sum(full[a] * steps[a][i] for a in range(lead_rank)) for i in range(rank)]
@@ -383,18 +383,17 @@ class TmaPattern:
                 for src, axis in group_terms:
                     if steps[axis][i]:
                         terms.append(f"{src} * {steps[axis][i]}")
+                if not terms and not -2 ** 31 <= const < 2 ** 31:
+                    raise site.error(f"coordinate {i} of instance {tuple(instance)} is {const}, "
+                                     f"outside the signed 32-bit range of a TMA coordinate",
+                                     "coords")
                 coord_src.append(_sum(terms, const))
             position = list(zero)
             position[len(group_shape):lead_rank] = instance
             offset = linear(position)
-            offset_terms = []
-            for src, axis in group_terms:
-                unit = list(zero)
-                unit[axis] = 1
-                offset_terms.append(f"{src} * {linear(unit) - linear(zero)}")
             smem = ctx.shared_address(shared.buffer, _sum(offset_terms, offset))
             ptx_coords = list(reversed(coord_src))
-            if gathered:
+            if gathered:  # {column, row0, row1, row2, row3}
                 ptx_coords = [coord_src[1]] + [str(r) for r in rows]
             operands = self._operands_for(op, smem, tmap_ptr, ptx_coords, mbar, mask, policy)
             emits.append(Emit(asm, tuple(operands)))
@@ -405,6 +404,48 @@ class TmaPattern:
                 fields={"mbar": mbar.text if isinstance(mbar, Value) else None,
                         "tensormap": tmap, "box": d["box"], "swizzle": d["swizzle"]}))
         return Lowering(plan=plan, emits=emits, predicate=predicate)
+
+    @staticmethod
+    def _coord_steps(site: CallSite, steps, rank: int, lead_rank: int, group_shape,
+                     repeat_shape) -> tuple:
+        """One rank-length static increment per group/repeat axis."""
+        if isinstance(steps, list):
+            steps = tuple(steps)
+        if steps == () and lead_rank == 0:
+            return ()
+        if isinstance(steps, tuple) and steps and all(isinstance(s, (tuple, list)) for s in steps):
+            vectors = steps
+        elif isinstance(steps, tuple) and steps and any(isinstance(s, (tuple, list, Value))
+                                                         for s in steps):
+            raise site.error(f"must be a tuple of rank-{rank} integer tuples, one per "
+                             f"group/repeat axis, got {steps!r}", "coord_steps")
+        else:  # a single flat vector (or a runtime value, which static_tuple rejects)
+            vectors = (steps,)
+        out = tuple(static_tuple(site, "coord_steps", s, rank) for s in vectors)
+        if len(out) != lead_rank:
+            raise site.error(f"needs one rank-{rank} increment per group/repeat axis "
+                             f"({lead_rank}: group {group_shape}, repeat {repeat_shape}), got "
+                             f"{len(out) if steps != () else 0}", "coord_steps")
+        return out
+
+    @staticmethod
+    def _check_global(site: CallSite, glob: GlobalRegion, rank: int, d: dict) -> None:
+        """Global rank (plus the channel-slice axis with interleave) and, where static, the
+        slice extent."""
+        interleave = d["interleave"]
+        if glob.ndim != rank + (1 if interleave else 0):
+            extra = " plus the explicit channel-slice axis" if interleave else ""
+            raise site.error(f"global tensor {glob.param!r} has rank {glob.ndim}; the opcode "
+                             f"rank is {rank}{extra}", "operands")
+        if interleave:
+            slice_elems = d["rep"].atom[-1]
+            extent = glob.extents[-1]
+            if extent is None and glob.static_shape[-1] is not None:
+                extent = glob.static_shape[-1] - glob.starts[-1]
+            if extent is not None and extent != slice_elems:
+                raise site.error(f"with interleave={interleave} the innermost global axis (Ci) "
+                                 f"holds one {16 * interleave}-byte slice, {slice_elems} elements; "
+                                 f"{glob.param!r} has {extent}", "operands")
 
     @staticmethod
     def _operands_for(op, smem, tmap_ptr, coords, mbar, mask, policy) -> list[str]:
@@ -456,26 +497,50 @@ class TmaPattern:
             if required:
                 raise site.error(f"is required ({length} runtime integers)", name)
             return None
-        if isinstance(value, (int, Value)) and length == 1:
+        if isinstance(value, list):
+            value = tuple(value)
+        if (isinstance(value, Value) or _is_integer(value)) and length == 1:
             value = (value,)
         if not isinstance(value, tuple) or len(value) != length:
             raise site.error(f"needs {length} entries, got "
                              f"{getattr(value, 'text', value)!r}", name)
         out = []
         for v in value:
-            if isinstance(v, bool) or not isinstance(v, (int, Value)):
-                raise site.error(f"entries must be integers, got {v!r}", name)
-            out.append(v if isinstance(v, int) else v.source)
+            if isinstance(v, Value):
+                out.append(v.source)
+            elif _is_integer(v):
+                if not -2 ** 31 <= int(v) < 2 ** 31:
+                    raise site.error(f"entries are signed 32-bit coordinates, got {int(v)}", name)
+                out.append(int(v))
+            else:
+                raise site.error(f"entries must be integers, got {getattr(v, 'text', v)!r}",
+                                 name)
         return tuple(out)
 
     @staticmethod
-    def _runtime(site: CallSite, name: str, required: bool, why_required: str, why_forbidden: str):
+    def _runtime(site: CallSite, name: str, required: bool, why_required: str, why_forbidden: str,
+                 bits: int):
+        """A runtime operand (a Value), or a static integer that fits its ``bits``-bit operand."""
         value = site.params.get(name)
-        if required and value is None:
-            raise site.error(f"is required: {why_required}", name)
-        if not required and value is not None:
+        if value is None:
+            if required:
+                raise site.error(f"is required: {why_required}", name)
+            return None
+        if not required:
             raise site.error(f"is not allowed here: {why_forbidden}", name)
-        return value
+        if isinstance(value, Value):
+            return value
+        if _is_integer(value) and name != "mbar":  # a barrier is a planned shared address
+            if not 0 <= int(value) < 2 ** bits:
+                raise site.error(f"is a {bits}-bit operand, got {int(value)}", name)
+            return int(value)
+        what = ("a runtime shared-memory pointer such as mbar.ptr_to([0])" if name == "mbar"
+                else f"a runtime {bits}-bit integer operand")
+        raise site.error(f"must be {what}, got {value!r}", name)
+
+
+def _is_integer(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, Value))
 
 
 def _is_int(text) -> bool:

@@ -203,8 +203,8 @@ class TmemCopyPattern:
                              f"replicas are k @ TLane strides", "operand 0")
         want = [(lane, 0) for lane in atom_replicas(op)]
         if sorted(got) != sorted(want):
-            spelled = {1: "no R[...] replicas", 2: f"R[2 : {want[1][0]} @ TLane]",
-                       4: "R[4 : 32 @ TLane]"}[len(want)]
+            spelled = ("no R[...] replicas" if len(want) == 1 else
+                       f"R[{len(want)} : {want[1][0]} @ TLane]")
             raise site.error(f"'.{op.shape}{'.' + op.multicast if op.multicast else ''}' writes "
                              f"replicas at lane offsets {[w[0] for w in want]} (column offset 0), "
                              f"but the TMEM layout {layout!r} states replicas at (lane, column) "
@@ -304,7 +304,7 @@ class TmemCopyPattern:
             taddr_terms.append(hex((inst.lane << 16) | inst.column))
             taddr = "(" + " + ".join(taddr_terms) + ")"
             smem = ctx.shared_address(shared.buffer, _sum(smem_terms, inst.walk.origin))
-            sdesc = f"({hex(constant)} | (({smem} >> 4) & {hex(START_ADDRESS_MASK)}))"
+            sdesc = f"({hex(constant)} | ((({smem}) >> 4) & {hex(START_ADDRESS_MASK)}))"
             emits.append(Emit(asm, (taddr, sdesc)))
             plan.append(PlanRecord(
                 opcode=op.native_text, instance=inst.repeat, coords=(inst.lane, inst.column),

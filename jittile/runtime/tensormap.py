@@ -26,6 +26,12 @@ _DATA_TYPES = {
 }
 
 
+_ELEMENT_BYTES = {"UINT8": 1, "UINT16": 2, "UINT32": 4, "INT32": 4, "UINT64": 8, "INT64": 8,
+                  "FLOAT16": 2, "BFLOAT16": 2, "FLOAT32": 4, "FLOAT64": 8, "TFLOAT32": 4,
+                  "16U4_ALIGN16B": 1}
+_ELEMENT_BYTES = {name: _ELEMENT_BYTES[kind] for name, kind in _DATA_TYPES.items()}
+
+
 @dataclass(frozen=True)
 class TensorMapFields:
     """The complete input of one ``cuTensorMapEncodeTiled`` call, innermost dimension first."""
@@ -121,9 +127,12 @@ def encode(fields: TensorMapFields) -> bytes:
            drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA][
         fields.oob_fill]
     u64, u32 = drv.cuuint64_t, drv.cuuint32_t
+    # A rank-1 map has no outer strides; the driver still reads a non-null array, so pass one
+    # (unused) entry rather than an empty list.
+    strides = list(fields.strides) or [fields.dims[0] * _ELEMENT_BYTES[fields.data_type]]
     tmap = driver.check(drv.cuTensorMapEncodeTiled(
         dtype_enum, len(fields.dims), fields.address, [u64(d) for d in fields.dims],
-        [u64(s) for s in fields.strides], [u32(b) for b in fields.box],
+        [u64(s) for s in strides], [u32(b) for b in fields.box],
         [u32(e) for e in fields.element_strides], interleave, swizzle, l2, oob),
         f"cuTensorMapEncodeTiled(dims={fields.dims}, strides={fields.strides}, box={fields.box}, "
         f"element_strides={fields.element_strides}, swizzle={fields.swizzle}, "
