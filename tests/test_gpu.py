@@ -232,7 +232,12 @@ def test_tma_tiled_copy_large():
     assert bool((out == a).all())
 
 
-# Last: an element-stride fault would poison the context for the tests after it.
+# Last: an element-stride fault would poison the context for the tests after it. On the H200
+# (2026-11-30) these fail: outer strides leave part of the image unwritten when expect_tx counts
+# ceil(box/stride) elements, inner strides fault; jittile's image/byte model for element_strides != 1
+# does not match the hardware yet (bench/results/README.md).
+@pytest.mark.xfail(strict=True, reason="element_strides != 1 image/byte accounting unverified on "
+                   "hardware: fails on the H200")
 @pytest.mark.parametrize("es", [(2, 1), (4, 1), (1, 2), (2, 4)])
 def test_tma_element_strides(es):
     a = _rand((64, 128))

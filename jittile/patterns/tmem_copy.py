@@ -128,7 +128,7 @@ class TmemCopyPattern:
             if len(shape) < 2 + n_group or shape[-2:] != atom:
                 groups = f" after {n_group} group axis of scope {site.scope!r}" if n_group else ""
                 raise site.error(f"operand {index} ({what}) has shape {shape}; it must end in the "
-                                 f"(rows, b32 words) atom {atom} of '.{op.shape}'{groups} (earlier "
+                                 f"(rows, b32 words) atom {atom} of '.{_form(op)}'{groups} (earlier "
                                  f"axes are explicit repeats)", f"operand {index}")
         if shapes[0][:-2] != shapes[1][:-2]:
             raise site.error(f"dst_tmem {shapes[0]} and src_shared {shapes[1]} disagree on their "
@@ -205,7 +205,7 @@ class TmemCopyPattern:
         if sorted(got) != sorted(want):
             spelled = ("no R[...] replicas" if len(want) == 1 else
                        f"R[{len(want)} : {want[1][0]} @ TLane]")
-            raise site.error(f"'.{op.shape}{'.' + op.multicast if op.multicast else ''}' writes "
+            raise site.error(f"'.{_form(op)}' writes "
                              f"replicas at lane offsets {[w[0] for w in want]} (column offset 0), "
                              f"but the TMEM layout {layout!r} states replicas at (lane, column) "
                              f"offsets {sorted(got)}; the destination layout must state exactly "
@@ -238,7 +238,7 @@ class TmemCopyPattern:
                 want = (lane0 + atom_lane(op, row), col0 + word)
                 if (lane, col) != want:
                     raise site.error(
-                        f"TMEM mapping of instance {lead} does not match '.{op.shape}': atom "
+                        f"TMEM mapping of instance {lead} does not match '.{_form(op)}': atom "
                         f"(row {row}, word {word}) is at (lane {lane}, column {col}) but the "
                         f"opcode writes it to (lane {want[0]}, column {want[1]}) (rows go to "
                         f"{_lane_rule(op)}; words are consecutive b32 columns)", "operand 0")
@@ -346,6 +346,10 @@ class TmemCopyPattern:
             col_step.append(steps[1])
             smem_step.append(steps[2])
         return lane_step, col_step, smem_step
+
+
+def _form(op: Tcgen05CpOpcode) -> str:
+    return f"{op.shape}.{op.multicast}" if op.multicast else op.shape
 
 
 def _lane_rule(op: Tcgen05CpOpcode) -> str:
