@@ -92,7 +92,7 @@ class Kernel:
         self.__doc__ = pyfunc.__doc__
         self.target = target
         self.use_disk_cache = cache
-        self._signature = inspect.signature(pyfunc)
+        self._signature = inspect.signature(pyfunc, eval_str=True)
         self._source: KernelSource | None = None
         self._memory: dict = {}
         self._prepared: dict = {}

@@ -434,8 +434,39 @@ def test_warp_scope_group_axis() -> None:
     assert record["coords"] == (0, 0) and record["instance"] == ()
     assert "laneid * 4" in ck.lowered_source  # TMEM column step of the group axis
     assert "laneid * 512" in ck.lowered_source  # shared byte step of the group axis
+    assert record["group_steps"] == ((0, 4, 512),)  # (lane, column, shared byte) per group index
     rejects(kernel(16), parameter="scope", line=_line("# warp scope"),
             opcode="tcgen05.cp.cta_group::1.32x128b.warpx4")
+
+
+def test_integer_indexed_tmem_region() -> None:
+    @jittile.kernel
+    def copy(A: T.Tensor((1,), "uint32")):
+        T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=128))
+        shared = T.alloc_shared((128, 4), "uint32", layout="default", align=16)
+        address = T.alloc_shared((1,), "uint32", layout="default")
+        mem = T.cuda.decl_tmem(address[0], ty_args=[T.Tensor(
+            (2, 128, 4), "uint32", scope="tmem",
+            layout=TileLayout(S[(2, 128, 4) : (4 @ TCol, 1 @ TLane, 1 @ TCol)]))])
+        T.cuda.tile.apply(T.ptx[CP], mem[1], shared)
+
+    [record] = instructions(copy.compile(target="sm_100a"))
+    assert record["coords"] == (0, 4) and record["instance"] == ()
+
+
+def test_ambiguous_integer_index_asks_for_slices() -> None:
+    # TmemRegion does not say which axis mem[0] dropped; (128, 128, 4)[0] could be either.
+    @jittile.kernel
+    def copy(A: T.Tensor((1,), "uint32")):
+        T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=128))
+        shared = T.alloc_shared((128, 4), "uint32", layout="default", align=16)
+        address = T.alloc_shared((1,), "uint32", layout="default")
+        mem = T.cuda.decl_tmem(address[0], ty_args=[T.Tensor(
+            (128, 128, 4), "uint32", scope="tmem",
+            layout=TileLayout(S[(128, 128, 4) : (0 @ TCol, 1 @ TLane, 1 @ TCol)]))])
+        T.cuda.tile.apply(T.ptx[CP], mem[0], shared)  # ambiguous index
+
+    rejects(copy, parameter="operand 0", line=_line("# ambiguous index"), match="slices")
 
 
 # ------------------------------------------------------------- legality: TMEM lanes/replicas

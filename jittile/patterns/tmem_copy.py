@@ -312,7 +312,9 @@ class TmemCopyPattern:
                 bytes=op.rows * op.bits // 8,
                 fields={"ldo": inst.walk.ldo, "sdo": inst.walk.sdo, "swizzle": inst.walk.swizzle,
                         "descriptor": hex(constant), "replicas": replicas,
-                        "cta_group": op.cta_group, "decompress": op.decompress}))
+                        "cta_group": op.cta_group, "decompress": op.decompress,
+                        **({"group_steps": tuple(zip(lane_step, col_step, smem_step))}
+                           if groups else {})}))
         return Lowering(plan=plan, emits=emits, predicate=predicate)
 
     @staticmethod
