@@ -411,11 +411,11 @@ class TmaPattern:
         """One rank-length static increment per group/repeat axis."""
         if isinstance(steps, list):
             steps = tuple(steps)
-        if steps == () and lead_rank == 0:
-            return ()
-        if isinstance(steps, tuple) and steps and all(isinstance(s, (tuple, list)) for s in steps):
+        if steps == ():
+            vectors = ()
+        elif isinstance(steps, tuple) and all(isinstance(s, (tuple, list)) for s in steps):
             vectors = steps
-        elif isinstance(steps, tuple) and steps and any(isinstance(s, (tuple, list, Value))
+        elif isinstance(steps, tuple) and steps and any(isinstance(s, (tuple, list))
                                                          for s in steps):
             raise site.error(f"must be a tuple of rank-{rank} integer tuples, one per "
                              f"group/repeat axis, got {steps!r}", "coord_steps")
@@ -425,7 +425,7 @@ class TmaPattern:
         if len(out) != lead_rank:
             raise site.error(f"needs one rank-{rank} increment per group/repeat axis "
                              f"({lead_rank}: group {group_shape}, repeat {repeat_shape}), got "
-                             f"{len(out) if steps != () else 0}", "coord_steps")
+                             f"{len(out)}", "coord_steps")
         return out
 
     @staticmethod
