@@ -58,7 +58,7 @@ def main() -> None:
     launcher = ck.launcher()
     fn = launcher.function()
     view = __import__("jittile.runtime.arrays", fromlist=["device_view"]).device_view(a)
-    launcher.params.put_array(0, view)
+    launcher._pack((view,))
     drv = driver._driver()
     address = launcher.params.address
     results["raw_cuLaunchKernel_prepacked"] = per_launch_us(

@@ -44,6 +44,59 @@ def tma_copy(A: T.Tensor((None, None), "float32"), Out: T.Tensor((None, None), "
         T.ptx.cp.async_.bulk.wait_group.read(0)
 
 
+@jittile.kernel
+def tma_copy_pipelined(A: T.Tensor((None, None), "float32"), Out: T.Tensor((None, None), "float32"),
+                       TILES_N: T.constexpr, NTILES: T.constexpr, STAGES: T.constexpr):
+    """Persistent CTAs, one issuing thread, STAGES 64x64 tiles in flight: the stores of one round
+    overlap the loads of the next (each stage is refilled once its store has read it)."""
+    tid = T.cuda.thread_idx("x")
+    cta = T.cuda.block_idx("x")
+    nctas = T.cuda.grid_dim("x")
+    buf = T.alloc_shared((STAGES, 2, 64, 32), "float32",
+                         layout=swizzle(3, (STAGES, 2, 64, 32), "float32"), align=1024)
+    mbar = T.alloc_shared((STAGES,), "uint64")
+    if tid == 0:
+        for s in T.unroll(STAGES):
+            T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([s]), T.uint32(1))
+        T.ptx.fence.proxy.async_.shared__cta()
+        for s in T.unroll(STAGES):
+            t = cta + s * nctas
+            if t < NTILES:
+                T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([s]), T.uint32(16384))
+                T.cuda.tile.apply(
+                    T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile"
+                          ".mbarrier::complete_tx::bytes"],
+                    buf[s], A, box=(64, 32), coords=((t // TILES_N) * 64, (t % TILES_N) * 64),
+                    coord_steps=((0, 32),), swizzle=3, mbar=mbar.ptr_to([s]))
+        phase = 0
+        base = 0
+        while cta + base * nctas < NTILES:
+            for s in T.unroll(STAGES):
+                t = cta + (base + s) * nctas
+                if t < NTILES:
+                    T.cuda.mbarrier_wait(mbar.ptr_to([s]), phase)
+                    T.cuda.tile.apply(
+                        T.ptx["cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"],
+                        Out, buf[s], box=(64, 32), coords=((t // TILES_N) * 64,
+                                                           (t % TILES_N) * 64),
+                        coord_steps=((0, 32),), swizzle=3)
+                T.ptx.cp.async_.bulk.commit_group()
+            for s in T.unroll(STAGES):
+                t = cta + (base + STAGES + s) * nctas
+                if t < NTILES:
+                    T.ptx.cp.async_.bulk.wait_group.read(STAGES - 1 - s)
+                    T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([s]), T.uint32(16384))
+                    T.cuda.tile.apply(
+                        T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile"
+                              ".mbarrier::complete_tx::bytes"],
+                        buf[s], A, box=(64, 32), coords=((t // TILES_N) * 64,
+                                                         (t % TILES_N) * 64),
+                        coord_steps=((0, 32),), swizzle=3, mbar=mbar.ptr_to([s]))
+            phase = phase ^ 1
+            base = base + STAGES
+        T.ptx.cp.async_.bulk.wait_group(0)
+
+
 def triton_copy():
     import triton
     import triton.language as tl
@@ -87,6 +140,17 @@ def main() -> None:
     cupy.cuda.runtime.deviceSynchronize()
     assert bool((out == a).all()), "jittile TMA copy is wrong"
     results["jittile_tma_64x64_sw128"] = bw(common.time_gpu(lambda: launch(a, out)))
+
+    tiles_n, ntiles = N // 64, (M // 64) * (N // 64)
+    sms = cupy.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
+    for stages, per_sm in ((4, 3), (3, 4), (2, 6)):
+        run = tma_copy_pipelined[sms * per_sm, 32]
+        out.fill(np.nan)
+        run(a, out, tiles_n, ntiles, stages)
+        cupy.cuda.runtime.deviceSynchronize()
+        assert bool((out == a).all()), f"jittile pipelined copy ({stages} stages) is wrong"
+        results[f"jittile_tma_pipelined_{stages}stages_{per_sm}cta_per_sm"] = bw(common.time_gpu(
+            lambda: run(a, out, tiles_n, ntiles, stages)))
 
     try:
         import torch

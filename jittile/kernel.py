@@ -13,6 +13,8 @@ import time
 from dataclasses import dataclass, field
 from importlib import metadata as _metadata
 
+import numpy as np
+
 from . import __version__
 from .dtypes import dtype as lookup_dtype
 from .errors import CompileError, LaunchError
@@ -132,7 +134,7 @@ class Kernel:
                 params.append(TensorMapParam(name))
             elif isinstance(value, (Tensor, DeviceView)):
                 params.append(self._array_param(name, ann, value))
-            elif isinstance(ann, ScalarType) or isinstance(value, (int, float, bool)):
+            elif isinstance(ann, ScalarType) or isinstance(value, (int, float, bool, np.generic)):
                 params.append(self._scalar_param(name, ann, value))
             else:
                 raise LaunchError(f"argument {name!r}: cannot pass {type(value).__name__}")
@@ -163,6 +165,8 @@ class Kernel:
     def _scalar_param(self, name: str, ann, value) -> ScalarParam:
         if isinstance(ann, ScalarType):
             return ScalarParam(name, ann.dtype)
+        if isinstance(value, np.generic):
+            return ScalarParam(name, lookup_dtype(value.dtype.name))
         if isinstance(value, bool):
             return ScalarParam(name, lookup_dtype("bool"))
         return ScalarParam(name, lookup_dtype("int64" if isinstance(value, int) else "float64"))
@@ -213,8 +217,6 @@ class Kernel:
         from .runtime.arrays import DeviceView
         from .runtime.tensormap import TensorMap
 
-        import numpy as np
-
         args = self._bind(args, kwargs)
         if not args:
             args = tuple(self._annotation_specs())
@@ -222,8 +224,8 @@ class Kernel:
         for a in args:
             if isinstance(a, np.ndarray):
                 specs.append(Tensor(a.shape, a.dtype.name))
-            elif isinstance(a, (Tensor, TensorMap, DeviceView, int, float, bool)) or not hasattr(
-                    a, "shape"):
+            elif isinstance(a, (Tensor, TensorMap, DeviceView, int, float, bool, np.generic)) or \
+                    not hasattr(a, "shape"):
                 specs.append(a)
             else:
                 from .runtime.arrays import device_view

@@ -116,9 +116,8 @@ def tma_load_2d(A, Out, BOX: T.constexpr, COORDS: T.constexpr, ES: T.constexpr, 
             buf, A, box=BOX, coords=COORDS, element_strides=ES, oob_fill=FILL, format=FMT,
             mbar=mbar.ptr_to([0]))
     T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
-    for r in range(IMG[0]):
-        if tid < IMG[1]:
-            Out[r, tid] = buf[r, tid]
+    for r, c in T.grid(IMG[0], IMG[1] // 32):
+        Out[r, c * 32 + tid] = buf[r, c * 32 + tid]
 
 
 @jittile.kernel
@@ -216,3 +215,27 @@ def tma_copy_tiles(A: T.Tensor((None, None), "float32"), Out: T.Tensor((None, No
                           Out, buf, box=(BM, BN), coords=(row, col), swizzle=SW)
         T.ptx.cp.async_.bulk.commit_group()
         T.ptx.cp.async_.bulk.wait_group.read(0)
+
+
+@jittile.kernel
+def tma_interleaved(A, Out):
+    """The seed's interleave example: uint16, 32-byte slices, box (1, 1, 8), three channel slices
+    by a leading repeat with coord_steps ((0, 1, 0),)."""
+    T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))
+    tid = T.cuda.thread_idx("x")
+    buf = T.alloc_shared((3, 1, 1, 8, 16), "uint16",
+                         layout=swizzle(1, (3, 1, 1, 8, 16), "uint16"), align=256)
+    mbar = T.alloc_shared((1,), "uint64")
+    if tid == 0:
+        T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), T.uint32(1))
+    T.cuda.cta_sync()
+    if tid == 0:
+        T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(768))
+        T.cuda.tile.apply(
+            T.ptx["cp.async.bulk.tensor.3d.shared::cta.global.tile.mbarrier::complete_tx::bytes"],
+            buf, A, box=(1, 1, 8), coords=(1, 0, 0), coord_steps=((0, 1, 0),), interleave=2,
+            swizzle=1, mbar=mbar.ptr_to([0]))
+    T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
+    for s, w in T.grid(3, 8):
+        if tid < 16:
+            Out[s, w, tid] = buf[s, 0, 0, w, tid]

@@ -9,8 +9,11 @@ backend materialises them, so this module never imports numba.
 from __future__ import annotations
 
 import ast
+import copy
 import itertools
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from .. import language as L
 from ..dtypes import DType, dtype as lookup_dtype
@@ -301,12 +304,29 @@ class KernelLowering:
                 body = [ast.copy_location(ast.For(target=_name(name.id, ast.Store()), iter=rng,
                                                   body=body, orelse=[]), node)]
             return body
+        if isinstance(it, ast.Call) and self.resolve(it.func) is L.unroll:
+            return self.unrolled_for(node)
         if isinstance(it, ast.Call) and self.resolve(it.func) is range:
             return [ast.For(target=self.store_target(node.target),
                             iter=ast.Call(func=_name("range"), args=[self.expr(a) for a in it.args],
                                           keywords=[]),
                             body=self.block(node.body), orelse=[])]
         raise self.error(node, "kernel loops iterate over range(...) or T.grid(...)")
+
+    def unrolled_for(self, node: ast.For) -> list[ast.stmt]:
+        """``for s in T.unroll(...)``: one copy of the body per value, ``s`` static in each."""
+        if not isinstance(node.target, ast.Name):
+            raise self.error(node, "T.unroll binds a single loop name")
+        bounds = [self.static(a) for a in node.iter.args]
+        if not bounds or not all(isinstance(b, int) and not isinstance(b, bool) for b in bounds):
+            raise self.error(node.iter, "T.unroll(...) takes compile-time integers, like range()")
+        name = node.target.id
+        out: list[ast.stmt] = []
+        for value in range(*bounds):
+            self.scope.statics[name] = value
+            out.extend(self.block(copy.deepcopy(node.body)))
+        self.scope.statics.pop(name, None)
+        return out
 
     # ------------------------------------------------------------------------------ allocations
     def alloc_shared(self, name: str, call: ast.Call) -> list[ast.stmt]:
@@ -586,7 +606,9 @@ class KernelLowering:
                     enumerate(zip(args, spec.inputs))]
         call = self.call(self.asm_name(spec.asm()), *operands)
         if opcode.startswith("mbarrier.arrive.expect_tx") or opcode.startswith("mbarrier.expect_tx"):
-            self.expect_tx.append((location, args[0], self.static(args[1])))
+            count = self.static(args[1])
+            self.expect_tx.append((location, _src(operands[0]), int(count)
+                                   if isinstance(count, (int, np.integer)) else None))
         if not statement:
             if dests:
                 raise self.error(node, f"{opcode} with destination operands is a statement")
@@ -687,7 +709,7 @@ class KernelLowering:
         tmp = self.fresh()
         prelude.append(ast.copy_location(
             ast.Assign(targets=[_name(tmp, ast.Store())], value=self.expr(node)), node))
-        return Value(tmp, text=_src(node))
+        return Value(tmp, text=_src(self.expr(node)))
 
     def tile_operand(self, node: ast.expr, opcode: str, index: int, prelude: list[ast.stmt]):
         base, indices = node, None
@@ -816,27 +838,39 @@ class KernelLowering:
 
     # ----------------------------------------------------------------------- byte accounting
     def _check_expect_tx(self) -> None:
-        """Warn when a static expect_tx count differs from the bytes of the loads completing on that
-        barrier (matched by the barrier expression's source text)."""
+        """Warn when a static expect_tx count differs from the bytes of the loads completing on
+        that barrier. Barriers are matched by their lowered expression (statics folded, so each
+        unrolled stage is its own barrier). One expect_tx site accounts for every load site on its
+        barrier (one phase); as many expect_tx sites as load sites pair up in program order;
+        anything else is left to the caller."""
         import warnings
 
         loads: dict[str, list] = {}
         for site in self.ir.sites:
-            for record in site.plan:
-                mbar = record.fields.get("mbar")
-                if mbar:
-                    loads.setdefault(mbar, []).append((site, record))
-        for location, mbar_node, count in self.expect_tx:
-            key = _src(mbar_node)
-            if not isinstance(count, int) or key not in loads:
+            records = [r for r in site.plan if r.fields.get("mbar")]
+            if records:
+                loads.setdefault(records[0].fields["mbar"], []).append(
+                    (site.location, sum(r.bytes for r in records)))
+        expects: dict[str, list] = {}
+        for location, barrier, count in self.expect_tx:
+            expects.setdefault(barrier, []).append((location, count))
+        for barrier, sites in expects.items():
+            found = loads.get(barrier)
+            if not found or any(count is None for _, count in sites):
                 continue
-            sites = {id(s): s for s, _ in loads[key]}
-            total = sum(r.bytes for _, r in loads[key])
-            if total != count:
-                where = ", ".join(f"line {s.location.lineno}" for s in sites.values())
-                warnings.warn(JittileWarning(
-                    f"{location}: mbarrier expect_tx of {count} bytes on {key} differs from the "
-                    f"{total} bytes of the loads completing on it ({where})"), stacklevel=2)
+            if len(sites) == 1:
+                pairs = [(sites[0], (", ".join(f"line {loc.lineno}" for loc, _ in found),
+                                     sum(b for _, b in found)))]
+            elif len(sites) == len(found):
+                pairs = [(e, (f"line {loc.lineno}", b)) for e, (loc, b) in zip(sites, found)]
+            else:
+                continue
+            for (location, count), (where, total) in pairs:
+                if count != total:
+                    warnings.warn(JittileWarning(
+                        f"{location}: mbarrier expect_tx of {count} bytes on {barrier} differs "
+                        f"from the {total} bytes of the loads completing on it ({where})"),
+                        stacklevel=2)
 
 
 def _located(exc: ContractError, location: Location) -> ContractError:

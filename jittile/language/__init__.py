@@ -19,11 +19,14 @@ alloc_shared = Intrinsic("T.alloc_shared", "Allocate a shared-memory buffer plan
 alloc_local = Intrinsic("T.alloc_local", "Allocate a per-thread local array.")
 address_of = Intrinsic("T.address_of", "Address of a buffer (shared-window address for shared buffers).")
 grid = Intrinsic("T.grid", "Nested loops: `for i, j in T.grid(M, N)`.")
+unroll = Intrinsic("T.unroll", "A loop unrolled at compile time (`for s in T.unroll(STAGES)`): the "
+                   "loop variable is static in each copy, so it may index tile-call operands.")
 ptx = PtxInstruction()
 
 T = SimpleNamespace(
     Tensor=Tensor, constexpr=constexpr, cuda=cuda, ptx=ptx, device_entry=device_entry,
     alloc_shared=alloc_shared, alloc_local=alloc_local, address_of=address_of, grid=grid,
+    unroll=unroll,
     **SCALAR_TYPES,
 )
 

@@ -77,9 +77,20 @@ def _is_torch(obj) -> bool:
     return type(obj).__module__.startswith("torch") and hasattr(obj, "data_ptr")
 
 
+_DTYPES: dict = {}
+
+
+def _dtype_of(np_dtype) -> DType:
+    """jittile dtype of a NumPy dtype, memoised (this runs on every launch)."""
+    found = _DTYPES.get(np_dtype)
+    if found is None:
+        found = _DTYPES[np_dtype] = lookup_dtype(np.dtype(np_dtype).name)
+    return found
+
+
 def convert_argument(obj):
     """An array argument as a DeviceView; anything else (scalars, specs, TensorMaps) unchanged."""
-    if isinstance(obj, (DeviceView, int, float, bool, str, tuple)) or obj is None:
+    if isinstance(obj, (DeviceView, int, float, bool, str, tuple, np.generic)) or obj is None:
         return obj
     if type(obj).__module__.startswith("jittile"):
         return obj
@@ -90,7 +101,7 @@ def device_view(obj) -> DeviceView:
     """Adapt one array argument (raises LaunchError for anything else)."""
     module = type(obj).__module__
     if module.startswith("cupy"):  # faster than building __cuda_array_interface__
-        return DeviceView(obj.data.ptr, obj.shape, obj.strides, lookup_dtype(obj.dtype.name))
+        return DeviceView(obj.data.ptr, obj.shape, obj.strides, _dtype_of(obj.dtype))
     if isinstance(obj, np.ndarray):
         staging = np.ascontiguousarray(obj)
         driver.ensure_context()

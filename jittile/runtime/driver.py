@@ -73,6 +73,11 @@ def ensure_context() -> int:
     return int(ctx)
 
 
+def current_context() -> int:
+    """The current context's handle (0 when none): one cheap driver call per launch."""
+    return int(_driver().cuCtxGetCurrent()[1])
+
+
 def driver_version() -> str | None:
     if not available():
         return None

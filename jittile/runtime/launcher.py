@@ -58,17 +58,6 @@ class ParamBuffer:
     def address(self) -> int:
         return ctypes.addressof(self.pointers)
 
-    def put_array(self, index: int, view: DeviceView) -> None:
-        first = self.fields[index]
-        nitems = math.prod(view.shape)
-        values = [0, 0, nitems, view.dtype.bytes, view.ptr, *view.shape, *view.strides]
-        offset = self.slots[first][0]
-        struct.pack_into(f"<{len(values)}q", self.view, offset, *values)
-
-    def put_scalar(self, index: int, dtype: str, value) -> None:
-        offset = self.slots[self.fields[index]][0]
-        struct.pack_into("<" + _SCALAR_FORMATS[dtype], self.view, offset, value)
-
     def put_bytes(self, index: int, data: bytes) -> None:
         offset = self.slots[self.fields[index]][0]
         self.view[offset:offset + len(data)] = data
@@ -99,12 +88,15 @@ class Launcher:
         self._function = None
         self._context = None
         self._tmap_cache: dict = {}
+        self._writers = [self._writer(index, param)
+                         for index, param in enumerate(ir.runtime_params)]
         slack = ir.shared_align - 16 if ir.dynamic_shared and ir.shared_align > 16 else 0
         self.dynamic_shared = ir.shared_bytes + slack if ir.dynamic_shared else 0
 
     def function(self):
-        ctx = driver.ensure_context()
+        ctx = driver.current_context() if self._function is not None else None
         if self._function is None or ctx != self._context:
+            ctx = driver.ensure_context()
             _, self._function = driver.load_function(self.cubin, self.entry,
                                                      max(self.dynamic_shared, 0))
             self._context = ctx
@@ -122,21 +114,49 @@ class Launcher:
         if any(isinstance(a, DeviceView) and a.host is not None for a in args):
             driver.synchronize()
 
+    def _writer(self, index: int, param):
+        """A function writing one argument into the parameter buffer, specialised once so that a
+        launch does no type dispatch."""
+        buf = self.params.view
+        offset = self.params.slots[self.params.fields[index]][0]
+        if isinstance(param, ArrayParam):
+            layout = struct.Struct(f"<{5 + 2 * param.ndim}q")
+            dtype, ndim, itemsize = param.dtype, param.ndim, param.dtype.bytes
+            static = [(axis, extent) for axis, extent in enumerate(param.static_shape)
+                      if extent is not None]
+            contiguous = param.layout == "C"
+
+            def write_array(view):
+                if not isinstance(view, DeviceView):
+                    view = device_view(view)
+                shape = view.shape
+                if (view.dtype is not dtype or len(shape) != ndim
+                        or any(shape[a] != e for a, e in static)
+                        or (contiguous and not view.c_contiguous)):
+                    check_array(param, view)
+                layout.pack_into(buf, offset, 0, 0, math.prod(shape), itemsize, view.ptr, *shape,
+                                 *view.strides)
+                return view
+            return write_array
+        if isinstance(param, ScalarParam):
+            scalar = struct.Struct("<" + _SCALAR_FORMATS[param.dtype.name])
+
+            def write_scalar(value):
+                scalar.pack_into(buf, offset, value)
+            return write_scalar
+
+        def write_tensormap(value):
+            if not isinstance(value, TensorMap):
+                raise LaunchError(f"argument {param.name!r} must be a jittile.TensorMap")
+            buf[offset:offset + TENSORMAP_BYTES] = value.data
+        return write_tensormap
+
     def _pack(self, args: tuple) -> None:
-        runtime = self.ir.runtime_params
-        by_name = {}
-        for index, (param, value) in enumerate(zip(runtime, args)):
-            if isinstance(param, ArrayParam):
-                view = value if isinstance(value, DeviceView) else device_view(value)
-                check_array(param, view)
-                self.params.put_array(index, view)
-                by_name[param.name] = view
-            elif isinstance(param, ScalarParam):
-                self.params.put_scalar(index, param.dtype.name, value)
-            elif isinstance(param, TensorMapParam):
-                if not isinstance(value, TensorMap):
-                    raise LaunchError(f"argument {param.name!r} must be a jittile.TensorMap")
-                self.params.put_bytes(index, value.data)
+        views = [write(value) for write, value in zip(self._writers, args)]
+        if not self.ir.host_tensormaps:
+            return
+        by_name = {p.name: v for p, v in zip(self.ir.runtime_params, views)}
+        runtime = len(self.ir.runtime_params)
         for offset, spec in enumerate(self.ir.host_tensormaps):
             view = by_name[spec.tensor]
             key = (offset, view.ptr, view.shape, view.strides)
@@ -146,7 +166,7 @@ class Launcher:
                 if len(self._tmap_cache) > 64:
                     self._tmap_cache.clear()
                 self._tmap_cache[key] = data
-            self.params.put_bytes(len(runtime) + offset, data)
+            self.params.put_bytes(runtime + offset, data)
 
     def _launch(self, function, grid, block, shared: int, stream: int, cluster):
         drv = driver._driver()

@@ -75,7 +75,7 @@ def region_fields(spec: HostTensorMap, view: DeviceView) -> TensorMapFields:
         if dims[-1] * elem != 16 * spec.interleave:
             raise LaunchError(f"{what}: interleave: the innermost axis must hold one "
                               f"{16 * spec.interleave}-byte slice, got {dims[-1] * elem} bytes")
-        dims, strides = _interleaved(dims, strides, elem, what)
+        dims, strides = _interleaved(dims, strides, spec.interleave, what)
     if len(dims) != rank:
         raise LaunchError(f"{what}: the global region has rank {len(dims)}, the opcode rank is {rank}")
     align = 32 if (spec.interleave == 2 or spec.data_type == "float4_e2m1fn") else 16
@@ -97,14 +97,17 @@ def region_fields(spec: HostTensorMap, view: DeviceView) -> TensorMapFields:
                            spec.interleave, spec.swizzle, spec.l2_promotion, spec.oob_fill)
 
 
-def _interleaved(dims, strides, elem, what):
-    """Fold the explicit channel-slice axes (N, C_slices, *spatial, Ci) into the descriptor's
-    channel dimension: C = C_slices * Ci, ordered (N, *spatial, C) outer to inner."""
+def _interleaved(dims, strides, interleave: int, what):
+    """Drop the implicit Ci axis of (N, C_slices, *spatial, Ci): the descriptor's dimensions are the
+    remaining axes, whose innermost (spatial) stride must be exactly one slice. Verified on the
+    H200 (bench/results/probe_tma_element_strides_interleave.log)."""
+    slice_bytes = 16 * interleave
     if len(dims) < 4:
         raise LaunchError(f"{what}: interleave needs global axes (N, C_slices, *spatial, Ci)")
-    n, c_slices, *spatial, ci = dims
-    sn, _, *sspatial, _ = strides
-    return [n, *spatial, c_slices * ci], [sn, *sspatial, elem]
+    if strides[-2] != slice_bytes:
+        raise LaunchError(f"{what}: globalStrides: with interleave the innermost spatial stride "
+                          f"must be one {slice_bytes}-byte slice, got {strides[-2]} bytes")
+    return list(dims[:-1]), list(strides[:-1])
 
 
 def encode(fields: TensorMapFields) -> bytes:
