@@ -454,8 +454,8 @@ def test_integer_indexed_tmem_region() -> None:
     assert record["coords"] == (0, 4) and record["instance"] == ()
 
 
-def test_ambiguous_integer_index_asks_for_slices() -> None:
-    # TmemRegion does not say which axis mem[0] dropped; (128, 128, 4)[0] could be either.
+def test_integer_index_drops_the_indexed_axis() -> None:
+    # mem[0] of a (128, 128, 4) tensor keeps axes 1 and 2: lanes 0..127, columns 0..3.
     @jittile.kernel
     def copy(A: T.Tensor((1,), "uint32")):
         T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=128))
@@ -464,9 +464,10 @@ def test_ambiguous_integer_index_asks_for_slices() -> None:
         mem = T.cuda.decl_tmem(address[0], ty_args=[T.Tensor(
             (128, 128, 4), "uint32", scope="tmem",
             layout=TileLayout(S[(128, 128, 4) : (0 @ TCol, 1 @ TLane, 1 @ TCol)]))])
-        T.cuda.tile.apply(T.ptx[CP], mem[0], shared)  # ambiguous index
+        T.cuda.tile.apply(T.ptx[CP], mem[0], shared)
 
-    rejects(copy, parameter="operand 0", line=_line("# ambiguous index"), match="slices")
+    plan = copy.compile(target="sm_100a").plan[0]["instructions"]
+    assert [ins["coords"] for ins in plan] == [(0, 0)]
 
 
 # ------------------------------------------------------------- legality: TMEM lanes/replicas
@@ -759,7 +760,8 @@ def _site(layout, shape, opcode=CP, **params) -> CallSite:
     buf = SharedBuffer("s", shape, lookup_dtype("uint32"), layout, 16, 0, location)
     rows, words = parse_tcgen05_cp(opcode).rows, parse_tcgen05_cp(opcode).words
     tmem = TmemRegion("mem", "mem", (rows, words), lookup_dtype("uint32"),
-                      TileLayout(S[(rows, words) : (1 @ TLane, 1 @ TCol)]), (0, 0), (rows, words))
+                      TileLayout(S[(rows, words) : (1 @ TLane, 1 @ TCol)]), (0, 0), (rows, words),
+                      (0, 1))
     region = SharedRegion(buf, (0,) * len(shape), (rows, words), (len(shape) - 2, len(shape) - 1))
     return CallSite(location, opcode, [tmem, region], params, {}, Target.parse("sm_100a"))
 

@@ -731,7 +731,7 @@ class KernelLowering:
                 var = self.tmem[name]
                 origin, shape, axes = self.region(node, indices, var.tensor.shape, opcode, index)
                 return TmemRegion(name, var.base, var.tensor.shape, lookup_dtype(var.tensor.dtype),
-                                  var.tensor.layout, origin, shape)
+                                  var.tensor.layout, origin, shape, axes)
         raise ContractError(
             f"operand {index} ({_src(node)!r}) must be a shared buffer or region, a tensor "
             f"parameter or region, a jittile.TensorMap parameter or a TMEM tensor",

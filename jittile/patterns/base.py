@@ -110,6 +110,7 @@ class TmemRegion:
     layout: object
     origin: tuple[int, ...]
     region_shape: tuple[int, ...]
+    axes: tuple[int, ...]  # which tensor axes the region keeps (integer indices drop one)
 
 
 @dataclass(frozen=True)

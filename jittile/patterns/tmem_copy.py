@@ -171,21 +171,7 @@ class TmemCopyPattern:
     @staticmethod
     def _tmem_axes(site: CallSite, tmem: TmemRegion) -> tuple[int, ...]:
         """Which TMEM tensor axes the region's axes are (integer-indexed axes are dropped)."""
-        axes = getattr(tmem, "axes", None)
-        if axes is not None:
-            return tuple(axes)
-        shape, region = tuple(tmem.shape), tuple(tmem.region_shape)
-        if len(region) == len(shape):
-            return tuple(range(len(shape)))
-        # TmemRegion does not record which axes an integer index dropped; recover them from the
-        # extents, and refuse when that is ambiguous.
-        fits = [axes for axes in itertools.combinations(range(len(shape)), len(region))
-                if all(region[i] <= shape[a] - tmem.origin[a] for i, a in enumerate(axes))]
-        if len(fits) != 1:
-            raise site.error(f"cannot tell which axes of the TMEM tensor {tmem.name!r} "
-                             f"{tuple(shape)} the region {region} keeps; index it with slices "
-                             f"(e.g. {tmem.name}[0:1, ...]) instead of integers", "operand 0")
-        return fits[0]
+        return tuple(tmem.axes)
 
     @staticmethod
     def _replicas(site: CallSite, op: Tcgen05CpOpcode, tmem: TmemRegion) -> list[tuple[int, int]]:
