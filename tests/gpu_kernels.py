@@ -116,8 +116,11 @@ def tma_load_2d(A, Out, BOX: T.constexpr, COORDS: T.constexpr, ES: T.constexpr, 
             buf, A, box=BOX, coords=COORDS, element_strides=ES, oob_fill=FILL, format=FMT,
             mbar=mbar.ptr_to([0]))
     T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
-    for r, c in T.grid(IMG[0], IMG[1] // 32):
-        Out[r, c * 32 + tid] = buf[r, c * 32 + tid]
+    for r in range(IMG[0]):
+        c = tid
+        while c < IMG[1]:
+            Out[r, c] = buf[r, c]
+            c += 32
 
 
 @jittile.kernel

@@ -1,8 +1,8 @@
 """TMA tile-pattern contract: every legality condition of the specification, violated and just met.
 
 Each case renders one kernel into its own temporary module (jittile reads kernel source with
-``inspect``). The violating kernel must raise ``ContractError`` at ``compile()`` -- before any backend
-work -- pointing at the offending line, naming the opcode and the parameter, with the rule in the
+``inspect``). The violating kernel must raise ``ContractError`` at ``compile()`` -- before any
+backend work -- pointing at the offending line, naming the opcode and the parameter, with the rule in the
 message. The satisfying kernel differs from it by the one field that matters and must lower cleanly.
 """
 from __future__ import annotations
@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-import jittile
 from jittile import ContractError, JittileWarning
+from jittile.dtypes import dtype as as_dtype
 from jittile.frontend.lower import lower_kernel
 from jittile.targets import Target
 
@@ -151,10 +151,15 @@ class Case:
     line: str | None = None  # tag of the expected line; default: the parameter's, else the call's
 
 
-S16 = 'T.alloc_shared((4, 16), "uint32", align=128)'
 F32 = 'A: T.Tensor((16, 32), "float32")'
-SWZ3 = 'T.alloc_shared((8, 32), "float32", layout=swizzle(3, (8, 32), "float32"), align=1024)'
-SWZ2 = 'T.alloc_shared((8, 16), "float32", layout=swizzle(2, (8, 16), "float32"), align=1024)'
+def swizzled(mode: int, align: int) -> str:
+    """An (8, span) float32 buffer with the matching swizzle layout."""
+    shape = (8, 8 << (mode - 1))
+    return (f'T.alloc_shared({shape}, "float32", layout=swizzle({mode}, {shape}, "float32"), '
+            f'align={align})')
+
+
+SWZ2, SWZ3 = swizzled(2, 1024), swizzled(3, 1024)
 
 CASES = [
     # ----------------------------------------------------------------- opcode grammar
@@ -309,8 +314,8 @@ CASES = [
     Case("tf32-over-uint32", LOAD.but(kw={"format": '"tf32"'}),
          LOAD.but(params=F32, shared='T.alloc_shared((8, 16), "float32", align=128)',
                   kw={"format": '"tf32"'}), "format", r"tf32 reads float32 storage"),
-    Case("reinterpret-int32", LOAD.but(kw={"format": '"int32"'}), LOAD.but(kw={"format": '"uint32"'}),
-         "format", r"does not reinterpret storage"),
+    Case("reinterpret-int32", LOAD.but(kw={"format": '"int32"'}),
+         LOAD.but(kw={"format": '"uint32"'}), "format", r"does not reinterpret storage"),
     Case("reinterpret-float16", LOAD.but(params='A: T.Tensor((16, 16), "uint16")',
                                          shared='T.alloc_shared((8, 16), "uint16", align=128)',
                                          kw={"format": '"float16"'}),
@@ -424,8 +429,10 @@ CASES = [
          LOAD.but(shared='T.alloc_shared((2, 8, 16), "uint32", align=128)', operands="s[1], A"),
          "operands", r"not the compact box image", line="call"),
     Case("swizzle-layout-mismatch",
-         LOAD.but(params=F32, shared=SWZ2, kw={"swizzle": "3"}),
-         LOAD.but(params=F32, shared=SWZ2, kw={"swizzle": "2"}),
+         LOAD.but(params=F32, shared='T.alloc_shared((8, 32), "float32", '
+                                     'layout=swizzle(2, (8, 32), "float32"), align=1024)',
+                  kw={"box": "(8, 32)", "swizzle": "3"}),
+         LOAD.but(params=F32, shared=SWZ3, kw={"box": "(8, 32)", "swizzle": "3"}),
          "swizzle", r"swizzle=3 does not match the shared buffer 's', whose layout has swizzle "
                     r"mode 2"),
     Case("swizzle-on-default-layout",
@@ -442,13 +449,9 @@ CASES = [
                          'layout=ComposeLayout(2, 1, 4, row_major((8, 16))), align=1024)'),
          LOAD, "swizzle", r"no TMA swizzle layout", line="call"),
     *[Case(f"swizzle{mode}-period",
-           LOAD.but(params=F32, shared=f'T.alloc_shared((8, {8 << (mode - 1)}), "float32", '
-                                       f'layout=swizzle({mode}, (8, {8 << (mode - 1)}), "float32"), '
-                                       f'align={64 << mode})',
+           LOAD.but(params=F32, shared=swizzled(mode, 64 << mode),
                     kw={"box": f"(8, {8 << (mode - 1)})", "swizzle": str(mode)}),
-           LOAD.but(params=F32, shared=f'T.alloc_shared((8, {8 << (mode - 1)}), "float32", '
-                                       f'layout=swizzle({mode}, (8, {8 << (mode - 1)}), "float32"), '
-                                       f'align={128 << mode})',
+           LOAD.but(params=F32, shared=swizzled(mode, 128 << mode),
                     kw={"box": f"(8, {8 << (mode - 1)})", "swizzle": str(mode)}),
            "operands", rf"swizzle={mode} needs the whole {128 << mode}-byte period", line="call")
       for mode in (1, 2, 3)],
@@ -457,11 +460,21 @@ CASES = [
                                        kw={"box": "(8, 2)"}),
          LOAD.but(shared='T.alloc_shared((8, 4), "uint32", align=128)', kw={"box": "(8, 4)"}),
          "box", r"inner box is 8 bytes .* multiple of 16 bytes"),
-    Case("inner-image-24-bytes", LOAD.but(shared='T.alloc_shared((8, 6), "uint32", align=128)',
-                                          kw={"element_strides": "(1, 3)"}),
-         LOAD.but(shared='T.alloc_shared((8, 4), "uint32", align=128)',
-                  kw={"element_strides": "(1, 4)"}),
-         "box", r"inner box image is 24 bytes"),
+    # "Without interleave, the innermost step is one" (the H200 ignores it and overruns the image).
+    Case("innermost-element-stride",
+         LOAD.but(shared='T.alloc_shared((8, 8), "uint32", align=128)',
+                  kw={"element_strides": "(1, 2)"}),
+         LOAD.but(shared='T.alloc_shared((4, 16), "uint32", align=128)',
+                  kw={"element_strides": "(2, 1)"}),
+         "element_strides", r"without interleave the innermost element stride must be 1, got 2"),
+    # Swizzled box rows land at the span pitch on the H200: a narrower row cannot be compact.
+    Case("inner-box-narrower-than-swizzle-span",
+         LOAD.but(params=F32, shared='T.alloc_shared((8, 16), "float32", '
+                                     'layout=swizzle(3, (8, 16), "float32"), align=1024)',
+                  kw={"swizzle": "3"}),
+         LOAD.but(params=F32, shared=SWZ2, kw={"swizzle": "2"}),
+         "box", r"inner box is 64 bytes but swizzle=3 lays each box row out at its 128-byte "
+                r"span.*use swizzle=2"),
     Case("inner-box-beyond-swizzle-span",
          LOAD.but(params=F32, shared='T.alloc_shared((8, 16), "float32", '
                                      'layout=swizzle(1, (8, 16), "float32"), align=256)',
@@ -501,7 +514,7 @@ CASES = [
          r"gather4/scatter4 use box=\(1, width\), got \(2, 16\)"),
     Case("scatter4-box-rows", SCATTER4.but(kw={"box": "(4, 16)"}), SCATTER4, "box",
          r"use box=\(1, width\)"),
-    Case("gather4-element-strides", GATHER4.but(kw={"element_strides": "(1, 2)"}), GATHER4,
+    Case("gather4-element-strides", GATHER4.but(kw={"element_strides": "(2, 1)"}), GATHER4,
          "element_strides", r"gather4/scatter4 take unit element strides"),
     Case("gather4-row-step",
          GATHER4.but(shared='T.alloc_shared((2, 4, 16), "uint32", align=128)',
@@ -529,7 +542,7 @@ REDUCTION_DTYPES = ["uint8", "int8", "uint16", "int16", "uint32", "int32", "uint
 
 
 def reduce_spec(op: str, dtype: str, fmt: str | None = None) -> Spec:
-    size = jittile.dtypes.dtype(dtype).bytes
+    size = as_dtype(dtype).bytes
     width = 64 // size  # 64-byte rows
     kw = {"box": f"(4, {width})", "coords": "(0, 0)"}
     if fmt:

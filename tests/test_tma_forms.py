@@ -25,6 +25,9 @@ from jittile.targets import Target
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS = ("sm_90a", "sm_100a")
 REDOPS = ("add", "min", "max", "inc", "dec", "and", "or", "xor")
+LOAD2 = "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
+LOAD3 = "cp.async.bulk.tensor.3d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
+GATHER = "cp.async.bulk.tensor.2d.shared::cta.global.tile::gather4.mbarrier::complete_tx::bytes"
 _serial = itertools.count()
 
 
@@ -97,6 +100,10 @@ import jittile
 from jittile import T
 from jittile.layout import swizzle
 
+LOAD2 = "%s"
+LOAD3 = "%s"
+GATHER = "%s"
+''' % (LOAD2, LOAD3, GATHER) + '''
 
 @jittile.kernel
 def kernel({params}):
@@ -234,7 +241,8 @@ def test_seed_example_plan_and_sass(monkeypatch):
     ("tma_reduce_add", "tma_reduce_add", {"UTMAREDG.2D.ADD": 2}),
 ])
 def test_examples_compile(name, kernel, sass):
-    spec = importlib.util.spec_from_file_location(f"{name}_example", ROOT / "examples" / f"{name}.py")
+    path = ROOT / "examples" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"{name}_example", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     ck = getattr(module, kernel).compile(target="sm_90a")
@@ -273,7 +281,7 @@ def test_repeat_axes_step_coords_and_origins(tmp_path):
     the compact (2, 3, 1, 4, 16) image."""
     lowered = _lower('''
     s = T.alloc_shared((2, 3, 1, 4, 16), "uint32", align=128)
-    T.cuda.tile.apply(T.ptx["cp.async.bulk.tensor.3d.shared::cta.global.tile.mbarrier::complete_tx::bytes"],
+    T.cuda.tile.apply(T.ptx[LOAD3],
                       s, A, box=(1, 4, 16), coords=(5, 1, 2), coord_steps=((1, 0, 0), (0, 4, 0)),
                       mbar=mbar.ptr_to([0]))
     ''', 'A: T.Tensor((8, 16, 32), "uint32")', tmp_path)
@@ -289,7 +297,7 @@ def test_runtime_coords_and_group_axis(tmp_path):
     offsets the shared origin by the group stride."""
     lowered = _lower('''
     s = T.alloc_shared((32, 2, 16), "uint32", align=128)
-    T.cuda.tile.apply(T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"],
+    T.cuda.tile.apply(T.ptx[LOAD2],
                       s, A, box=(2, 16), coords=(lane, 16), coord_steps=((2, 0),),
                       mbar=mbar.ptr_to([0]), scope="warp")
     ''', 'A: T.Tensor((64, 32), "uint32")', tmp_path)
@@ -306,7 +314,7 @@ def test_swizzled_subregion_uses_unswizzled_origin(tmp_path):
     row 9 of a (16, 32) float32 buffer is at byte 9 * 128, not at its swizzled position."""
     lowered = _lower('''
     s = T.alloc_shared((16, 32), "float32", layout=swizzle(3, (16, 32), "float32"), align=1024)
-    T.cuda.tile.apply(T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"],
+    T.cuda.tile.apply(T.ptx[LOAD2],
                       s[9:13, :], A, box=(4, 32), coords=(0, 0), swizzle=3, mbar=mbar.ptr_to([0]))
     ''', 'A: T.Tensor((16, 32), "float32")', tmp_path)
     (site,) = lowered.ir.sites
@@ -320,7 +328,7 @@ def test_gather4_coordinates(tmp_path):
     """gather4: {column, row0..row3}; one 512-byte issue for uint32 rows of 32."""
     lowered = _lower('''
     s = T.alloc_shared((4, 32), "uint32", align=128)
-    T.cuda.tile.apply(T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile::gather4.mbarrier::complete_tx::bytes"],
+    T.cuda.tile.apply(T.ptx[GATHER],
                       s, A, box=(1, 32), coords=(0, 64), gather4=(3, 5, 8, 13),
                       mbar=mbar.ptr_to([0]))
     ''', 'A: T.Tensor((16, 128), "uint32")', tmp_path, target="sm_100a")
@@ -334,13 +342,13 @@ def test_host_tensormap_fields(tmp_path):
     lowered = _lower('''
     s = T.alloc_shared((8, 32), "float32", layout=swizzle(3, (8, 32), "float32"), align=1024)
     t = T.alloc_shared((4, 32), "float32", align=128)
-    T.cuda.tile.apply(T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"],
+    T.cuda.tile.apply(T.ptx[LOAD2],
                       s, A, box=(8, 32), coords=(0, 0), swizzle=3, l2_promotion=2, oob_fill=1,
                       format="tf32", mbar=mbar.ptr_to([0]))
-    T.cuda.tile.apply(T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"],
+    T.cuda.tile.apply(T.ptx[LOAD2],
                       s, A, box=(8, 32), coords=(8, 0), swizzle=3, l2_promotion=2, oob_fill=1,
                       format="tf32", mbar=mbar.ptr_to([0]))
-    T.cuda.tile.apply(T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"],
+    T.cuda.tile.apply(T.ptx[LOAD2],
                       t, A[4:20, 0:64], box=(7, 32), coords=(0, 0), element_strides=(2, 1),
                       mbar=mbar.ptr_to([0]))
     ''', 'A: T.Tensor((32, 64), "float32")', tmp_path)
@@ -362,15 +370,19 @@ def test_interleave_and_fp4_images(tmp_path):
     s = T.alloc_shared((3, 1, 1, 8, 16), "uint16", layout=swizzle(1, (3, 1, 1, 8, 16), "uint16"),
                        align=256)
     f = T.alloc_shared((8, 128), "uint8", align=128)
-    T.cuda.tile.apply(T.ptx["cp.async.bulk.tensor.3d.shared::cta.global.tile.mbarrier::complete_tx::bytes"],
+    T.cuda.tile.apply(T.ptx[LOAD3],
                       s, A, box=(1, 1, 8), coords=(0, 0, 0), coord_steps=((0, 1, 0),),
                       interleave=2, swizzle=1, mbar=mbar.ptr_to([0]))
-    T.cuda.tile.apply(T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"],
+    T.cuda.tile.apply(T.ptx[LOAD2],
                       f, B, box=(8, 128), coords=(0, 0), format="float4_e2m1fn",
                       mbar=mbar.ptr_to([0]))
     ''', 'A: T.Tensor((2, 4, 8, 16), "uint16"), B: T.Tensor((8, 256), "uint8")', tmp_path)
     interleaved, fp4 = lowered.ir.sites
+    # The descriptor's axes are (N, C_slices, W), Ci implicit: PTX {w, c_slice, n}.
     assert [(r.coords, r.bytes) for r in interleaved.plan] == [((0, c, 0), 256) for c in range(3)]
+    tmap = next(t for t in lowered.ir.host_tensormaps if t.tensor == "A")
+    assert (tmap.box, tmap.element_strides, tmap.interleave, tmap.swizzle) == \
+        ((1, 1, 8), (1, 1, 1), 2, 1)
     offsets = [r.shared_offset for r in interleaved.plan]
     assert [o - offsets[0] for o in offsets] == [0, 256, 512]
     assert [r.bytes for r in fp4.plan] == [8 * 64]
@@ -379,9 +391,50 @@ def test_interleave_and_fp4_images(tmp_path):
 def test_gather4_fp4_payload(tmp_path):
     lowered = _lower('''
     s = T.alloc_shared((4, 128), "uint8", align=128)
-    T.cuda.tile.apply(T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile::gather4.mbarrier::complete_tx::bytes"],
+    T.cuda.tile.apply(T.ptx[GATHER],
                       s, B, box=(1, 128), coords=(0, 0), gather4=(0, 2, 4, 6),
                       format="float4_e2m1fn", mbar=mbar.ptr_to([0]))
     ''', 'B: T.Tensor((8, 256), "uint8")', tmp_path, target="sm_100a")
     (record,) = lowered.ir.sites[0].plan
     assert record.bytes == 4 * 64
+
+
+def test_unit_lead_axes(tmp_path):
+    """A repeat axis of extent one is one instance, whatever its atom size; a 64-byte atom needs no
+    128-byte step when nothing steps."""
+    lowered = _lower('''
+    s = T.alloc_shared((1, 1, 16), "uint32", align=128)
+    T.cuda.tile.apply(T.ptx[LOAD2],
+                      s, A, box=(1, 16), coords=(3, 0), coord_steps=((1, 0),),
+                      mbar=mbar.ptr_to([0]))
+    ''', 'A: T.Tensor((16, 16), "uint32")', tmp_path)
+    (record,) = lowered.ir.sites[0].plan
+    assert (record.instance, record.coords, record.bytes) == ((0,), (0, 3), 64)
+
+
+def test_interleave_selects_one_channel_slice(tmp_path):
+    """A larger C box still moves one slice per issue: the descriptor's C box is one."""
+    lowered = _lower('''
+    s = T.alloc_shared((1, 1, 4, 8), "uint16", align=128)
+    T.cuda.tile.apply(T.ptx[LOAD3], s, A, box=(1, 3, 4), coords=(0, 2, 0), interleave=1,
+                      mbar=mbar.ptr_to([0]))
+    ''', 'A: T.Tensor((2, 4, 8, 8), "uint16")', tmp_path)
+    (record,) = lowered.ir.sites[0].plan
+    assert (record.coords, record.bytes) == ((0, 2, 0), 4 * 16)
+    (tmap,) = lowered.ir.host_tensormaps
+    assert tmap.box == (1, 1, 4)
+
+
+def test_multicast_32bit_mask_on_sm107a(tmp_path):
+    """The 32-bit ctaMask form is the sm_107a/f family's: rejected elsewhere (see the rejected
+    forms), assembled there."""
+    op = ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+          ".multicast::cluster::32b")
+    body = f'''
+    s = T.alloc_shared((8, 16), "uint32", align=128)
+    T.cuda.tile.apply(T.ptx["{op}"], s, A, box=(8, 16), coords=(0, 0), mbar=mbar.ptr_to([0]),
+                      cta_mask=T.uint32(lane))
+    '''
+    module = load_module(kernel_source(body, 'A: T.Tensor((16, 16), "uint32")'), tmp_path)
+    ck = module.kernel.compile(target="sm_107a")
+    assert tma_ops(ck.sass) == {"UTMALDG.2D.MULTICAST32": 1}

@@ -196,9 +196,16 @@ class TmaPattern:
             if interleave == 1 and swizzle and site.target.major >= 10:
                 raise site.error(f"16B interleave with swizzle {swizzle} can trap on "
                                  f"{site.target.name} (B200); use swizzle=0", "swizzle")
-            if element_strides[-1] != 1:
-                raise site.error("with interleave the innermost element stride must be 1",
+            if element_strides[1] != 1 or element_strides[-1] != 1:
+                raise site.error(f"with interleave the channel (axis 1) and innermost spatial "
+                                 f"element strides must be 1, got {element_strides}",
                                  "element_strides")
+        elif element_strides[-1] != 1:
+            # "Without interleave, the innermost step is one": the hardware ignores it and moves
+            # whole box rows (on the H200 a stride-2 inner box wrote box[-1] elements per row,
+            # overrunning the ceil(box / stride) image).
+            raise site.error(f"without interleave the innermost element stride must be 1, got "
+                             f"{element_strides[-1]} in {element_strides}", "element_strides")
         if gathered:
             if box[0] != 1:
                 raise site.error(f"gather4/scatter4 use box=(1, width), got {box}", "box")
@@ -207,22 +214,26 @@ class TmaPattern:
 
         rep = representation(op, site, dtype, fmt, box, element_strides, interleave)
         if not interleave:
-            # The encoder's rule is on the box (boxDim[0] x element size); the shared image row,
-            # ceil(box / element stride) elements, must also be whole 16-byte units to be compact.
+            # The encoder's rule: boxDim[0] x element size is a multiple of 16 bytes (the inner
+            # element stride is one here, so this is also the image row's payload).
             fmt_bits = 4 if fmt == "float4_e2m1fn" else dtype.bits
-            box_bytes = box[-1] * fmt_bits // 8
             if (box[-1] * fmt_bits) % 128:
                 raise site.error(f"the inner box is {box[-1] * fmt_bits / 8:g} bytes ({box[-1]} x "
                                  f"{fmt_bits // 8 or 0.5} B); it must be a multiple of 16 bytes",
                                  "box")
-            if rep.inner_box_bytes % 16:
-                raise site.error(f"the inner box image is {rep.inner_box_bytes} bytes "
-                                 f"(ceil({box[-1]} / element stride {element_strides[-1]}) x "
-                                 f"{dtype.bytes} B); it must be a multiple of 16 bytes", "box")
-            widest = max(box_bytes, rep.inner_box_bytes)
-            if swizzle and widest > SWIZZLE_SPAN[swizzle]:
-                raise site.error(f"the inner box is {widest} bytes, wider than the "
-                                 f"{SWIZZLE_SPAN[swizzle]}-byte span of swizzle={swizzle}", "box")
+            row = rep.inner_box_bytes  # one shared image row: box bytes, or 2x for packed FP4
+            span = SWIZZLE_SPAN[swizzle]
+            if swizzle and row > span:
+                raise site.error(f"the inner box is {row} bytes, wider than the {span}-byte "
+                                 f"span of swizzle={swizzle}", "box")
+            if swizzle and row != span:
+                # The hardware writes swizzled box rows at the span pitch (H200: a 64-byte inner
+                # box under swizzle=3 lands every 128 bytes), which the compact image cannot hold.
+                narrower = {32: 1, 64: 2, 128: 3}.get(row)
+                hint = f"use swizzle={narrower}" if narrower else "use swizzle=0"
+                raise site.error(f"the inner box is {row} bytes but swizzle={swizzle} lays each "
+                                 f"box row out at its {span}-byte span, leaving gaps in the "
+                                 f"compact shared image; {hint} or a {span}-byte inner box", "box")
         return dict(box=box, element_strides=element_strides, swizzle=swizzle,
                     interleave=interleave, l2_promotion=l2_promotion, oob_fill=oob_fill,
                     format=fmt, rep=rep)
@@ -319,11 +330,18 @@ class TmaPattern:
         if origin % SHARED_ORIGIN_ALIGN:
             raise site.error(f"the shared origin is at byte {origin} of {shared.buffer.name!r}; "
                              f"it must be 128-byte aligned (unswizzled address)", "operands")
-        for axis in range(lead_rank):
+
+        def axis_step(axis: int) -> int:
+            """Bytes between consecutive instances along lead axis ``axis`` (0 if it has one)."""
+            if shared.shape[axis] == 1:
+                return 0
             unit = list(zero)
             unit[axis] = 1
-            step = linear(unit) - origin
-            if shared.shape[axis] > 1 and step % SHARED_ORIGIN_ALIGN:
+            return linear(unit) - origin
+
+        for axis in range(lead_rank):
+            step = axis_step(axis)
+            if step % SHARED_ORIGIN_ALIGN:
                 raise site.error(f"repeat/group axis {axis} steps the shared origin by {step} "
                                  f"bytes; every origin must be 128-byte aligned", "operands")
 
@@ -346,7 +364,9 @@ class TmaPattern:
                                ".L2::cache_hint needs the cache-policy operand",
                                "only .L2::cache_hint opcodes take a cache policy", 64)
         pred = p.get("pred")
-        if pred is not None and (isinstance(pred, Value) or isinstance(pred, bool)) is False:
+        if type(pred).__name__ == "bool_":  # a folded NumPy comparison
+            pred = bool(pred)
+        if pred is not None and not isinstance(pred, (Value, bool)):
             raise site.error(f"must be a runtime bool or None, got {pred!r}", "pred")
 
         # Host setup: one TensorMap per global region and descriptor fields.
@@ -356,8 +376,14 @@ class TmaPattern:
             return Lowering(plan=[], emits=[], notes=["pred=False: no instruction issued"])
         predicate = pred.source if isinstance(pred, Value) else None
         if isinstance(glob, GlobalRegion):
+            box = d["box"]
+            if d["interleave"]:
+                # The descriptor of (N, C_slices, *spatial, Ci) has the axes (N, C_slices,
+                # *spatial), Ci implicit (runtime.tensormap._interleaved): one issue selects one C
+                # slice "even if a larger C box field is supplied", so the C box is one.
+                box = (box[0], 1, *box[2:])
             tmap = ctx.tensormap_param(glob, dict(
-                data_type=d["format"], box=d["box"], element_strides=d["element_strides"],
+                data_type=d["format"], box=box, element_strides=d["element_strides"],
                 interleave=d["interleave"], swizzle=d["swizzle"], l2_promotion=d["l2_promotion"],
                 oob_fill=d["oob_fill"]))
         else:
@@ -368,11 +394,8 @@ class TmaPattern:
         plan, emits = [], []
         repeat_ranges = [range(n) for n in repeat_shape]
         group_terms = [(src, axis) for axis, (_, src) in enumerate(groups)]
-        offset_terms = []
-        for src, axis in group_terms:
-            unit = list(zero)
-            unit[axis] = 1
-            offset_terms.append(f"{src} * {linear(unit) - origin}")
+        offset_terms = [f"{src} * {axis_step(axis)}" for src, axis in group_terms
+                        if axis_step(axis)]
         for instance in itertools.product(*repeat_ranges):
             full = [0] * len(group_shape) + list(instance)
             deltas = [sum(full[a] * steps[a][i] for a in range(lead_rank)) for i in range(rank)]
