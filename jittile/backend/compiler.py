@@ -24,9 +24,16 @@ _NUMBA_SCALARS = {"int8": types.int8, "uint8": types.uint8, "int16": types.int16
                   "float32": types.float32, "float64": types.float64, "bool": types.boolean}
 
 
+# Types numba-cuda has no arithmetic for are stored as unsigned integers of their width: TMA and
+# tcgen05 move them untouched, and indexing them in a kernel yields their raw bits.
+_RAW_STORAGE = {"bfloat16": "uint16", "float8_e4m3fn": "uint8", "float8_e5m2": "uint8",
+                "float4_e2m1fn": "uint8", "tf32": "uint32"}
+
+
 def numba_scalar(name: str):
+    name = _RAW_STORAGE.get(name, name)
     if name not in _NUMBA_SCALARS:
-        raise CompileError(f"dtype {name} has no numba-cuda scalar type; use it through TMA only")
+        raise CompileError(f"dtype {name} has no numba-cuda scalar type")
     return _NUMBA_SCALARS[name]
 
 
