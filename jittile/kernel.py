@@ -34,10 +34,11 @@ def _dist_version(name: str) -> str:
 
 
 def toolchain_versions() -> dict:
-    """Versions that change generated code: jittile, numba-cuda, NVVM and nvJitLink wheels."""
-    return {"jittile": __version__, "numba-cuda": _dist_version("numba-cuda"),
-            "nvvm": _dist_version("nvidia-nvvm"), "nvjitlink": _dist_version("nvidia-nvjitlink"),
-            "llvmlite": _dist_version("llvmlite")}
+    """Versions that change generated code: jittile (release, and a digest of its code-generating
+    modules), numba-cuda, NVVM, nvJitLink and llvmlite; computed once per process."""
+    from .cache.components import toolchain_versions as versions
+
+    return versions(__version__)
 
 
 @dataclass
@@ -80,8 +81,11 @@ class CompiledKernel:
 
 
 def _source_digest(source: KernelSource) -> str:
-    """Comment- and whitespace-insensitive digest of the kernel's code."""
-    return hashlib.sha256(ast.dump(source.tree, include_attributes=False).encode()).hexdigest()
+    """Digest of the kernel's code, insensitive to comments, formatting, the docstring, the file and
+    the line it starts on."""
+    from .cache.components import source_digest
+
+    return source_digest(source.tree)
 
 
 class Kernel:
@@ -189,6 +193,18 @@ class Kernel:
         return Target.parse(target or self.target or default_target())
 
     def _components(self, lowered: Lowered, params: list, target: Target, launch) -> dict:
+        """What the cubin depends on (jittile/cache/components.py says what is in and out).
+
+        Globals: those the frontend folded, and every data value the body reads from its module or
+        closure, including attribute reads like ``cfg.TILE`` (which the frontend folds too).
+        Arrays enter by dtype, rank, static extents and layout; the alignment of their data is not
+        a component: the generated code does not depend on it (TMA operands' 16-byte alignment is
+        checked at launch), so it would only duplicate identical cubins.
+        """
+        from .cache.components import referenced_globals
+
+        folded = {k: repr(v) for k, v in lowered.ir.folded_globals.items()}
+        folded.update(referenced_globals(self.source.tree, self.source.globals, self.source.closure))
         args = []
         for p in params:
             if isinstance(p, ArrayParam):
@@ -201,7 +217,7 @@ class Kernel:
         return {
             "kernel": self.__qualname__,
             "source": _source_digest(self.source),
-            "globals": {k: repr(v) for k, v in sorted(lowered.ir.folded_globals.items())},
+            "globals": dict(sorted(folded.items())),
             "static_params": {p.name: repr(p.value) for p in params
                               if isinstance(p, ConstexprParam)},
             "args": args,
@@ -247,6 +263,13 @@ class Kernel:
         return found
 
     def _build(self, params: list, target: Target, launch) -> CompiledKernel:
+        """Lower, key, then load the disk entry or compile (and store) it.
+
+        ``metadata["cache"]`` says which: ``"hit"`` (loaded from disk), ``"stored"`` (compiled and
+        written, or written first by a racing process), ``"off"`` (compiled; disk cache off or not
+        writable). ``JITTILE_DEBUG=cache`` logs each hit and miss, a miss with the components that
+        differ from the closest entry of the same kernel.
+        """
         from . import cache as jcache
 
         start = time.perf_counter()
@@ -254,17 +277,25 @@ class Kernel:
         components = self._components(lowered, params, target, lowered.ir.launch if launch is None
                                       else launch)
         key = jcache.make_key(components)
+        debug = jcache.debug_enabled()
         store = jcache.default_store() if self.use_disk_cache else None
-        entry = store.load(key) if store is not None and store.enabled else None
-        if entry is not None:
-            if jcache.debug_enabled():
-                jcache.log(f"hit {self.__qualname__} {key[:12]}")
-            return self._from_entry(entry, lowered, key)
-        if jcache.debug_enabled() and store is not None and store.enabled:
-            previous = [e for e in store.entries() if e.qualname == self.__qualname__]
-            jcache.log(f"{self.__qualname__} {key[:12]} "
-                       + (jcache.explain_miss(components, previous) if previous else
-                          "miss: no entry for this kernel yet"))
+        usable = store is not None and store.enabled
+        if usable:
+            entry = store.load(key)
+            compiled = self._from_entry(entry, lowered, key) if entry is not None else None
+            if compiled is not None:
+                if debug:
+                    jcache.log(f"hit {self.__qualname__} {key[:12]} ({target.name}, "
+                               f"{entry.hits} hits, {1000 * (time.perf_counter() - start):.1f} ms)")
+                return compiled
+        if debug:
+            if usable:
+                previous = [e for e in store.entries() if e.qualname == self.__qualname__]
+                why = jcache.explain_miss(components, previous)
+            else:
+                why = "miss: disk cache off (" + ("cache=False on this kernel" if store is None
+                                                   else store.disabled_reason) + ")"
+            jcache.log(f"{self.__qualname__} {key[:12]} {why}")
         from .backend.compiler import compile_lowered
 
         artifact = compile_lowered(lowered, target, self.source.filename)
@@ -282,23 +313,57 @@ class Kernel:
             "compile_seconds": round(time.perf_counter() - start, 4),
             "param_layout": [list(p) for p in artifact.param_layout],
         }
-        if store is not None and store.enabled:
-            store.store(key, artifact.cubin, artifact.ptx, meta)
+        stored = store.store(key, artifact.cubin, artifact.ptx, meta) if usable else None
+        meta["cache"] = "stored" if stored is not None else "off"
+        if debug:
+            jcache.log(f"{'stored' if stored is not None else 'compiled (memory only)'} "
+                       f"{self.__qualname__} {key[:12]} in {meta['compile_seconds']:.3f} s")
         return CompiledKernel(artifact.ptx, artifact.cubin, meta, ir, lowered.source,
                               artifact.entry, artifact.param_layout)
 
-    def _from_entry(self, entry, lowered: Lowered, key: str) -> CompiledKernel:
+    def _from_entry(self, entry, lowered: Lowered, key: str) -> CompiledKernel | None:
+        """The compiled kernel of a verified disk entry; ``None`` (a miss) when its files vanished
+        meanwhile or its metadata cannot describe this launch (then it is removed, with a warning)."""
+        import warnings
+
+        from . import cache as jcache
+        from .errors import JittileWarning
+
         meta = dict(entry.metadata)
-        layout = [tuple(p) for p in meta["param_layout"]]
-        return CompiledKernel(entry.ptx(), entry.cubin(), meta, lowered.ir, lowered.source,
-                              meta["entry"], layout)
+        try:
+            cubin, ptx = entry.cubin(), entry.ptx()
+        except FileNotFoundError:
+            return None  # removed by another process (prune, clear) since it was verified
+        except (OSError, UnicodeDecodeError) as exc:
+            problem = f"unreadable files ({exc})"
+        else:
+            try:
+                layout = [tuple(p) for p in meta["param_layout"]]
+                if not isinstance(meta["entry"], str) or meta.get("key") != key or not cubin:
+                    raise ValueError("entry name, key or cubin")
+                problem = None
+            except (KeyError, TypeError, ValueError) as exc:
+                problem = f"metadata lacks or garbles {exc}"
+        if problem is not None:
+            warnings.warn(f"jittile cache: ignoring broken entry {key[:12]} in {entry.path.parent.parent}: "
+                          f"{problem}; it will be rebuilt", JittileWarning, stacklevel=5)
+            jcache.default_store().remove(key)
+            return None
+        # The file and line are not part of the key: report where this kernel is now.
+        meta.update(cache="hit", source_file=self.source.filename, source_line=self.source.firstlineno)
+        return CompiledKernel(ptx, cubin, meta, lowered.ir, lowered.source, meta["entry"], layout)
 
     @property
     def cache(self) -> list:
-        """This kernel's disk-cache entries."""
+        """This kernel's disk-cache entries, most recently used first: those of its qualified name
+        compiled from this kernel's code (wherever the file was) or from this file (older versions
+        of the code); a same-named kernel of another file with other code is not this kernel."""
         from . import cache as jcache
 
-        return [e for e in jcache.entries() if e.qualname == self.__qualname__]
+        digest, filename = _source_digest(self.source), self.source.filename
+        return [e for e in jcache.entries() if e.qualname == self.__qualname__
+                and (e.metadata.get("key_components", {}).get("source") == digest
+                     or e.metadata.get("source_file") == filename)]
 
     # ---------------------------------------------------------------------------- launching
     def __getitem__(self, config) -> "_Configured":

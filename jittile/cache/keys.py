@@ -84,15 +84,24 @@ def differing_components(a: dict, b: dict) -> list[str]:
 
 def lookup(components: dict, path: str) -> Any:
     """The value at a dotted path from :func:`differing_components`; ``MISSING`` when absent."""
-    node: Any = normalize(components)
-    for part in path.split("."):
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return MISSING
-    return node
+    return _lookup(normalize(components), path.split("."))
+
+
+def _lookup(node: Any, parts: list[str]) -> Any:
+    """Dict keys may themselves hold dots (the global ``cfg.TILE``): the longest key that matches wins."""
+    if not parts:
+        return node
+    if isinstance(node, dict):
+        for end in range(len(parts), 0, -1):
+            name = ".".join(parts[:end])
+            if name in node:
+                found = _lookup(node[name], parts[end:])
+                if found is not MISSING:
+                    return found
+        return MISSING
+    if isinstance(node, list) and parts[0].isdigit() and int(parts[0]) < len(node):
+        return _lookup(node[int(parts[0])], parts[1:])
+    return MISSING
 
 
 def describe(value: Any) -> str:

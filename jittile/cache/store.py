@@ -94,11 +94,17 @@ class Entry:
     hits: int
     path: Path
     metadata: dict = field(compare=False)
+    # The files' bytes as verified by DiskStore.load: the caller uses exactly what was checked.
+    verified: dict = field(default_factory=dict, compare=False, repr=False)
 
     def cubin(self) -> bytes:
+        if CUBIN_FILE in self.verified:
+            return self.verified[CUBIN_FILE]
         return (self.path / CUBIN_FILE).read_bytes()
 
     def ptx(self) -> str:
+        if PTX_FILE in self.verified:
+            return self.verified[PTX_FILE].decode("utf-8")
         return (self.path / PTX_FILE).read_text(encoding="utf-8")
 
     @classmethod
@@ -198,6 +204,7 @@ class DiskStore:
             raise _Broken(f"format version {meta.get('format_version')!r}, expected {FORMAT_VERSION}")
         if meta.get("key") != key:
             raise _Broken(f"{META_FILE} records key {meta.get('key')!r}")
+        verified = {}
         if verify:
             for name, field in ((CUBIN_FILE, "cubin"), (PTX_FILE, "ptx")):
                 try:
@@ -210,8 +217,13 @@ class DiskStore:
                     raise _Broken(f"{name} has {len(data)} bytes, expected {meta.get(f'{field}_size')}")
                 if hashlib.sha256(data).hexdigest() != meta.get(f"{field}_sha256"):
                     raise _Broken(f"{name} does not match its recorded SHA-256")
+                verified[name] = data
+            try:
+                verified[PTX_FILE].decode("utf-8")
+            except UnicodeDecodeError:
+                raise _Broken(f"{PTX_FILE} is not UTF-8 text") from None
         try:
-            return Entry.from_metadata(path, meta, _directory_size(path))
+            return replace(Entry.from_metadata(path, meta, _directory_size(path)), verified=verified)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise _Broken(f"{META_FILE} lacks or garbles a field ({exc!r})") from None
 

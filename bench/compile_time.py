@@ -1,0 +1,201 @@
+"""Compile-time costs, CPU only (no GPU needed): the issue #5 targets.
+
+    PYTHONPATH=$PWD python3 bench/compile_time.py [--runs 5]
+
+Every number comes from fresh Python processes (medians over ``--runs`` processes):
+
+- ``import``: ``import jittile`` (target <= 0.2 s; numba must not load);
+- ``first_compile``: ``tma_two_boxes.tma_load.compile(target="sm_90a")`` with the disk cache off, the
+  first compile of the process (numba-cuda and NVVM load here; target <= 0.5 s);
+- ``further_specialization``: after that, the same kernel (``tma_boxes`` below) again with another
+  ``T.constexpr`` value or another dtype, cache off (target <= 80 ms each);
+- ``disk_hit``: ``.compile()`` when the entry exists, in a fresh process (target <= 10 ms per kernel):
+  the first kernel of the process (which also pays one-time imports of the frontend's pattern modules
+  and the cache package), a second kernel, and a second specialization of that kernel.
+
+Python's bytecode cache is on for the measured processes (``PYTHONPYCACHEPREFIX`` in a temporary
+directory, warmed by one unmeasured run), as for a normal install; ``import_no_bytecode_cache`` repeats
+the import with ``PYTHONDONTWRITEBYTECODE=1`` and no cache, the state this repository's test
+environment runs in.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+sys.path.insert(0, str(BENCH))
+import common  # noqa: E402
+
+import jittile  # noqa: E402
+from jittile import T  # noqa: E402
+
+TARGETS = {"import_s": 0.2, "first_compile_s": 0.5, "further_specialization_s": 0.080,
+           "disk_hit_s": 0.010}
+
+
+@jittile.kernel
+def tma_boxes(A, Out, ROWS: T.constexpr, DTYPE: T.constexpr):
+    """examples/tma_two_boxes.py with the box height and the element type as parameters."""
+    T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))
+    lane = T.cuda.lane_id()
+    shared = T.alloc_shared((2, ROWS, 16), DTYPE, layout="default", align=128)
+    mbar = T.alloc_shared((1,), "uint64", layout="default")
+    if lane == 0:
+        T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), T.uint32(1))
+        T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(2 * ROWS * 16 * 4))
+    T.cuda.cta_sync()
+    if lane == 0:
+        T.cuda.tile.apply(
+            T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"],
+            shared, A, box=(ROWS, 16), coords=(0, 0), coord_steps=((ROWS, 0),), mbar=mbar.ptr_to([0]))
+    T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
+    T.cuda.cta_sync()
+    for g, r in T.grid(2, ROWS):
+        if lane < 16:
+            Out[g * ROWS + r, lane] = shared[g, r, lane]
+
+
+def boxes_args(rows: int, dtype: str) -> tuple:
+    spec = T.Tensor((2 * rows, 16), dtype)
+    return spec, spec, rows, dtype
+
+
+FIRST_SPEC = (8, "uint32")
+FURTHER_SPECS = [(4, "uint32"), (2, "uint32"), (8, "float32"), (8, "int32"), (16, "uint32")]
+
+# The code each measured process runs; it prints one JSON line.
+_PRELUDE = f"""
+import json, sys, time
+sys.path[:0] = [{str(REPO / "examples")!r}, {str(BENCH)!r}]
+"""
+IMPORT = """
+import json, sys, time
+start = time.perf_counter()
+import jittile
+print(json.dumps({"s": time.perf_counter() - start, "numba": "numba" in sys.modules,
+                  "numpy": "numpy" in sys.modules}))
+"""
+FIRST = _PRELUDE + """
+import tma_two_boxes
+start = time.perf_counter()
+ck = tma_two_boxes.tma_load.compile(target="sm_90a")
+print(json.dumps({"s": time.perf_counter() - start, "cache": ck.metadata.get("cache")}))
+"""
+FURTHER = _PRELUDE + """
+import tma_two_boxes, compile_time as bench
+tma_two_boxes.tma_load.compile(target="sm_90a")  # numba-cuda and NVVM load here
+bench.tma_boxes.compile(*bench.boxes_args(*bench.FIRST_SPEC), target="sm_90a")
+times = {}
+for rows, dtype in bench.FURTHER_SPECS:
+    start = time.perf_counter()
+    ck = bench.tma_boxes.compile(*bench.boxes_args(rows, dtype), target="sm_90a")
+    times[f"ROWS={rows},DTYPE={dtype}"] = time.perf_counter() - start
+    assert ck.metadata.get("cache") == "off", ck.metadata.get("cache")
+print(json.dumps(times))
+"""
+DISK = _PRELUDE + """
+import tma_two_boxes, compile_time as bench
+calls = [("tma_load (first kernel of the process)", tma_two_boxes.tma_load, (), "sm_90a"),
+         ("tma_boxes (second kernel)", bench.tma_boxes, bench.boxes_args(*bench.FIRST_SPEC), "sm_90a"),
+         ("tma_boxes (second specialization)", bench.tma_boxes, bench.boxes_args(4, "uint32"), "sm_90a")]
+times = {}
+for label, kernel, args, target in calls:
+    start = time.perf_counter()
+    ck = kernel.compile(*args, target=target)
+    times[label] = time.perf_counter() - start
+    assert not CHECK or ck.metadata.get("cache") == "hit", (label, ck.metadata.get("cache"))
+print(json.dumps(times))
+"""
+
+
+def _env(pycache: Path | None, **extra: str) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    for name in ("JITTILE_DEBUG", "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX"):
+        env.pop(name, None)
+    if pycache is None:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    else:
+        env["PYTHONPYCACHEPREFIX"] = str(pycache)
+    env.update(extra)
+    return env
+
+
+def _run(code: str, env: dict) -> dict:
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True,
+                          timeout=600)
+    if done.returncode != 0:
+        raise RuntimeError(f"measurement process failed:\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _summary(samples: list[float], target: float) -> dict:
+    median = statistics.median(samples)
+    return {"median_s": round(median, 4), "min_s": round(min(samples), 4),
+            "runs": [round(s, 4) for s in samples], "target_s": target, "met": median <= target}
+
+
+def measure(runs: int) -> dict:
+    with tempfile.TemporaryDirectory(prefix="jittile-bench-") as tmp:
+        tmp = Path(tmp)
+        pycache = tmp / "pycache"
+        off = _env(pycache, JITTILE_CACHE="0")
+        on = _env(pycache, JITTILE_CACHE="1", JITTILE_CACHE_DIR=str(tmp / "cache"))
+        _run(FURTHER, off)  # warms the bytecode cache of everything measured below
+        _run("CHECK = False\n" + DISK, on)  # fills the disk cache (and the bytecode cache)
+        imports = [_run(IMPORT, off) for _ in range(runs)]
+        cold = [_run(IMPORT, _env(None))["s"] for _ in range(runs)]
+        first = [_run(FIRST, off) for _ in range(runs)]
+        further = [_run(FURTHER, off) for _ in range(runs)]
+        disk = [_run("CHECK = True\n" + DISK, on) for _ in range(runs)]
+    spec_labels = list(further[0])
+    per_spec = {label: _summary([r[label] for r in further], TARGETS["further_specialization_s"])
+                for label in spec_labels}
+    disk_labels = list(disk[0])
+    per_hit = {label: _summary([r[label] for r in disk], TARGETS["disk_hit_s"]) for label in disk_labels}
+    return {
+        "import": dict(_summary([r["s"] for r in imports], TARGETS["import_s"]),
+                       numba_loaded=any(r["numba"] for r in imports),
+                       numpy_loaded=any(r["numpy"] for r in imports)),
+        "import_no_bytecode_cache": _summary(cold, TARGETS["import_s"]),
+        "first_compile": dict(_summary([r["s"] for r in first], TARGETS["first_compile_s"]),
+                              kernel="examples/tma_two_boxes.py:tma_load", target="sm_90a",
+                              disk_cache="off"),
+        "further_specialization": dict(
+            _summary([statistics.median(r.values()) for r in further], TARGETS["further_specialization_s"]),
+            kernel="bench/compile_time.py:tma_boxes", each=per_spec, note="median over the "
+            "specializations of each process, then over processes"),
+        "disk_hit": per_hit,
+    }
+
+
+_common_device = common.device
+
+
+def _device() -> dict:
+    try:
+        info = _common_device()
+    except Exception as exc:  # no driver, no CuPy: this benchmark needs neither
+        return {"name": "cpu-only", "error": str(exc)}
+    return info if info.get("driver") else {"name": "cpu-only", "driver": None}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5, help="fresh processes per measurement")
+    args = parser.parse_args()
+    payload = measure(args.runs)
+    payload["cpus"] = os.cpu_count()
+    common.device = _device
+    common.save("compile_time_cpu", payload)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,279 @@
+"""Key components that need more than the kernel's parameters: its code, the globals it reads, and the
+versions of everything that generates code.
+
+What is (and is not) in a key:
+
+- ``source``: a digest of the kernel function's AST without positions and without its docstring, so
+  comments, blank lines, formatting, the docstring, the file's path and the line the kernel starts on
+  take no part. Moving a kernel, or sharing a cache directory between two checkouts, still hits; the
+  entry's ``source_file``/``source_line`` metadata record where it was first compiled, and a hit
+  reports the current place.
+- ``globals``: every module global or closure variable the kernel body reads, with its value, and
+  for attribute reads through modules, classes and namespaces (``cfg.TILE``, ``Cfg.PAD``) the value
+  read. Functions, classes, modules and the kernel language itself are code, not data, and are left
+  out (jittile's own code is covered by ``versions``).
+- ``versions``: jittile's release, a digest of the jittile modules that shape generated code (so a
+  source checkout that changes the lowering never reuses an old cubin), and the numba-cuda, NVVM,
+  nvJitLink and llvmlite distributions.
+
+Standard library only; nothing here imports numba.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+import hashlib
+import os
+import re
+import sys
+import types
+
+# Values whose text is longer than this are recorded as a digest, keeping meta.json small.
+_LONG_TEXT = 256
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+_PLAIN = (bool, int, float, complex, str, bytes, type(None))
+# jittile objects that are values a kernel may fold (everything else of jittile's is code).
+_JITTILE_DATA_MODULES = ("jittile.layout", "jittile.axis", "jittile.dtypes")
+_JITTILE_DATA_TYPES = {("jittile.language.types", "Tensor"), ("jittile.language.cuda", "LaunchConfig")}
+# jittile modules whose code decides what a kernel compiles to (the rest launch, cache or report).
+_CODEGEN_PARTS = ("frontend", "patterns", "ptx", "backend", "language", "layout.py", "axis.py",
+                  "dtypes.py", "targets.py")
+TOOLCHAIN_DISTRIBUTIONS = {"numba-cuda": "numba-cuda", "nvvm": "nvidia-nvvm",
+                           "nvjitlink": "nvidia-nvjitlink", "llvmlite": "llvmlite"}
+
+_versions_memo: dict | None = None
+
+
+# -- the kernel's code ---------------------------------------------------------------------------
+
+def _without_docstring(tree: ast.AST) -> ast.AST:
+    body = getattr(tree, "body", None)
+    if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)):
+        tree = copy.copy(tree)  # shallow: the kernel's own tree is left as it is
+        tree.body = body[1:] or [ast.Pass()]
+    return tree
+
+
+def source_digest(tree: ast.AST) -> str:
+    """SHA-256 of the function's AST without positions or docstring: comments, formatting, the
+    docstring, the file and the line number do not change it."""
+    return _facts(tree)[0]
+
+
+def _facts(tree: ast.AST) -> tuple[str, tuple[tuple[str, ...], ...]]:
+    """The source digest and the name chains the body reads (not shadowed by a local), computed once
+    per tree: a kernel's tree does not change, only the values its names resolve to may."""
+    facts = getattr(tree, "_jittile_key_facts", None)
+    if facts is None:
+        digest = hashlib.sha256(ast.dump(_without_docstring(tree), include_attributes=False).encode())
+        local = _local_names(tree)
+        chains: dict[tuple[str, ...], None] = {}
+        for statement in getattr(tree, "body", []):
+            for node in ast.walk(statement):
+                if isinstance(node, (ast.Name, ast.Attribute)):
+                    chain = _dotted(node)
+                    if chain and chain[0] not in local:
+                        chains[tuple(chain)] = None
+        # A chain that starts another (``cfg`` of ``cfg.TILE``) is resolved on the way along it.
+        prefixes = {chain[:end] for chain in chains for end in range(1, len(chain))}
+        facts = (digest.hexdigest(), tuple(c for c in chains if c not in prefixes))
+        try:
+            tree._jittile_key_facts = facts
+        except AttributeError:
+            pass
+    return facts
+
+
+# -- globals the kernel reads ----------------------------------------------------------------------
+
+def _is_namespace(value: object) -> bool:
+    """Objects whose attributes a kernel reads as qualified names: modules, classes, namespaces."""
+    return isinstance(value, (types.ModuleType, type, types.SimpleNamespace))
+
+
+def _default_repr(value: object) -> bool:
+    return type(value).__repr__ is object.__repr__
+
+
+def _digest_if_long(text: str) -> str:
+    if len(text) <= _LONG_TEXT:
+        return text
+    return f"<{len(text)} chars, sha256 {hashlib.sha256(text.encode()).hexdigest()}>"
+
+
+def value_text(value: object) -> str | None:
+    """The stable text of a data value a kernel can fold, or ``None`` when ``value`` is code
+    (a module, class, function, kernel-language object) or has no stable text."""
+    if isinstance(value, _PLAIN):
+        return _digest_if_long(repr(value))
+    if isinstance(value, (tuple, list)):
+        parts = [value_text(v) for v in value]
+        if any(p is None for p in parts):
+            return None
+        if all(isinstance(v, _PLAIN) for v in value):
+            return _digest_if_long(repr(value))  # the same text as the frontend's folded globals
+        inner = ", ".join(parts) + ("," if isinstance(value, tuple) and len(parts) == 1 else "")
+        return _digest_if_long(f"({inner})" if isinstance(value, tuple) else f"[{inner}]")
+    if isinstance(value, (set, frozenset)):
+        parts = [value_text(v) for v in value]
+        return None if any(p is None for p in parts) else _digest_if_long(
+            "{" + ", ".join(sorted(parts)) + "}")
+    if _is_namespace(value) or callable(value):
+        return None
+    kind = type(value)
+    module = kind.__module__ or ""
+    if module == "numpy" and hasattr(value, "tobytes") and hasattr(value, "shape"):
+        if getattr(value, "ndim", 0) == 0:
+            return repr(value)
+        digest = hashlib.sha256(value.tobytes()).hexdigest()
+        return f"ndarray(dtype={value.dtype}, shape={tuple(value.shape)}, sha256 {digest})"
+    if module.startswith("jittile"):
+        if not (module.startswith(_JITTILE_DATA_MODULES)
+                or (module, kind.__qualname__) in _JITTILE_DATA_TYPES):
+            return None
+    if _default_repr(value):
+        return None
+    return _digest_if_long(_ADDRESS.sub("", repr(value)))
+
+
+def _dotted(node: ast.AST) -> list[str] | None:
+    """``["cfg", "TILE"]`` for the expression ``cfg.TILE``; ``None`` for anything but a name chain."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name) or not isinstance(node.ctx, ast.Load):
+        return None
+    parts.append(node.id)
+    return parts[::-1]
+
+
+def _local_names(tree: ast.AST) -> set[str]:
+    """Parameters and every name the function binds: they shadow globals."""
+    names = set()
+    args = getattr(tree, "args", None)
+    if args is not None:
+        for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+            if arg is not None:
+                names.add(arg.arg)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node is not tree:
+            names.add(node.name)
+        elif isinstance(node, ast.alias):
+            names.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names.difference_update(node.names)
+    return names
+
+
+def _attribute(value: object, name: str) -> object:
+    """``value.name`` for namespaces, and instance attributes of plain objects (no properties run)."""
+    if _is_namespace(value):
+        return getattr(value, name)
+    if _default_repr(value) and name in getattr(value, "__dict__", {}):
+        return value.__dict__[name]
+    raise AttributeError(name)
+
+
+def referenced_globals(tree: ast.AST, globals_: dict, closure: dict) -> dict[str, str]:
+    """``{"TILE": "4", "Cfg.PAD": "1"}``: the data values the kernel's body reads from its closure or
+    module globals (closure first, as the frontend resolves them). Annotations are left out: what they
+    fix is in the argument components."""
+    found: dict[str, str] = {}
+    for chain in _facts(tree)[1]:
+        if chain[0] in closure:
+            value = closure[chain[0]]
+        elif chain[0] in globals_:
+            value = globals_[chain[0]]
+        else:
+            continue  # a builtin, or undefined (the frontend reports it)
+        for depth in range(len(chain)):
+            if depth:
+                try:
+                    value = _attribute(value, chain[depth])
+                except Exception:
+                    break
+            text = value_text(value)
+            if text is not None:
+                found[".".join(chain[:depth + 1])] = text
+                break
+            if not (_is_namespace(value) or _default_repr(value)):
+                break
+    return dict(sorted(found.items()))
+
+
+# -- versions --------------------------------------------------------------------------------------
+
+def _normalize_distribution(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def distribution_versions(names: list[str]) -> dict[str, str]:
+    """Installed versions of ``names`` (``"absent"`` when not installed), first on ``sys.path`` wins.
+
+    Reads the ``NAME-VERSION.dist-info`` directory names (one directory listing per ``sys.path``
+    entry), falling back to :mod:`importlib.metadata` for other kinds of installs; importing that
+    module costs about 20 ms, which a disk-cache hit should not pay.
+    """
+    wanted = {_normalize_distribution(n): n for n in names}
+    found: dict[str, str] = {}
+    for entry in sys.path:
+        if len(found) == len(wanted):
+            break
+        try:
+            listing = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for child in listing:
+            if not child.endswith(".dist-info"):
+                continue
+            name, _, version = child[:-len(".dist-info")].partition("-")
+            original = wanted.get(_normalize_distribution(name))
+            if original is not None and original not in found and version:
+                found[original] = version
+    for name in names:
+        if name not in found:
+            from importlib import metadata
+
+            try:
+                found[name] = metadata.version(name)
+            except metadata.PackageNotFoundError:
+                found[name] = "absent"
+    return {name: found[name] for name in names}
+
+
+def jittile_source_digest() -> str:
+    """SHA-256 over the jittile modules that shape generated code (paths and contents)."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    files = []
+    for part in _CODEGEN_PARTS:
+        path = os.path.join(package, part)
+        if part.endswith(".py"):
+            files.append(part)
+            continue
+        for folder, subfolders, names in os.walk(path):
+            subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
+            relative = os.path.relpath(folder, package).replace(os.sep, "/")
+            files += [f"{relative}/{n}" for n in sorted(names) if n.endswith(".py")]
+    digest = hashlib.sha256()
+    for name in files:
+        try:
+            with open(os.path.join(package, name), "rb") as handle:
+                data = handle.read()
+        except OSError:
+            continue
+        digest.update(name.encode() + b"\0" + len(data).to_bytes(8, "little") + data)
+    return digest.hexdigest()
+
+
+def toolchain_versions(jittile_version: str) -> dict:
+    """Versions that change generated code; computed once per process."""
+    global _versions_memo
+    if _versions_memo is None or _versions_memo.get("jittile") != jittile_version:
+        found = distribution_versions(list(TOOLCHAIN_DISTRIBUTIONS.values()))
+        _versions_memo = {"jittile": jittile_version, "jittile_source": jittile_source_digest(),
+                          **{label: found[dist] for label, dist in TOOLCHAIN_DISTRIBUTIONS.items()}}
+    return dict(_versions_memo)
