@@ -190,11 +190,12 @@ def _device() -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="fresh processes per measurement")
+    parser.add_argument("--name", default="compile_time_cpu", help="result file name (no .json)")
     args = parser.parse_args()
     payload = measure(args.runs)
     payload["cpus"] = os.cpu_count()
     common.device = _device
-    common.save("compile_time_cpu", payload)
+    common.save(args.name, payload)
 
 
 if __name__ == "__main__":

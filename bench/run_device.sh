@@ -15,3 +15,5 @@ for b in ${BENCHES:-tma_copy launch_overhead}; do
   timeout 300 python3 bench/$b.py > "$out/bench_$b.log" 2>&1
   cp bench/results/$b.json "$out/" 2>/dev/null
 done
+timeout 300 python3 bench/compile_time.py --runs 3 --name compile_time_h200 > "$out/bench_compile_time.log" 2>&1
+cp bench/results/compile_time_h200.json "$out/" 2>/dev/null
