@@ -8,12 +8,14 @@ export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 {
   nvidia-smi --query-gpu=name,driver_version --format=csv
   python3 -c "import numpy, numba, numba.cuda; print('numpy', numpy.__version__, 'numba', numba.__version__)"
-} 2>&1 | tee "$out/env.log"
-python3 -m pytest -m gpu -q -p no:cacheprovider -rs 2>&1 | tee "$out/gpu.log"
-python3 -m jittile.demo 2>&1 | tee "$out/demo.log"
+} > "$out/gpu.log" 2>&1
+python3 -m pytest -m gpu -q -p no:cacheprovider -rs 2>&1 | tee -a "$out/gpu.log"
+python3 -m jittile.demo > "$out/demo.log" 2>&1
 for b in ${BENCHES:-tma_copy launch_overhead}; do
-  timeout 300 python3 bench/$b.py > "$out/bench_$b.log" 2>&1
+  echo "== $b" >> "$out/bench.log"
+  timeout 300 python3 bench/$b.py >> "$out/bench.log" 2>&1
   cp bench/results/$b.json "$out/" 2>/dev/null
 done
-timeout 300 python3 bench/compile_time.py --runs 3 --name compile_time_h200 > "$out/bench_compile_time.log" 2>&1
+echo "== compile_time" >> "$out/bench.log"
+timeout 300 python3 bench/compile_time.py --runs 3 --name compile_time_h200 >> "$out/bench.log" 2>&1
 cp bench/results/compile_time_h200.json "$out/" 2>/dev/null
