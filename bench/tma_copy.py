@@ -97,6 +97,29 @@ def tma_copy_pipelined(A: T.Tensor((None, None), "float32"), Out: T.Tensor((None
         T.ptx.cp.async_.bulk.wait_group(0)
 
 
+@jittile.kernel
+def tma_copy_box(A: T.Tensor((None, None), "float32"), Out: T.Tensor((None, None), "float32"),
+                 BM: T.constexpr, BN: T.constexpr, L2: T.constexpr):
+    """One unswizzled (BM, BN) box per CTA (a plain copy needs no swizzle, so rows can be 1 KB)."""
+    tid = T.cuda.thread_idx("x")
+    row = T.cuda.block_idx("y") * BM
+    col = T.cuda.block_idx("x") * BN
+    buf = T.alloc_shared((BM, BN), "float32", align=128)
+    mbar = T.alloc_shared((1,), "uint64")
+    if tid == 0:
+        T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), T.uint32(1))
+        T.ptx.fence.proxy.async_.shared__cta()
+        T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(BM * BN * 4))
+        T.cuda.tile.apply(
+            T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"],
+            buf, A, box=(BM, BN), coords=(row, col), l2_promotion=L2, mbar=mbar.ptr_to([0]))
+        T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
+        T.cuda.tile.apply(T.ptx["cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"],
+                          Out, buf, box=(BM, BN), coords=(row, col), l2_promotion=L2)
+        T.ptx.cp.async_.bulk.commit_group()
+        T.ptx.cp.async_.bulk.wait_group.read(0)
+
+
 def triton_copy():
     import triton
     import triton.language as tl
@@ -140,6 +163,15 @@ def main() -> None:
     cupy.cuda.runtime.deviceSynchronize()
     assert bool((out == a).all()), "jittile TMA copy is wrong"
     results["jittile_tma_64x64_sw128"] = bw(common.time_gpu(lambda: launch(a, out)))
+
+    for bm, bn, l2 in ((64, 128, 0), (32, 256, 0), (128, 128, 0), (64, 128, 3), (32, 256, 3)):
+        run = tma_copy_box[(N // bn, M // bm), 32]
+        out.fill(np.nan)
+        run(a, out, bm, bn, l2)
+        cupy.cuda.runtime.deviceSynchronize()
+        assert bool((out == a).all()), f"jittile {bm}x{bn} copy is wrong"
+        results[f"jittile_tma_{bm}x{bn}_sw0_l2p{l2}"] = bw(common.time_gpu(
+            lambda: run(a, out, bm, bn, l2)))
 
     tiles_n, ntiles = N // 64, (M // 64) * (N // 64)
     sms = cupy.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
