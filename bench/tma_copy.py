@@ -120,6 +120,58 @@ def tma_copy_box(A: T.Tensor((None, None), "float32"), Out: T.Tensor((None, None
         T.ptx.cp.async_.bulk.wait_group.read(0)
 
 
+@jittile.kernel
+def tma_copy_ring(A: T.Tensor((None, None), "float32"), Out: T.Tensor((None, None), "float32"),
+                  BM: T.constexpr, BN: T.constexpr, TILES_N: T.constexpr, NTILES: T.constexpr,
+                  STAGES: T.constexpr):
+    """Persistent CTAs over unswizzled (BM, BN) boxes with a STAGES-deep ring: each stage is
+    reloaded as soon as the store that read it has finished reading."""
+    tid = T.cuda.thread_idx("x")
+    cta = T.cuda.block_idx("x")
+    nctas = T.cuda.grid_dim("x")
+    buf = T.alloc_shared((STAGES, BM, BN), "float32", align=128)
+    mbar = T.alloc_shared((STAGES,), "uint64")
+    if tid == 0:
+        for s in T.unroll(STAGES):
+            T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([s]), T.uint32(1))
+        T.ptx.fence.proxy.async_.shared__cta()
+        for s in T.unroll(STAGES):
+            t = cta + s * nctas
+            if t < NTILES:
+                T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([s]), T.uint32(BM * BN * 4))
+                T.cuda.tile.apply(
+                    T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile"
+                          ".mbarrier::complete_tx::bytes"],
+                    buf[s], A, box=(BM, BN), coords=((t // TILES_N) * BM, (t % TILES_N) * BN),
+                    mbar=mbar.ptr_to([s]))
+        phase = 0
+        base = 0
+        while cta + base * nctas < NTILES:
+            for s in T.unroll(STAGES):
+                t = cta + (base + s) * nctas
+                if t < NTILES:
+                    T.cuda.mbarrier_wait(mbar.ptr_to([s]), phase)
+                    T.cuda.tile.apply(
+                        T.ptx["cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"],
+                        Out, buf[s], box=(BM, BN), coords=((t // TILES_N) * BM,
+                                                           (t % TILES_N) * BN))
+                T.ptx.cp.async_.bulk.commit_group()
+                tn = t + STAGES * nctas
+                if tn < NTILES:
+                    T.ptx.cp.async_.bulk.wait_group.read(0)
+                    T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([s]),
+                                                               T.uint32(BM * BN * 4))
+                    T.cuda.tile.apply(
+                        T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile"
+                              ".mbarrier::complete_tx::bytes"],
+                        buf[s], A, box=(BM, BN), coords=((tn // TILES_N) * BM,
+                                                         (tn % TILES_N) * BN),
+                        mbar=mbar.ptr_to([s]))
+            phase = phase ^ 1
+            base = base + STAGES
+        T.ptx.cp.async_.bulk.wait_group(0)
+
+
 def triton_copy():
     import triton
     import triton.language as tl
@@ -164,7 +216,7 @@ def main() -> None:
     assert bool((out == a).all()), "jittile TMA copy is wrong"
     results["jittile_tma_64x64_sw128"] = bw(common.time_gpu(lambda: launch(a, out)))
 
-    for bm, bn, l2 in ((64, 128, 0), (32, 256, 0), (128, 128, 0), (64, 128, 3), (32, 256, 3)):
+    for bm, bn, l2 in ((64, 128, 0), (32, 256, 0), (128, 128, 0), (16, 256, 0), (64, 256, 0)):
         run = tma_copy_box[(N // bn, M // bm), 32]
         out.fill(np.nan)
         run(a, out, bm, bn, l2)
@@ -173,8 +225,18 @@ def main() -> None:
         results[f"jittile_tma_{bm}x{bn}_sw0_l2p{l2}"] = bw(common.time_gpu(
             lambda: run(a, out, bm, bn, l2)))
 
-    tiles_n, ntiles = N // 64, (M // 64) * (N // 64)
     sms = cupy.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
+    for bm, bn, stages, per_sm in ((32, 256, 4, 1), (16, 256, 4, 3), (32, 256, 2, 3)):
+        tn, nt = N // bn, (M // bm) * (N // bn)
+        run = tma_copy_ring[sms * per_sm, 32]
+        out.fill(np.nan)
+        run(a, out, bm, bn, tn, nt, stages)
+        cupy.cuda.runtime.deviceSynchronize()
+        assert bool((out == a).all()), f"jittile ring copy {bm}x{bn}x{stages} is wrong"
+        results[f"jittile_tma_ring_{bm}x{bn}_{stages}stages_{per_sm}cta_per_sm"] = bw(
+            common.time_gpu(lambda: run(a, out, bm, bn, tn, nt, stages)))
+
+    tiles_n, ntiles = N // 64, (M // 64) * (N // 64)
     for stages, per_sm in ((4, 3), (3, 4), (2, 6)):
         run = tma_copy_pipelined[sms * per_sm, 32]
         out.fill(np.nan)
