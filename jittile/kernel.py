@@ -385,25 +385,27 @@ class Kernel:
     def _launch(self, args, kwargs, config: LaunchConfig | None, stream, cluster, shared_bytes):
         """Launch; repeated launches with the same argument kinds take a dictionary lookup to find
         the compiled kernel, its launch dimensions and its parameter buffer."""
-        from .runtime.arrays import convert_argument
+        from .runtime.arrays import DeviceView, convert_argument
 
-        args = self._bind(args, kwargs)
-        converted = tuple(convert_argument(a) for a in args)
+        if kwargs:
+            args = self._bind(args, kwargs)
+        converted = [convert_argument(a) for a in args]
+        static = self._static_positions
+        key = (config, cluster, *[
+            ("static", v) if i in static else (v.kind if type(v) is DeviceView else type(v))
+            for i, v in enumerate(converted)])
         try:
-            key = (config, cluster, tuple(_quick_key(v, i in self._static_positions)
-                                          for i, v in enumerate(converted)))
             prepared = self._prepared.get(key)
             if prepared is None:
-                prepared = self._prepare(converted, config, cluster)
+                prepared = self._prepare(tuple(converted), config, cluster)
                 self._prepared[key] = prepared
             compiled, grid, block, cluster_dims, runtime_positions = prepared
-            compiled.launcher().launch(tuple(converted[i] for i in runtime_positions), grid, block,
+            compiled.launcher().launch([converted[i] for i in runtime_positions], grid, block,
                                        stream, cluster_dims, shared_bytes)
         finally:
             for value in converted:
-                finish = getattr(value, "finish", None)
-                if finish is not None:
-                    finish()
+                if type(value) is DeviceView and value.owned:
+                    value.finish()
 
     def _prepare(self, converted: tuple, config: LaunchConfig | None, cluster):
         if self._launch_target is None:
@@ -423,16 +425,6 @@ class Kernel:
             cluster_dims = LaunchConfig(cluster=cluster_dims).cluster
         runtime = tuple(i for i, p in enumerate(params) if not isinstance(p, ConstexprParam))
         return compiled, launch.grid, launch.block, cluster_dims, runtime
-
-
-def _quick_key(value, static: bool):
-    """What about an argument selects the specialization (its value only for static params)."""
-    if static:
-        return ("static", value)
-    dtype = getattr(value, "dtype", None)
-    if dtype is not None and hasattr(value, "c_contiguous"):
-        return (dtype.name, value.ndim, value.c_contiguous)
-    return type(value)
 
 
 class _Configured:

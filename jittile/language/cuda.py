@@ -30,6 +30,10 @@ class LaunchConfig:
         object.__setattr__(self, "grid", _dims(grid, "grid"))
         object.__setattr__(self, "block", _dims(block, "block"))
         object.__setattr__(self, "cluster", None if cluster is None else _dims(cluster, "cluster"))
+        object.__setattr__(self, "_hash", hash((self.grid, self.block, self.cluster)))
+
+    def __hash__(self) -> int:  # launches look configs up in a dict: hash once
+        return self._hash
 
     @property
     def threads(self) -> int:

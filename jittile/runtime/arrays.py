@@ -5,7 +5,7 @@ copied to the device for the launch and back afterwards (Numba's convention).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -14,7 +14,7 @@ from ..errors import LaunchError
 from . import driver
 
 
-@dataclass
+@dataclass(slots=True)
 class DeviceView:
     """A device array as the launcher sees it."""
 
@@ -25,19 +25,22 @@ class DeviceView:
     host: np.ndarray | None = None  # NumPy argument to copy back into after the launch
     staging: np.ndarray | None = None  # its contiguous copy (the array itself when contiguous)
     owned: bool = False  # jittile allocated ``ptr`` and frees it after the launch
+    c_contiguous: bool = field(init=False)
+    kind: tuple = field(init=False)  # what of this array selects a specialization
+
+    def __post_init__(self) -> None:
+        expected, contiguous = self.dtype.bytes, True
+        for extent, stride in zip(reversed(self.shape), reversed(self.strides)):
+            if extent > 1 and stride != expected:
+                contiguous = False
+                break
+            expected *= extent
+        self.c_contiguous = contiguous
+        self.kind = (self.dtype, len(self.shape), contiguous)
 
     @property
     def ndim(self) -> int:
         return len(self.shape)
-
-    @property
-    def c_contiguous(self) -> bool:
-        expected = self.dtype.bytes
-        for extent, stride in zip(reversed(self.shape), reversed(self.strides)):
-            if extent > 1 and stride != expected:
-                return False
-            expected *= extent
-        return True
 
     def finish(self) -> None:
         """Copy a NumPy argument back and free the device copy."""

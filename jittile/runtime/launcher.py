@@ -111,8 +111,10 @@ class Launcher:
         dynamic = self.dynamic_shared if shared_bytes is None else shared_bytes
         driver.check(self._launch(function, grid, block, dynamic, stream_handle(stream), cluster),
                      f"launch of {self.ir.name}")
-        if any(isinstance(a, DeviceView) and a.host is not None for a in args):
-            driver.synchronize()
+        for arg in args:
+            if type(arg) is DeviceView and arg.host is not None:
+                driver.synchronize()
+                break
 
     def _writer(self, index: int, param):
         """A function writing one argument into the parameter buffer, specialised once so that a
