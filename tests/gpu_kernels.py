@@ -221,24 +221,24 @@ def tma_copy_tiles(A: T.Tensor((None, None), "float32"), Out: T.Tensor((None, No
 
 
 @jittile.kernel
-def tma_interleaved(A, Out):
-    """The seed's interleave example: uint16, 32-byte slices, box (1, 1, 8), three channel slices
-    by a leading repeat with coord_steps ((0, 1, 0),)."""
+def tma_interleaved(A, Out, IL: T.constexpr, SW: T.constexpr):
+    """The seed's interleave example: uint16 slices of 16 (IL=1) or 32 (IL=2) bytes, box (1, 1, 8),
+    three channel slices by a leading repeat with coord_steps ((0, 1, 0),)."""
     T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))
     tid = T.cuda.thread_idx("x")
-    buf = T.alloc_shared((3, 1, 1, 8, 16), "uint16",
-                         layout=swizzle(1, (3, 1, 1, 8, 16), "uint16"), align=256)
+    buf = T.alloc_shared((3, 1, 1, 8, 8 * IL), "uint16",
+                         layout=swizzle(SW, (3, 1, 1, 8, 8 * IL), "uint16"), align=256)
     mbar = T.alloc_shared((1,), "uint64")
     if tid == 0:
         T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), T.uint32(1))
     T.cuda.cta_sync()
     if tid == 0:
-        T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(768))
+        T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(3 * 8 * 16 * IL))
         T.cuda.tile.apply(
             T.ptx["cp.async.bulk.tensor.3d.shared::cta.global.tile.mbarrier::complete_tx::bytes"],
-            buf, A, box=(1, 1, 8), coords=(1, 0, 0), coord_steps=((0, 1, 0),), interleave=2,
-            swizzle=1, mbar=mbar.ptr_to([0]))
+            buf, A, box=(1, 1, 8), coords=(1, 0, 0), coord_steps=((0, 1, 0),), interleave=IL,
+            swizzle=SW, mbar=mbar.ptr_to([0]))
     T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
     for s, w in T.grid(3, 8):
-        if tid < 16:
+        if tid < 8 * IL:
             Out[s, w, tid] = buf[s, 0, 0, w, tid]

@@ -244,8 +244,10 @@ def test_tma_element_strides(es):
     np.testing.assert_array_equal(out, a[8:24:es[0], 16:80:es[1]])
 
 
-def test_tma_interleave_32b_three_channel_slices():
-    a = RNG.integers(0, 2**16, size=(2, 3, 8, 16), dtype=np.uint16)
-    out = np.zeros((3, 8, 16), np.uint16)
-    _kernels().tma_interleaved(a, out)
+@pytest.mark.parametrize("interleave,sw", [(1, 0), (2, 1)])
+def test_tma_interleave_three_channel_slices(interleave, sw):
+    ci = 8 * interleave
+    a = RNG.integers(0, 2**16, size=(2, 3, 8, ci), dtype=np.uint16)
+    out = np.zeros((3, 8, ci), np.uint16)
+    _kernels().tma_interleaved(a, out, interleave, sw)
     np.testing.assert_array_equal(out, a[1])
