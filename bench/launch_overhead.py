@@ -5,7 +5,6 @@ RawKernel, Triton and numba-cuda, measured in one run (wall time over many async
 """
 from __future__ import annotations
 
-import ctypes
 import statistics
 import sys
 import time

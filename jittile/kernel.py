@@ -5,8 +5,6 @@ numba) -> cache key -> memory / disk cache or backend compile -> launcher.
 """
 from __future__ import annotations
 
-import ast
-import hashlib
 import inspect
 import threading
 import time

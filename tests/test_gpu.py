@@ -6,7 +6,6 @@ the format itself rounds.
 import numpy as np
 import pytest
 
-import jittile
 from jittile import LaunchError
 
 pytestmark = pytest.mark.gpu

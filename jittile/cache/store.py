@@ -206,16 +206,16 @@ class DiskStore:
             raise _Broken(f"{META_FILE} records key {meta.get('key')!r}")
         verified = {}
         if verify:
-            for name, field in ((CUBIN_FILE, "cubin"), (PTX_FILE, "ptx")):
+            for name, part in ((CUBIN_FILE, "cubin"), (PTX_FILE, "ptx")):
                 try:
                     data = (path / name).read_bytes()
                 except FileNotFoundError:
                     if not path.is_dir():
                         raise  # removed by another process while we read: a plain miss
                     raise _Broken(f"{name} is missing") from None
-                if len(data) != meta.get(f"{field}_size"):
-                    raise _Broken(f"{name} has {len(data)} bytes, expected {meta.get(f'{field}_size')}")
-                if hashlib.sha256(data).hexdigest() != meta.get(f"{field}_sha256"):
+                if len(data) != meta.get(f"{part}_size"):
+                    raise _Broken(f"{name} has {len(data)} bytes, expected {meta.get(f'{part}_size')}")
+                if hashlib.sha256(data).hexdigest() != meta.get(f"{part}_sha256"):
                     raise _Broken(f"{name} does not match its recorded SHA-256")
                 verified[name] = data
             try:

@@ -12,7 +12,7 @@ import math
 import struct
 
 from ..errors import LaunchError
-from ..frontend.ir import ArrayParam, KernelIR, ScalarParam, TensorMapParam
+from ..frontend.ir import ArrayParam, KernelIR, ScalarParam
 from . import driver
 from .arrays import DeviceView, device_view
 from .tensormap import TENSORMAP_BYTES, TensorMap, encode, region_fields
