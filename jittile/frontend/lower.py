@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
 import itertools
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -607,7 +609,7 @@ class KernelLowering:
         call = self.call(self.asm_name(spec.asm()), *operands)
         if opcode.startswith("mbarrier.arrive.expect_tx") or opcode.startswith("mbarrier.expect_tx"):
             count = self.static(args[1])
-            self.expect_tx.append((location, _src(operands[0]), int(count)
+            self.expect_tx.append((location, _src(operands[0]), _src(args[0]), int(count)
                                    if isinstance(count, (int, np.integer)) else None))
         if not statement:
             if dests:
@@ -689,7 +691,8 @@ class KernelLowering:
             params[kw.arg] = self.tile_param(kw.value, prelude)
         site = CallSite(location, opcode, operands, params, param_locations, self.target, scope)
         lowering = pattern.lower(site, self)
-        self.ir.sites.append(SiteRecord(location, opcode, pattern.family, lowering.plan))
+        self.ir.sites.append(SiteRecord(location, opcode, pattern.family,
+                                        _readable_plan(lowering.plan, params)))
         emits = [ast.Expr(value=self.call(self.asm_name(e.asm),
                                           *[_parse_expr(o) for o in e.operands]))
                  for e in lowering.emits]
@@ -852,8 +855,10 @@ class KernelLowering:
                 loads.setdefault(records[0].fields["mbar"], []).append(
                     (site.location, sum(r.bytes for r in records)))
         expects: dict[str, list] = {}
-        for location, barrier, count in self.expect_tx:
+        written = {}
+        for location, barrier, text, count in self.expect_tx:
             expects.setdefault(barrier, []).append((location, count))
+            written.setdefault(barrier, text)
         for barrier, sites in expects.items():
             found = loads.get(barrier)
             if not found or any(count is None for _, count in sites):
@@ -868,9 +873,27 @@ class KernelLowering:
             for (location, count), (where, total) in pairs:
                 if count != total:
                     warnings.warn(JittileWarning(
-                        f"{location}: mbarrier expect_tx of {count} bytes on {barrier} differs "
+                        f"{location}: mbarrier expect_tx of {count} bytes on {written[barrier]} "
+                        f"differs "
                         f"from the {total} bytes of the loads completing on it ({where})"),
                         stacklevel=2)
+
+
+def _readable_plan(plan: list, params: dict) -> list:
+    """The plan with runtime temporaries in its coordinates shown as the user wrote them."""
+    names: dict[str, str] = {}
+    for value in params.values():
+        for v in value if isinstance(value, tuple) else (value,):
+            if isinstance(v, Value) and v.source:
+                names[v.source] = f"({v.text})" if not v.text.isidentifier() else v.text
+    if not names:
+        return plan
+    pattern = re.compile("|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)))
+
+    def rename(coord):
+        return pattern.sub(lambda m: names[m.group(0)], coord) if isinstance(coord, str) else coord
+
+    return [dataclasses.replace(r, coords=tuple(rename(c) for c in r.coords)) for r in plan]
 
 
 def _located(exc: ContractError, location: Location) -> ContractError:
