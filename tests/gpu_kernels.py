@@ -198,29 +198,6 @@ def tma_cache_hint(A, Out):
 
 
 @jittile.kernel
-def tma_copy_tiles(A: T.Tensor((None, None), "float32"), Out: T.Tensor((None, None), "float32"),
-                   BM: T.constexpr, BN: T.constexpr, SW: T.constexpr):
-    """The benchmark's tiled copy: each CTA moves one (BM, BN) tile through swizzled shared memory."""
-    tid = T.cuda.thread_idx("x")
-    row = T.cuda.block_idx("y") * BM
-    col = T.cuda.block_idx("x") * BN
-    buf = T.alloc_shared((BM, BN), "float32", layout=swizzle(SW, (BM, BN), "float32"), align=1024)
-    mbar = T.alloc_shared((1,), "uint64")
-    if tid == 0:
-        T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), T.uint32(1))
-        T.ptx.fence.proxy.async_.shared__cta()
-        T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(BM * BN * 4))
-        T.cuda.tile.apply(
-            T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"],
-            buf, A, box=(BM, BN), coords=(row, col), swizzle=SW, mbar=mbar.ptr_to([0]))
-        T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
-        T.cuda.tile.apply(T.ptx["cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"],
-                          Out, buf, box=(BM, BN), coords=(row, col), swizzle=SW)
-        T.ptx.cp.async_.bulk.commit_group()
-        T.ptx.cp.async_.bulk.wait_group.read(0)
-
-
-@jittile.kernel
 def tma_interleaved(A, Out, IL: T.constexpr, SW: T.constexpr):
     """The seed's interleave example: uint16 slices of 16 (IL=1) or 32 (IL=2) bytes, box (1, 1, 8),
     three channel slices by a leading repeat with coord_steps ((0, 1, 0),)."""

@@ -223,11 +223,18 @@ def test_tma_launch_errors_then_valid_launch():
     np.testing.assert_array_equal(host_out[:8, :32], a[:8, :32])
 
 
-def test_tma_tiled_copy_large():
+def test_benchmark_copy_kernels_are_exact():
+    """The kernels bench/tma_copy.py times, on a smaller matrix: swizzled 64x64 tiles as two boxes,
+    and one unswizzled 32x256 box per CTA."""
     cupy = pytest.importorskip("cupy")
+    from bench import tma_copy as bench_copy
+
     a = cupy.asarray(_rand((1024, 2048)))
     out = cupy.full_like(a, np.nan)
-    _kernels().tma_copy_tiles[(2048 // 32, 1024 // 64), 32](a, out, 64, 32, 3)
+    bench_copy.tma_copy[(2048 // 64, 1024 // 64), 32](a, out)
+    assert bool((out == a).all())
+    out.fill(np.nan)
+    bench_copy.tma_copy_box[(2048 // 256, 1024 // 32), 32](a, out, 32, 256, 0)
     assert bool((out == a).all())
 
 

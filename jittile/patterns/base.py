@@ -219,6 +219,14 @@ class TilePattern(Protocol):
     def lower(self, site: CallSite, ctx: LoweringContext) -> Lowering: ...
 
 
+def source_sum(terms: list[str], const: int) -> str:
+    """Python source adding runtime ``terms`` and a constant (the constant dropped when zero)."""
+    parts = list(terms)
+    if const or not parts:
+        parts.append(str(const))
+    return parts[0] if len(parts) == 1 else "(" + " + ".join(parts) + ")"
+
+
 SCOPE_GROUP_AXES = {"thread": 0, "warp": 1, "warpgroup": 1, "cta": 1, "cluster": 1}
 
 

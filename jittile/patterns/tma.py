@@ -19,7 +19,7 @@ from ..ptx.asm import AsmCall
 from ..ptx.opcodes import BulkTensorOpcode, parse_bulk_tensor
 from ..targets import satisfies
 from .base import (SCOPE_GROUP_AXES, CallSite, Emit, GlobalRegion, Lowering, LoweringContext,
-                   PlanRecord, SharedRegion, TensorMapOperand, Value, static_tuple)
+                   PlanRecord, SharedRegion, TensorMapOperand, Value, source_sum, static_tuple)
 from .swizzle import SWIZZLE_SPAN, swizzle_period
 
 # ---------------------------------------------------------------------------- call parameters
@@ -410,11 +410,11 @@ class TmaPattern:
                     raise site.error(f"coordinate {i} of instance {tuple(instance)} is {const}, "
                                      f"outside the signed 32-bit range of a TMA coordinate",
                                      "coords")
-                coord_src.append(_sum(terms, const))
+                coord_src.append(source_sum(terms, const))
             position = list(zero)
             position[len(group_shape):lead_rank] = instance
             offset = linear(position)
-            smem = ctx.shared_address(shared.buffer, _sum(offset_terms, offset))
+            smem = ctx.shared_address(shared.buffer, source_sum(offset_terms, offset))
             ptx_coords = list(reversed(coord_src))
             if gathered:  # {column, row0, row1, row2, row3}
                 ptx_coords = [coord_src[1]] + [str(r) for r in rows]
@@ -568,13 +568,6 @@ def _is_integer(value) -> bool:
 
 def _is_int(text) -> bool:
     return isinstance(text, int) or (isinstance(text, str) and text.lstrip("-").isdigit())
-
-
-def _sum(terms: list[str], const: int) -> str:
-    parts = list(terms)
-    if const or not parts:
-        parts.append(str(const))
-    return parts[0] if len(parts) == 1 else "(" + " + ".join(parts) + ")"
 
 
 PATTERN = TmaPattern()

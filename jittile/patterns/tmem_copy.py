@@ -15,7 +15,7 @@ from ..errors import ContractError
 from ..ptx.asm import AsmCall
 from ..ptx.opcodes import Tcgen05CpOpcode, parse_tcgen05_cp
 from .base import (SCOPE_GROUP_AXES, CallSite, Emit, Lowering, LoweringContext, PlanRecord,
-                   SharedRegion, TmemRegion, Value)
+                   SharedRegion, TmemRegion, Value, source_sum)
 from .descriptors import DescriptorError, DescriptorWalk, SmemDescriptor, derive_walk
 
 # ---------------------------------------------------------------------------- call parameters
@@ -289,7 +289,7 @@ class TmemCopyPattern:
                     smem_terms.append(f"{src} * {smem_step[axis]}")
             taddr_terms.append(hex((inst.lane << 16) | inst.column))
             taddr = "(" + " + ".join(taddr_terms) + ")"
-            smem = ctx.shared_address(shared.buffer, _sum(smem_terms, inst.walk.origin))
+            smem = ctx.shared_address(shared.buffer, source_sum(smem_terms, inst.walk.origin))
             sdesc = f"({hex(constant)} | ((({smem}) >> 4) & {hex(START_ADDRESS_MASK)}))"
             emits.append(Emit(asm, (taddr, sdesc)))
             plan.append(PlanRecord(
@@ -352,13 +352,6 @@ def _kind(operand) -> str:
     return {"GlobalRegion": "a global tensor region", "TensorMapOperand": "a jittile.TensorMap",
             "SharedRegion": "a shared region", "TmemRegion": "a TMEM tensor"}.get(
         type(operand).__name__, type(operand).__name__)
-
-
-def _sum(terms: list[str], const: int) -> str:
-    parts = list(terms)
-    if const or not parts:
-        parts.append(str(const))
-    return parts[0] if len(parts) == 1 else "(" + " + ".join(parts) + ")"
 
 
 PATTERN = TmemCopyPattern()
