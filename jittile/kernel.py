@@ -74,7 +74,8 @@ class CompiledKernel:
         if self._launcher is None:
             from .runtime.launcher import Launcher
 
-            self._launcher = Launcher(self.ir, self.cubin, self.entry, self.param_layout)
+            self._launcher = Launcher(self.ir, self.cubin, self.entry, self.param_layout,
+                                      target=self.metadata.get("target"))
         return self._launcher
 
 

@@ -48,3 +48,17 @@ def test_array_and_scalars_are_packed_in_numba_order():
 def test_mismatched_arrays_raise_launch_error(view, match):
     with pytest.raises(LaunchError, match=match):
         _launcher()._pack((view, 1, 1.0))
+
+
+@pytest.mark.parametrize("target,capability,ok", [
+    ("sm_90a", (9, 0), True), ("sm_100a", (9, 0), False), ("sm_90a", (10, 0), False),
+    ("sm_90", (10, 0), True), ("sm_100f", (10, 3), True), ("sm_100f", (12, 0), False),
+])
+def test_device_must_run_the_target(target, capability, ok):
+    from jittile.runtime.launcher import check_device
+
+    if ok:
+        check_device(target, capability, "k")
+    else:
+        with pytest.raises(LaunchError, match=f"compiled for {target}"):
+            check_device(target, capability, "k")

@@ -13,6 +13,7 @@ import struct
 
 from ..errors import LaunchError
 from ..frontend.ir import ArrayParam, KernelIR, ScalarParam
+from ..targets import Target
 from . import driver
 from .arrays import DeviceView, device_view
 from .tensormap import TENSORMAP_BYTES, TensorMap, encode, region_fields
@@ -79,8 +80,10 @@ def stream_handle(stream) -> int:
 class Launcher:
     """Loads one compiled specialization into the current context and launches it."""
 
-    def __init__(self, ir: KernelIR, cubin: bytes, entry: str, param_layout: list):
+    def __init__(self, ir: KernelIR, cubin: bytes, entry: str, param_layout: list,
+                 target: str | None = None):
         self.ir = ir
+        self.target = target
         self.cubin = cubin
         self.entry = entry
         self.layout = param_layout
@@ -97,6 +100,7 @@ class Launcher:
         ctx = driver.current_context() if self._function is not None else None
         if self._function is None or ctx != self._context:
             ctx = driver.ensure_context()
+            check_device(self.target, driver.current_device_capability(), self.ir.name)
             _, self._function = driver.load_function(self.cubin, self.entry,
                                                      max(self.dynamic_shared, 0))
             self._context = ctx
@@ -186,6 +190,22 @@ class Launcher:
         config.attrs = [attr]
         config.numAttrs = 1
         return drv.cuLaunchKernelEx(config, function, self.params.address, 0)
+
+
+def check_device(target: str | None, capability: tuple[int, int] | None, name: str) -> None:
+    """A cubin for an architecture-specific target runs only on that architecture; a generic one on
+    that capability or newer. Refuse before the driver does, with a readable reason."""
+    if target is None or capability is None:
+        return
+    built = Target.parse(target)
+    device = capability[0] * 10 + capability[1]
+    fits = device == built.capability if built.suffix == "a" else device >= built.capability
+    if built.suffix == "f":
+        fits = capability[0] == built.major and device >= built.capability
+    if not fits:
+        raise LaunchError(f"{name} was compiled for {built.name}, which cannot run on this device "
+                          f"(compute capability {capability[0]}.{capability[1]}); compile it with "
+                          f"target='sm_{capability[0]}{capability[1]}a' or leave target unset")
 
 
 def check_array(param: ArrayParam, view: DeviceView) -> None:
