@@ -219,3 +219,10 @@ def tma_interleaved(A, Out, IL: T.constexpr, SW: T.constexpr):
     for s, w in T.grid(3, 8):
         if tid < 8 * IL:
             Out[s, w, tid] = buf[s, 0, 0, w, tid]
+
+
+@jittile.kernel(target="sm_100a")
+def blackwell_only(A):
+    """A plain kernel built for sm_100a: an H200 must refuse it before the launch."""
+    T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))
+    A[T.cuda.thread_idx("x")] = 1.0

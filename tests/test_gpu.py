@@ -257,3 +257,15 @@ def test_tma_interleave_three_channel_slices(interleave, sw):
     out = np.zeros((3, 8, ci), np.uint16)
     _kernels().tma_interleaved(a, out, interleave, sw)
     np.testing.assert_array_equal(out, a[1])
+
+
+def test_target_newer_than_the_device_is_a_launch_error():
+    from jittile.runtime import driver
+
+    capability = driver.current_device_capability()
+    if capability[0] >= 10:
+        pytest.skip("this device runs sm_100a code")
+    out = np.zeros(32, np.float32)
+    with pytest.raises(LaunchError, match="compiled for sm_100a"):
+        _kernels().blackwell_only(out)
+    _kernels().staged_copy(_rand(4096), np.zeros(4096, np.float32), 4096, 256)
