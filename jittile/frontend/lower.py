@@ -13,7 +13,7 @@ import copy
 import dataclasses
 import itertools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -68,7 +68,6 @@ class Lowered:
     function: ast.FunctionDef
     namespace: dict  # global name -> ("asm", AsmCall) | ("smem", buffer) | ("type", dtype) | ...
     ir: KernelIR
-    expect_tx: list = field(default_factory=list)
 
     @property
     def source(self) -> str:
@@ -186,7 +185,7 @@ class KernelLowering:
         for var in self.shared.values():
             self.namespace[var.view] = ("smem", var.buffer)
         self._check_expect_tx()
-        return Lowered(fn, self.namespace, self.ir, self.expect_tx)
+        return Lowered(fn, self.namespace, self.ir)
 
     # ------------------------------------------------------------------------------- statements
     def block(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
@@ -281,7 +280,7 @@ class KernelLowering:
 
     def stmt_If(self, node: ast.If):
         test = self.static(node.test)
-        if test is not RUNTIME and not isinstance(test, Value):
+        if test is not RUNTIME:
             return self.block(node.body if test else node.orelse)
         return [ast.If(test=self.expr(node.test), body=self.block(node.body) or [ast.Pass()],
                        orelse=self.block(node.orelse))]
