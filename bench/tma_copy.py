@@ -1,5 +1,7 @@
-"""1 GiB fp32 matrix copy: jittile TMA (64x64 tiles, 128B swizzle) vs D2D memcpy, Triton's TMA copy,
-a numba-cuda element copy and CuPy, in one run. Bandwidth counts bytes read + written.
+"""1 GiB fp32 matrix copy: jittile TMA copies (swizzled 64x64 tiles, unswizzled boxes, persistent
+rings) vs D2D memcpy, Triton's TMA copy, a numba-cuda element copy and CuPy, in one run. Every
+variant is checked exactly, then timed with CUDA events around 10 back-to-back calls (medians of 15
+samples; the single-call median is recorded too). Bandwidth counts bytes read + written.
 
     PYTHONPATH=$PWD python3 bench/tma_copy.py
 """
@@ -173,6 +175,61 @@ def tma_copy_ring(A: T.Tensor((None, None), "float32"), Out: T.Tensor((None, Non
 
 
 @jittile.kernel
+def tma_copy_ring_lagged(A: T.Tensor((None, None), "float32"),
+                         Out: T.Tensor((None, None), "float32"), BM: T.constexpr, BN: T.constexpr,
+                         TILES_N: T.constexpr, NTILES: T.constexpr, STAGES: T.constexpr):
+    """tma_copy_ring, but a stage is refilled one step after its store was issued
+    (``wait_group.read(1)``), so a store stays in flight while the next stage's load lands."""
+    tid = T.cuda.thread_idx("x")
+    cta = T.cuda.block_idx("x")
+    nctas = T.cuda.grid_dim("x")
+    buf = T.alloc_shared((STAGES, BM, BN), "float32", align=128)
+    mbar = T.alloc_shared((STAGES,), "uint64")
+    if tid == 0:
+        for s in T.unroll(STAGES):
+            T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([s]), T.uint32(1))
+        T.ptx.fence.proxy.async_.shared__cta()
+        for s in T.unroll(STAGES):
+            t = cta + s * nctas
+            if t < NTILES:
+                T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([s]), T.uint32(BM * BN * 4))
+                T.cuda.tile.apply(
+                    T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile"
+                          ".mbarrier::complete_tx::bytes"],
+                    buf[s], A, box=(BM, BN), coords=((t // TILES_N) * BM, (t % TILES_N) * BN),
+                    mbar=mbar.ptr_to([s]))
+        phase = 0
+        base = 0
+        while cta + base * nctas < NTILES:
+            for s in T.unroll(STAGES):
+                t = cta + (base + s) * nctas
+                if t < NTILES:
+                    T.cuda.mbarrier_wait(mbar.ptr_to([s]), phase)
+                    T.cuda.tile.apply(
+                        T.ptx["cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"],
+                        Out, buf[s], box=(BM, BN), coords=((t // TILES_N) * BM,
+                                                           (t % TILES_N) * BN))
+                T.ptx.cp.async_.bulk.commit_group()
+                # The stage stored one step ago takes its next tile once that store has read it.
+                previous = (s + STAGES - 1) % STAGES
+                tp = cta + (base + s - 1 + STAGES) * nctas
+                if base + s > 0:
+                    if tp < NTILES:
+                        T.ptx.cp.async_.bulk.wait_group.read(1)
+                        T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([previous]),
+                                                                   T.uint32(BM * BN * 4))
+                        T.cuda.tile.apply(
+                            T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile"
+                                  ".mbarrier::complete_tx::bytes"],
+                            buf[previous], A, box=(BM, BN),
+                            coords=((tp // TILES_N) * BM, (tp % TILES_N) * BN),
+                            mbar=mbar.ptr_to([previous]))
+            phase = phase ^ 1
+            base = base + STAGES
+        T.ptx.cp.async_.bulk.wait_group(0)
+
+
+@jittile.kernel
 def tma_copy_streaming(A: T.Tensor((None, None), "float32"),
                        Out: T.Tensor((None, None), "float32"), BM: T.constexpr, BN: T.constexpr):
     """tma_copy_box with an L2 evict-first cache policy on both the load and the store: the data
@@ -227,79 +284,66 @@ def main() -> None:
     nbytes = M * N * 4
     a = cupy.random.standard_normal((M, N), dtype=cupy.float32)
     out = cupy.full_like(a, np.nan)
+    # The same bytes as rows of 256 floats: a (BM, 256) box of this view is BM KB of contiguous
+    # memory, where a box of the (M, N) matrix is BM rows 64 KB apart.
+    rows = M * N // 256
+    a_rows, out_rows = a.reshape(rows, 256), out.reshape(rows, 256)
     results = {}
 
-    def bw(entry):
+    def measure(name: str, run, **facts) -> None:
+        """Check ``run`` copies exactly (output poisoned first), then time it."""
+        out.fill(np.nan)
+        run()
+        cupy.cuda.runtime.deviceSynchronize()
+        assert bool((out == a).all()), f"{name} copy is wrong"
+        entry = common.time_gpu(run)
         entry["TB_per_s"] = 2 * nbytes / (entry["median_ms"] * 1e-3) / 1e12
-        return entry
+        results[name] = dict(entry, **facts)
 
-    results["memcpy_d2d"] = bw(common.time_gpu(
-        lambda: cupy.cuda.runtime.memcpyAsync(out.data.ptr, a.data.ptr, nbytes, 3, 0)))
+    measure("memcpy_d2d",
+            lambda: cupy.cuda.runtime.memcpyAsync(out.data.ptr, a.data.ptr, nbytes, 3, 0))
+    measure("cupy_copyto", lambda: cupy.copyto(out, a))
 
     launch = tma_copy[(N // 64, M // 64), 32]
-    out.fill(np.nan)
-    launch(a, out)
-    cupy.cuda.runtime.deviceSynchronize()
-    assert bool((out == a).all()), "jittile TMA copy is wrong"
-    results["jittile_tma_64x64_sw128"] = bw(common.time_gpu(lambda: launch(a, out)))
+    measure("jittile_tma_64x64_sw128", lambda: launch(a, out))
 
-    for bm, bn, l2 in ((64, 128, 0), (32, 256, 0), (128, 128, 0), (16, 256, 0), (64, 256, 0)):
+    for bm, bn, l2 in ((64, 128, 0), (32, 256, 0), (128, 128, 0), (64, 256, 0)):
         run = tma_copy_box[(N // bn, M // bm), 32]
-        out.fill(np.nan)
-        run(a, out, bm, bn, l2)
-        cupy.cuda.runtime.deviceSynchronize()
-        assert bool((out == a).all()), f"jittile {bm}x{bn} copy is wrong"
-        results[f"jittile_tma_{bm}x{bn}_sw0_l2p{l2}"] = bw(common.time_gpu(
-            lambda: run(a, out, bm, bn, l2)))
-
-    for bm, bn in ((32, 256), (64, 128)):
+        measure(f"jittile_tma_{bm}x{bn}_sw0_l2p{l2}", lambda: run(a, out, bm, bn, l2))
+    for bm, l2 in ((32, 0), (64, 0), (128, 0), (32, 3)):
+        run = tma_copy_box[(1, rows // bm), 32]
+        measure(f"jittile_tma_rows256_{bm}x256_l2p{l2}", lambda: run(a_rows, out_rows, bm, 256, l2),
+                view=[rows, 256])
+    for bm, bn in ((32, 256),):
         run = tma_copy_streaming[(N // bn, M // bm), 32]
-        out.fill(np.nan)
-        run(a, out, bm, bn)
-        cupy.cuda.runtime.deviceSynchronize()
-        assert bool((out == a).all()), f"jittile streaming {bm}x{bn} copy is wrong"
-        results[f"jittile_tma_{bm}x{bn}_sw0_evict_first"] = bw(common.time_gpu(
-            lambda: run(a, out, bm, bn)))
+        measure(f"jittile_tma_{bm}x{bn}_sw0_evict_first", lambda: run(a, out, bm, bn))
 
     sms = cupy.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
-    for bm, bn, stages, per_sm in ((32, 256, 4, 1), (16, 256, 4, 3), (32, 256, 2, 3)):
-        tn, nt = N // bn, (M // bm) * (N // bn)
-        run = tma_copy_ring[sms * per_sm, 32]
-        out.fill(np.nan)
-        run(a, out, bm, bn, tn, nt, stages)
-        cupy.cuda.runtime.deviceSynchronize()
-        assert bool((out == a).all()), f"jittile ring copy {bm}x{bn}x{stages} is wrong"
-        results[f"jittile_tma_ring_{bm}x{bn}_{stages}stages_{per_sm}cta_per_sm"] = bw(
-            common.time_gpu(lambda: run(a, out, bm, bn, tn, nt, stages)))
+    for kernel, label in ((tma_copy_ring, "ring"), (tma_copy_ring_lagged, "ring_lagged")):
+        for bm, stages, per_sm in ((32, 4, 1), (32, 2, 3), (64, 3, 1)):
+            tn, nt = 1, rows // bm
+            run = kernel[sms * per_sm, 32]
+            measure(f"jittile_tma_{label}_rows256_{bm}x256_{stages}stages_{per_sm}cta_per_sm",
+                    lambda: run(a_rows, out_rows, bm, 256, tn, nt, stages), view=[rows, 256])
 
     tiles_n, ntiles = N // 64, (M // 64) * (N // 64)
-    for stages, per_sm in ((4, 3), (3, 4), (2, 6)):
+    for stages, per_sm in ((4, 3),):
         run = tma_copy_pipelined[sms * per_sm, 32]
-        out.fill(np.nan)
-        run(a, out, tiles_n, ntiles, stages)
-        cupy.cuda.runtime.deviceSynchronize()
-        assert bool((out == a).all()), f"jittile pipelined copy ({stages} stages) is wrong"
-        results[f"jittile_tma_pipelined_{stages}stages_{per_sm}cta_per_sm"] = bw(common.time_gpu(
-            lambda: run(a, out, tiles_n, ntiles, stages)))
+        measure(f"jittile_tma_pipelined_{stages}stages_{per_sm}cta_per_sm",
+                lambda: run(a, out, tiles_n, ntiles, stages))
 
     try:
         import torch
 
-        ta = torch.as_tensor(a, device="cuda")
-        to = torch.empty_like(ta)
+        ta, to = torch.as_tensor(a, device="cuda"), torch.as_tensor(out, device="cuda")
         make = triton_copy()
-        best = None
-        for bm, bn in ((64, 64), (128, 64), (64, 128), (128, 128), (32, 128)):
-            run = make(ta, to, bm, bn)
-            entry = bw(common.time_gpu(run))
-            entry["box"] = [bm, bn]
-            results[f"triton_tma_{bm}x{bn}"] = entry
-            if best is None or entry["median_ms"] < best["median_ms"]:
-                best = entry
-        assert bool((to == ta).all()), "Triton copy is wrong"
-        results["triton_tma_best"] = best
-    except Exception as exc:
-        results["triton_tma_best"] = {"error": repr(exc)}
+        for bm, bn in ((64, 64), (64, 128), (128, 128), (32, 256)):
+            measure(f"triton_tma_{bm}x{bn}", make(ta, to, bm, bn), box=[bm, bn])
+        for bm in (32, 64):
+            measure(f"triton_tma_rows256_{bm}x256", make(ta.view(rows, 256), to.view(rows, 256),
+                                                         bm, 256), box=[bm, 256], view=[rows, 256])
+    except ImportError as exc:
+        results["triton"] = {"error": repr(exc)}
 
     from numba import cuda as ncuda
 
@@ -311,13 +355,15 @@ def main() -> None:
 
     na, no = ncuda.as_cuda_array(a.ravel()), ncuda.as_cuda_array(out.ravel())
     blocks = (M * N + 255) // 256
-    results["numba_cuda_elementwise"] = bw(common.time_gpu(lambda: numba_copy[blocks, 256](na, no)))
-    results["cupy_copyto"] = bw(common.time_gpu(lambda: cupy.copyto(out, a)))
+    measure("numba_cuda_elementwise", lambda: numba_copy[blocks, 256](na, no))
 
     memcpy = results["memcpy_d2d"]["median_ms"]
     ratios = {k: memcpy / v["median_ms"] for k, v in results.items() if "median_ms" in v}
+    best = {prefix: max((k for k in ratios if k.startswith(prefix)), key=ratios.get)
+            for prefix in ("jittile", "triton") if any(k.startswith(prefix) for k in ratios)}
     common.save("tma_copy", {"bytes": nbytes, "shape": [M, N], "results": results,
-                             "ratio_vs_memcpy": ratios})
+                             "ratio_vs_memcpy": ratios,
+                             "best": {p: {"variant": k, "ratio": ratios[k]} for p, k in best.items()}})
 
 
 if __name__ == "__main__":
