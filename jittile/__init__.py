@@ -1,6 +1,7 @@
 """jittile: Hopper/Blackwell data-movement kernels from Python, with checked tile patterns.
 
-``import jittile`` is cheap: numba-cuda and the driver load on first compile or launch.
+``import jittile`` is cheap: numba-cuda and the driver load on first compile or launch. The cache
+package (standard library only) loads with it, as every kernel's first compile or disk hit needs it.
 """
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ __version__ = "0.1.0"
 from .errors import CompileError, ContractError, JittileError, JittileWarning, LaunchError  # noqa: E402
 from .language import T  # noqa: E402
 from .kernel import CompiledKernel, Kernel, kernel  # noqa: E402
+from . import cache  # noqa: E402
 
 
 def __getattr__(name: str):
@@ -16,12 +18,8 @@ def __getattr__(name: str):
         from .runtime.tensormap import TensorMap
 
         return TensorMap
-    if name == "cache":
-        import importlib
-
-        return importlib.import_module(".cache", __name__)
     raise AttributeError(f"module 'jittile' has no attribute {name!r}")
 
 
-__all__ = ["kernel", "Kernel", "CompiledKernel", "T", "TensorMap", "JittileError", "ContractError",
+__all__ = ["kernel", "Kernel", "CompiledKernel", "T", "TensorMap", "cache", "JittileError", "ContractError",
            "CompileError", "LaunchError", "JittileWarning", "__version__"]

@@ -1,11 +1,13 @@
 """``@jittile.kernel``: specialization, compilation, caching and launching of one kernel.
 
-Data flows one way: arguments -> specialization (parameter kinds) -> frontend lowering (cheap, no
-numba) -> cache key -> memory / disk cache or backend compile -> launcher.
+Data flows one way: arguments -> specialization (parameter kinds) -> cache key -> memory / disk
+cache, or frontend lowering and backend compile -> launcher. The key needs no lowering, so a disk
+hit loads the cubin and the kernel's recorded IR without running the frontend or numba.
 """
 from __future__ import annotations
 
 import inspect
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -17,7 +19,6 @@ from . import __version__
 from .dtypes import dtype as lookup_dtype
 from .errors import CompileError, LaunchError
 from .frontend.ir import ArrayParam, ConstexprParam, KernelIR, ScalarParam, TensorMapParam
-from .frontend.lower import Lowered, lower_kernel
 from .frontend.source import KernelSource, load_source
 from .language.cuda import LaunchConfig
 from .language.types import ScalarType, Tensor, _Constexpr
@@ -79,6 +80,17 @@ class CompiledKernel:
         return self._launcher
 
 
+def _is_runtime_argument(value) -> bool:
+    """Whether ``value`` is a DeviceView or a TensorMap. Neither exists before its module is
+    imported, so the classes are looked up among the loaded modules rather than imported."""
+    for module_name, class_name in (("jittile.runtime.arrays", "DeviceView"),
+                                    ("jittile.runtime.tensormap", "TensorMap")):
+        module = sys.modules.get(module_name)
+        if module is not None and isinstance(value, getattr(module, class_name)):
+            return True
+    return False
+
+
 def _source_digest(source: KernelSource) -> str:
     """Digest of the kernel's code, insensitive to comments, formatting, the docstring, the file and
     the line it starts on."""
@@ -117,10 +129,11 @@ class Kernel:
         return self._source
 
     def _params(self, args: tuple) -> tuple[list, list]:
-        """Parameter kinds for ``args``, and the argument values that the launch passes."""
-        from .runtime.arrays import DeviceView
-        from .runtime.tensormap import TensorMap
+        """Parameter kinds for ``args``, and the argument values that the launch passes.
 
+        ``T.Tensor`` specs and scalars are told apart without the runtime package, so compiling
+        from specs (and a disk hit) does not import it.
+        """
         names = list(self._signature.parameters)
         if len(args) != len(names):
             raise LaunchError(f"{self.__name__} takes {len(names)} arguments, got {len(args)}")
@@ -129,18 +142,24 @@ class Kernel:
             ann = self._signature.parameters[name].annotation
             ann = None if ann is inspect.Parameter.empty else ann
             if isinstance(ann, _Constexpr):
-                if isinstance(value, (Tensor, DeviceView)):
+                if isinstance(value, Tensor) or _is_runtime_argument(value):
                     raise LaunchError(f"constexpr parameter {name!r} needs a value, got {value!r}")
                 params.append(ConstexprParam(name, value))
                 continue
-            if isinstance(value, TensorMap):
-                params.append(TensorMapParam(name))
-            elif isinstance(value, (Tensor, DeviceView)):
+            if isinstance(value, Tensor):
                 params.append(self._array_param(name, ann, value))
             elif isinstance(ann, ScalarType) or isinstance(value, (int, float, bool, np.generic)):
                 params.append(self._scalar_param(name, ann, value))
             else:
-                raise LaunchError(f"argument {name!r}: cannot pass {type(value).__name__}")
+                from .runtime.arrays import DeviceView
+                from .runtime.tensormap import TensorMap
+
+                if isinstance(value, TensorMap):
+                    params.append(TensorMapParam(name))
+                elif isinstance(value, DeviceView):
+                    params.append(self._array_param(name, ann, value))
+                else:
+                    raise LaunchError(f"argument {name!r}: cannot pass {type(value).__name__}")
             values.append(value)
         return params, values
 
@@ -191,19 +210,20 @@ class Kernel:
     def _resolve_target(self, target) -> Target:
         return Target.parse(target or self.target or default_target())
 
-    def _components(self, lowered: Lowered, params: list, target: Target, launch) -> dict:
-        """What the cubin depends on (jittile/cache/components.py says what is in and out).
+    def _components(self, params: list, target: Target, launch) -> dict:
+        """What the cubin depends on (jittile/cache/components.py says what is in and out), known
+        before lowering so that a cache hit needs none.
 
-        Globals: those the frontend folded, and every data value the body reads from its module or
-        closure, including attribute reads like ``cfg.TILE`` (which the frontend folds too).
-        Arrays enter by dtype, rank, static extents and layout; the alignment of their data is not
-        a component: the generated code does not depend on it (TMA operands' 16-byte alignment is
-        checked at launch), so it would only duplicate identical cubins.
+        Globals: every data value the body reads from its module or closure, including attribute
+        reads like ``cfg.TILE`` (all that the frontend can fold). Arrays enter by dtype, rank,
+        static extents and layout; the alignment of their data is not a component: the generated
+        code does not depend on it (TMA operands' 16-byte alignment is checked at launch), so it
+        would only duplicate identical cubins. ``launch`` is the block and cluster of a
+        ``kernel[grid, block]`` launch, or None for the kernel's own ``T.device_entry`` (which its
+        source, globals and static parameters decide).
         """
         from .cache.components import referenced_globals
 
-        folded = {k: repr(v) for k, v in lowered.ir.folded_globals.items()}
-        folded.update(referenced_globals(self.source.tree, self.source.globals, self.source.closure))
         args = []
         for p in params:
             if isinstance(p, ArrayParam):
@@ -216,7 +236,8 @@ class Kernel:
         return {
             "kernel": self.__qualname__,
             "source": _source_digest(self.source),
-            "globals": dict(sorted(folded.items())),
+            "globals": referenced_globals(self.source.tree, self.source.globals,
+                                          self.source.closure),
             "static_params": {p.name: repr(p.value) for p in params
                               if isinstance(p, ConstexprParam)},
             "args": args,
@@ -229,9 +250,6 @@ class Kernel:
     def compile(self, *args, target: str | None = None, launch=None, **kwargs) -> CompiledKernel:
         """Compile for example arguments (arrays or ``T.Tensor`` specs; none: the annotations);
         needs no GPU. NumPy arrays are only inspected, never copied."""
-        from .runtime.arrays import DeviceView
-        from .runtime.tensormap import TensorMap
-
         args = self._bind(args, kwargs)
         if not args:
             args = tuple(self._annotation_specs())
@@ -239,8 +257,8 @@ class Kernel:
         for a in args:
             if isinstance(a, np.ndarray):
                 specs.append(Tensor(a.shape, a.dtype.name))
-            elif isinstance(a, (Tensor, TensorMap, DeviceView, int, float, bool, np.generic)) or \
-                    not hasattr(a, "shape"):
+            elif (isinstance(a, (Tensor, int, float, bool, np.generic)) or _is_runtime_argument(a)
+                  or not hasattr(a, "shape")):
                 specs.append(a)
             else:
                 from .runtime.arrays import device_view
@@ -262,26 +280,25 @@ class Kernel:
         return found
 
     def _build(self, params: list, target: Target, launch) -> CompiledKernel:
-        """Lower, key, then load the disk entry or compile (and store) it.
+        """Key, then load the disk entry, or lower, compile and store it.
 
-        ``metadata["cache"]`` says which: ``"hit"`` (loaded from disk), ``"stored"`` (compiled and
-        written, or written first by a racing process), ``"off"`` (compiled; disk cache off or not
-        writable). ``JITTILE_DEBUG=cache`` logs each hit and miss, a miss with the components that
-        differ from the closest entry of the same kernel.
+        ``metadata["cache"]`` says which: ``"hit"`` (loaded from disk, not lowered again unless
+        lowering warned), ``"stored"`` (compiled and written, or written first by a racing
+        process), ``"off"`` (compiled; disk cache off or not writable). ``JITTILE_DEBUG=cache``
+        logs each hit and miss, a miss with the components that differ from the closest entry of
+        the same kernel.
         """
         from . import cache as jcache
 
         start = time.perf_counter()
-        lowered = lower_kernel(self.source, params, target, launch)
-        components = self._components(lowered, params, target, lowered.ir.launch if launch is None
-                                      else launch)
+        components = self._components(params, target, launch)
         key = jcache.make_key(components)
         debug = jcache.debug_enabled()
         store = jcache.default_store() if self.use_disk_cache else None
         usable = store is not None and store.enabled
         if usable:
             entry = store.load(key)
-            compiled = self._from_entry(entry, lowered, key) if entry is not None else None
+            compiled = self._from_entry(entry, params, target, launch, key) if entry else None
             if compiled is not None:
                 if debug:
                     jcache.log(f"hit {self.__qualname__} {key[:12]} ({target.name}, "
@@ -296,7 +313,9 @@ class Kernel:
                                                    else store.disabled_reason) + ")"
             jcache.log(f"{self.__qualname__} {key[:12]} {why}")
         from .backend.compiler import compile_lowered
+        from .frontend.lower import lower_kernel
 
+        lowered = lower_kernel(self.source, params, target, launch)
         artifact = compile_lowered(lowered, target, self.source.filename)
         ir = lowered.ir
         meta = {
@@ -311,6 +330,9 @@ class Kernel:
             "spill_loads": artifact.usage["spill_loads"],
             "compile_seconds": round(time.perf_counter() - start, 4),
             "param_layout": [list(p) for p in artifact.param_layout],
+            "kernel_ir": ir.record(self.source.tree),
+            "lowered_source": lowered.source,
+            "lowering_warnings": lowered.warnings,
         }
         stored = store.store(key, artifact.cubin, artifact.ptx, meta) if usable else None
         meta["cache"] = "stored" if stored is not None else "off"
@@ -320,9 +342,12 @@ class Kernel:
         return CompiledKernel(artifact.ptx, artifact.cubin, meta, ir, lowered.source,
                               artifact.entry, artifact.param_layout)
 
-    def _from_entry(self, entry, lowered: Lowered, key: str) -> CompiledKernel | None:
-        """The compiled kernel of a verified disk entry; ``None`` (a miss) when its files vanished
-        meanwhile or its metadata cannot describe this launch (then it is removed, with a warning)."""
+    def _from_entry(self, entry, params: list, target: Target, launch,
+                    key: str) -> CompiledKernel | None:
+        """The compiled kernel of a verified disk entry, its IR restored from the metadata;
+        ``None`` (a miss) when its files vanished meanwhile or its metadata cannot describe this
+        launch (then it is removed, with a warning). A kernel whose lowering warned is lowered
+        again, so that the warnings are issued again, at the kernel's current lines."""
         import warnings
 
         from . import cache as jcache
@@ -338,19 +363,28 @@ class Kernel:
         else:
             try:
                 layout = [tuple(p) for p in meta["param_layout"]]
-                if not isinstance(meta["entry"], str) or meta.get("key") != key or not cubin:
-                    raise ValueError("entry name, key or cubin")
+                ir = KernelIR.restore(meta["kernel_ir"], params, self.source.tree,
+                                      self.source.filename)
+                lowered_source = meta["lowered_source"]
+                if (not isinstance(meta["entry"], str) or meta.get("key") != key or not cubin
+                        or not isinstance(lowered_source, str)):
+                    raise ValueError("entry name, key, cubin or lowered source")
                 problem = None
-            except (KeyError, TypeError, ValueError) as exc:
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 problem = f"metadata lacks or garbles {exc}"
         if problem is not None:
             warnings.warn(f"jittile cache: ignoring broken entry {key[:12]} in {entry.path.parent.parent}: "
                           f"{problem}; it will be rebuilt", JittileWarning, stacklevel=5)
             jcache.default_store().remove(key)
             return None
+        if meta.get("lowering_warnings"):
+            from .frontend.lower import lower_kernel
+
+            lowered = lower_kernel(self.source, params, target, launch)
+            ir, lowered_source = lowered.ir, lowered.source
         # The file and line are not part of the key: report where this kernel is now.
         meta.update(cache="hit", source_file=self.source.filename, source_line=self.source.firstlineno)
-        return CompiledKernel(ptx, cubin, meta, lowered.ir, lowered.source, meta["entry"], layout)
+        return CompiledKernel(ptx, cubin, meta, ir, lowered_source, meta["entry"], layout)
 
     @property
     def cache(self) -> list:

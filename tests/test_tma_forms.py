@@ -319,7 +319,7 @@ def test_swizzled_subregion_uses_unswizzled_origin(tmp_path):
     ''', 'A: T.Tensor((16, 32), "float32")', tmp_path)
     (site,) = lowered.ir.sites
     (record,) = site.plan
-    buffer = next(b for b in lowered.ir.shared_buffers if b.name == "s")
+    buffer = next(b for b in lowered.shared_buffers if b.name == "s")
     assert record.shared_offset - buffer.offset == 9 * 128
     assert record.bytes == 4 * 128
 

@@ -112,7 +112,7 @@ def value_text(value: object) -> str | None:
         if any(p is None for p in parts):
             return None
         if all(isinstance(v, _PLAIN) for v in value):
-            return _digest_if_long(repr(value))  # the same text as the frontend's folded globals
+            return _digest_if_long(repr(value))  # plain data: its repr, as for a scalar
         inner = ", ".join(parts) + ("," if isinstance(value, tuple) and len(parts) == 1 else "")
         return _digest_if_long(f"({inner})" if isinstance(value, tuple) else f"[{inner}]")
     if isinstance(value, (set, frozenset)):

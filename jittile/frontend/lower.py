@@ -68,6 +68,8 @@ class Lowered:
     function: ast.FunctionDef
     namespace: dict  # global name -> ("asm", AsmCall) | ("smem", buffer) | ("type", dtype) | ...
     ir: KernelIR
+    shared_buffers: list  # SharedBuffer per T.alloc_shared, in allocation order
+    warnings: list  # the JittileWarning messages lowering issued
 
     @property
     def source(self) -> str:
@@ -119,6 +121,7 @@ class KernelLowering:
         self._static_candidates = {n for n, c in assigned.items() if c == 1}
         self.ir = KernelIR(source.name, params)
         self._shared_cursor = 0
+        self._buffers: list[SharedBuffer] = []
         self._tmap_params: dict[tuple, str] = {}
         self._launch_override = launch_override
         self.expect_tx: list = []
@@ -178,14 +181,12 @@ class KernelLowering:
         ast.copy_location(fn, tree)
         ast.fix_missing_locations(fn)
         self.ir.shared_bytes = self._shared_cursor
-        self.ir.folded_globals = {k: v for k, v in self.scope.used_globals.items()
-                                  if isinstance(v, (int, float, str, bool, tuple))}
         if self._launch_override is not None:
             self.ir.launch = self._launch_override
         for var in self.shared.values():
             self.namespace[var.view] = ("smem", var.buffer)
-        self._check_expect_tx()
-        return Lowered(fn, self.namespace, self.ir)
+        warned = self._check_expect_tx()
+        return Lowered(fn, self.namespace, self.ir, self._buffers, warned)
 
     # ------------------------------------------------------------------------------- statements
     def block(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
@@ -357,9 +358,9 @@ class KernelLowering:
         probe = SharedBuffer(name, shape, dtype, layout, align, offset, self.loc(call))
         self._shared_cursor = offset + probe.nbytes
         self.ir.shared_align = max(self.ir.shared_align, align)
-        self.ir.shared_buffers.append(probe)
         view = f"__jt_smem_{name}_{len(self.shared)}"
         self.shared[name] = SharedVar(probe, view)
+        self._buffers.append(probe)
         return [ast.Assign(targets=[_name(name, ast.Store())], value=self.call(view))]
 
     def alloc_local(self, name: str, call: ast.Call) -> list[ast.stmt]:
@@ -839,14 +840,15 @@ class KernelLowering:
                            f"cluster")
 
     # ----------------------------------------------------------------------- byte accounting
-    def _check_expect_tx(self) -> None:
+    def _check_expect_tx(self) -> list[str]:
         """Warn when a static expect_tx count differs from the bytes of the loads completing on
-        that barrier. Barriers are matched by their lowered expression (statics folded, so each
-        unrolled stage is its own barrier). One expect_tx site accounts for every load site on its
-        barrier (one phase); as many expect_tx sites as load sites pair up in program order;
-        anything else is left to the caller."""
+        that barrier; returns the messages. Barriers are matched by their lowered expression
+        (statics folded, so each unrolled stage is its own barrier). One expect_tx site accounts
+        for every load site on its barrier (one phase); as many expect_tx sites as load sites pair
+        up in program order; anything else is left to the caller."""
         import warnings
 
+        warned = []
         loads: dict[str, list] = {}
         for site in self.ir.sites:
             records = [r for r in site.plan if r.fields.get("mbar")]
@@ -871,11 +873,11 @@ class KernelLowering:
                 continue
             for (location, count), (where, total) in pairs:
                 if count != total:
-                    warnings.warn(JittileWarning(
-                        f"{location}: mbarrier expect_tx of {count} bytes on {written[barrier]} "
-                        f"differs "
-                        f"from the {total} bytes of the loads completing on it ({where})"),
-                        stacklevel=2)
+                    warned.append(f"{location}: mbarrier expect_tx of {count} bytes on "
+                                  f"{written[barrier]} differs from the {total} bytes of the loads "
+                                  f"completing on it ({where})")
+                    warnings.warn(JittileWarning(warned[-1]), stacklevel=2)
+        return warned
 
 
 def _readable_plan(plan: list, params: dict) -> list:

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import ast
+import copy
 import inspect
+import linecache
 import textwrap
 from dataclasses import dataclass
 
@@ -18,7 +20,6 @@ class KernelSource:
     qualname: str
     filename: str
     firstlineno: int
-    text: str
     tree: ast.FunctionDef
     globals: dict
     closure: dict
@@ -29,17 +30,63 @@ class KernelSource:
 
 
 def load_source(pyfunc) -> KernelSource:
-    """Parse ``pyfunc``'s source; line and column numbers of every node match the file."""
+    """Parse ``pyfunc``'s source; line and column numbers of every node match the file.
+
+    The definition is found in the parsed file (by name and first line), which keeps the file's
+    positions as they are and avoids ``inspect``'s tokenizer on the cache-hit path; a function
+    the file does not show that way is read through ``inspect``.
+    """
+    try:
+        filename = inspect.getsourcefile(pyfunc) or inspect.getfile(pyfunc)
+    except TypeError as exc:
+        raise CompileError(f"cannot read the source of {pyfunc!r}: {exc}") from exc
+    code = pyfunc.__code__
+    tree = _definition_in_file(filename, pyfunc.__globals__, pyfunc.__name__, code.co_firstlineno)
+    if tree is None:
+        tree = _definition_by_inspect(pyfunc, filename)
+    tree.decorator_list = []
+    closure = {}
+    if pyfunc.__closure__:
+        for name, cell in zip(code.co_freevars, pyfunc.__closure__):
+            try:
+                closure[name] = cell.cell_contents
+            except ValueError:
+                continue
+    return KernelSource(pyfunc, pyfunc.__name__, pyfunc.__qualname__, filename, code.co_firstlineno,
+                        tree, pyfunc.__globals__, closure)
+
+
+_parsed_files: dict[str, tuple[list, ast.Module]] = {}
+
+
+def _definition_in_file(filename: str, module_globals: dict, name: str,
+                        firstlineno: int) -> ast.FunctionDef | None:
+    lines = linecache.getlines(filename, module_globals)
+    if not lines:
+        return None
+    parsed = _parsed_files.get(filename)
+    if parsed is None or parsed[0] is not lines:
+        try:
+            parsed = (lines, ast.parse("".join(lines), filename))
+        except (SyntaxError, ValueError):
+            return None
+        _parsed_files[filename] = parsed
+    for node in ast.walk(parsed[1]):
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            if first == firstlineno:
+                return copy.copy(node)  # shallow: the file's tree keeps its decorators
+    return None
+
+
+def _definition_by_inspect(pyfunc, filename: str) -> ast.FunctionDef:
     try:
         lines, firstlineno = inspect.getsourcelines(pyfunc)
-        filename = inspect.getsourcefile(pyfunc) or inspect.getfile(pyfunc)
     except (OSError, TypeError) as exc:
         raise CompileError(f"cannot read the source of {pyfunc!r}: {exc}") from exc
-    raw = "".join(lines)
-    text = textwrap.dedent(raw)
+    text = textwrap.dedent("".join(lines))
     indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
-    module = ast.parse(text)
-    funcs = [n for n in module.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    funcs = [n for n in ast.parse(text).body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     if not funcs:
         raise CompileError(f"{pyfunc.__qualname__} is not a function definition",
                            Location(filename, firstlineno, 0))
@@ -51,13 +98,4 @@ def load_source(pyfunc) -> KernelSource:
                 node.col_offset += indent
                 if getattr(node, "end_col_offset", None) is not None:
                     node.end_col_offset += indent
-    tree.decorator_list = []
-    closure = {}
-    if pyfunc.__closure__:
-        for name, cell in zip(pyfunc.__code__.co_freevars, pyfunc.__closure__):
-            try:
-                closure[name] = cell.cell_contents
-            except ValueError:
-                continue
-    return KernelSource(pyfunc, pyfunc.__name__, pyfunc.__qualname__, filename, firstlineno, text,
-                        tree, pyfunc.__globals__, closure)
+    return tree

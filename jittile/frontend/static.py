@@ -44,7 +44,6 @@ class StaticScope:
         self.closure = closure
         self.statics = statics
         self.runtime_names = runtime_names
-        self.used_globals: dict[str, object] = {}
 
     def lookup(self, name: str):
         if name in self.statics:
@@ -53,9 +52,7 @@ class StaticScope:
             return RUNTIME
         for scope in (self.closure, self.globals):
             if name in scope:
-                value = scope[name]
-                self.used_globals[name] = value
-                return value
+                return scope[name]
         if hasattr(builtins, name):
             return getattr(builtins, name)
         raise NameError(name)
