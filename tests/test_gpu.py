@@ -236,6 +236,13 @@ def test_benchmark_copy_kernels_are_exact():
     out.fill(np.nan)
     bench_copy.tma_copy_box[(2048 // 256, 1024 // 32), 32](a, out, 32, 256, 0)
     assert bool((out == a).all())
+    # Persistent rings over a rows-of-256 view: 256 tiles over 20 CTAs, so rounds end part-full.
+    rows_a, rows_out = a.reshape(-1, 256), out.reshape(-1, 256)
+    for ring in (bench_copy.tma_copy_ring, bench_copy.tma_copy_ring_lagged):
+        for stages in (2, 3):
+            out.fill(np.nan)
+            ring[20, 32](rows_a, rows_out, 32, 256, 1, rows_a.shape[0] // 32, stages)
+            assert bool((out == a).all()), (ring.__name__, stages)
 
 
 @pytest.mark.parametrize("es", [(2, 1), (4, 1)])
@@ -269,3 +276,29 @@ def test_target_newer_than_the_device_is_a_launch_error():
     with pytest.raises(LaunchError, match="compiled for sm_100a"):
         _kernels().blackwell_only(out)
     _kernels().staged_copy(_rand(4096), np.zeros(4096, np.float32), 4096, 256)
+
+
+def test_a_disk_hit_launches_from_the_recorded_ir(tmp_path, monkeypatch):
+    """A kernel compiled into the disk cache, then loaded as a fresh kernel object (as in a new
+    process): the hit restores the TensorMap specs and the cluster launch from the entry."""
+    import importlib.util
+    import inspect
+
+    monkeypatch.setenv("JITTILE_CACHE", "1")
+    monkeypatch.setenv("JITTILE_CACHE_DIR", str(tmp_path / "cache"))
+    source = "import jittile\nfrom jittile import T\n\n\n" + inspect.getsource(
+        _kernels().tma_multicast.pyfunc)
+    a = _rand((64, 32))
+    caches = []
+    for copy in range(2):
+        path = tmp_path / f"hit_kernel_{copy}.py"
+        path.write_text(source)
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        out = np.full((4, 16, 32), np.nan, np.float32)
+        module.tma_multicast(a, out, 4)
+        for r in range(4):
+            np.testing.assert_array_equal(out[r], a[16:32])
+        caches.append(module.tma_multicast.compile(a, out, 4).metadata["cache"])
+    assert caches == ["stored", "hit"]

@@ -5,6 +5,8 @@ placement), so the lowered Python function can refer to it by a generated global
 """
 from __future__ import annotations
 
+import functools
+
 from llvmlite import ir
 
 from . import numpy_compat
@@ -29,9 +31,11 @@ def _as_int(context, builder, value, fromty, bits: int):
     return context.cast(builder, value, fromty, target)
 
 
+@functools.lru_cache(maxsize=None)
 def make_asm(call: AsmCall):
     """An intrinsic issuing ``call``: integer inputs are converted to each operand's width; it returns
-    nothing, one unsigned integer, or a tuple of them."""
+    nothing, one unsigned integer, or a tuple of them. One per distinct call, so that further
+    specializations reuse numba's typing and lowering of it."""
     out_bits = [CONSTRAINT_BITS[c] for c in call.outputs]
 
     def typer(typingctx, *argtys):
@@ -104,9 +108,11 @@ def _smem_base(builder, total_bytes: int, align: int, dynamic: bool):
     return base
 
 
+@functools.lru_cache(maxsize=None)
 def make_smem_view(offset: int, count: int, dtype, total_bytes: int, align: int, dynamic: bool):
     """An intrinsic returning a 1-D C-contiguous array of ``count`` ``dtype`` elements at byte
-    ``offset`` of the planned shared block; layouts are applied by the lowered index arithmetic."""
+    ``offset`` of the planned shared block; layouts are applied by the lowered index arithmetic.
+    One per distinct placement, reused across specializations like :func:`make_asm`."""
     aryty = types.Array(dtype, 1, "C")
 
     @intrinsic
