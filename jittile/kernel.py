@@ -11,7 +11,6 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from importlib import metadata as _metadata
 
 import numpy as np
 
@@ -23,13 +22,6 @@ from .frontend.source import KernelSource, load_source
 from .language.cuda import LaunchConfig
 from .language.types import ScalarType, Tensor, _Constexpr
 from .targets import Target, default_target
-
-
-def _dist_version(name: str) -> str:
-    try:
-        return _metadata.version(name)
-    except _metadata.PackageNotFoundError:
-        return "absent"
 
 
 def toolchain_versions() -> dict:
@@ -330,6 +322,7 @@ class Kernel:
             "spill_loads": artifact.usage["spill_loads"],
             "compile_seconds": round(time.perf_counter() - start, 4),
             "param_layout": [list(p) for p in artifact.param_layout],
+            "toolchain": artifact.toolchain,
             "kernel_ir": ir.record(self.source.tree),
             "lowered_source": lowered.source,
             "lowering_warnings": lowered.warnings,

@@ -363,3 +363,17 @@ def test_debug_switch_and_log(monkeypatch, capsys):
 def test_cache_package_imports_without_numba():
     code = "import sys, jittile.cache, jittile.cli; assert 'numba' not in sys.modules, 'numba imported'"
     subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
+
+
+def test_distribution_versions_read_install_metadata_names(tmp_path, monkeypatch):
+    from jittile.cache.components import distribution_versions
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    for folder, entries in ((first, ["numba_cuda-0.30.4.dist-info", "llvmlite-0.50.0-py3.11.egg-info"]),
+                            (second, ["numba_cuda-0.1.0.dist-info", "nvidia_nvjitlink-13.5.37.dist-info"])):
+        for entry in entries:
+            (folder / entry).mkdir(parents=True)
+    monkeypatch.setattr(sys, "path", [str(first), str(tmp_path / "missing"), str(second)])
+    assert distribution_versions(["numba-cuda", "llvmlite", "nvidia-nvjitlink", "nvidia-nvvm"]) == {
+        "numba-cuda": "0.30.4", "llvmlite": "0.50.0", "nvidia-nvjitlink": "13.5.37",
+        "nvidia-nvvm": "absent"}

@@ -47,6 +47,7 @@ class Artifact:
     usage: dict
     param_layout: list  # per runtime param: ("array", ndim) | ("scalar", dtype) | ("tensormap",)
     compile_seconds: float
+    toolchain: dict  # versions of the NVVM and nvJitLink libraries that built it
 
 
 def _namespace(lowered: Lowered) -> dict:
@@ -129,7 +130,8 @@ def compile_lowered(lowered: Lowered, target: Target, filename: str) -> Artifact
     except ToolchainError:
         raise
     usage = toolchain.resource_usage(log)
-    return Artifact(ptx, cubin, entry, usage, layout, time.perf_counter() - start)
+    return Artifact(ptx, cubin, entry, usage, layout, time.perf_counter() - start,
+                    toolchain.libraries())
 
 
 def _first_lines(text: str, count: int = 12) -> str:

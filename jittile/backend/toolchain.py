@@ -40,6 +40,18 @@ def nvjitlink_version() -> str:
     return f"{major}.{minor}"
 
 
+def libraries() -> dict:
+    """The NVVM and nvJitLink libraries in use (a wheel's or a system CUDA's): their paths and
+    versions, for an entry's metadata; loading them is a no-op once a compile has."""
+    from cuda import pathfinder
+    from cuda.bindings import nvvm
+
+    found = {name: pathfinder.load_nvidia_dynamic_lib(name).abs_path
+             for name in ("nvvm", "nvJitLink")}
+    return {"nvvm_library": found["nvvm"], "nvvm_version": ".".join(map(str, nvvm.version())),
+            "nvjitlink_library": found["nvJitLink"], "nvjitlink_version": nvjitlink_version()}
+
+
 def link_cubin(ptx: str, target: Target, name: str = "kernel") -> tuple[bytes, str]:
     """Assemble and link PTX into a cubin with nvJitLink; returns (cubin, ptxas info log)."""
     from cuda.bindings import nvjitlink

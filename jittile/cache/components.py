@@ -214,9 +214,9 @@ def _normalize_distribution(name: str) -> str:
 def distribution_versions(names: list[str]) -> dict[str, str]:
     """Installed versions of ``names`` (``"absent"`` when not installed), first on ``sys.path`` wins.
 
-    Reads the ``NAME-VERSION.dist-info`` directory names (one directory listing per ``sys.path``
-    entry), falling back to :mod:`importlib.metadata` for other kinds of installs; importing that
-    module costs about 20 ms, which a disk-cache hit should not pay.
+    Reads the ``NAME-VERSION.dist-info`` and ``.egg-info`` entry names (one directory listing per
+    ``sys.path`` entry), the metadata every pip, setuptools and conda install leaves: importing
+    :mod:`importlib.metadata` costs about 20 ms, which a disk-cache hit should not pay.
     """
     wanted = {_normalize_distribution(n): n for n in names}
     found: dict[str, str] = {}
@@ -228,21 +228,15 @@ def distribution_versions(names: list[str]) -> dict[str, str]:
         except OSError:
             continue
         for child in listing:
-            if not child.endswith(".dist-info"):
+            stem, dot, suffix = child.rpartition(".")
+            if suffix not in ("dist-info", "egg-info") or not dot:
                 continue
-            name, _, version = child[:-len(".dist-info")].partition("-")
+            name, _, version = stem.partition("-")
+            version = version.split("-py")[0]  # egg-info names may end in -pyX.Y
             original = wanted.get(_normalize_distribution(name))
             if original is not None and original not in found and version:
                 found[original] = version
-    for name in names:
-        if name not in found:
-            from importlib import metadata
-
-            try:
-                found[name] = metadata.version(name)
-            except metadata.PackageNotFoundError:
-                found[name] = "absent"
-    return {name: found[name] for name in names}
+    return {name: found.get(name, "absent") for name in names}
 
 
 def jittile_source_digest() -> str:
