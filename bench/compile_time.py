@@ -13,6 +13,10 @@ Every number comes from fresh Python processes (medians over ``--runs`` processe
   the first kernel of the process (which also pays one-time imports of the frontend's pattern modules
   and the cache package), a second kernel, and a second specialization of that kernel.
 
+Floors, for comparison (what numba-cuda costs before jittile does anything): ``import numba.cuda``
+alone, and ``numba.cuda.compile_ptx`` of a one-line kernel (first in a fresh process including that
+import, then a second one-line kernel), each with NumPy already imported as jittile has it.
+
 Python's bytecode cache is on for the measured processes (``PYTHONPYCACHEPREFIX`` in a temporary
 directory, warmed by one unmeasured run), as for a normal install; ``import_no_bytecode_cache`` repeats
 the import with ``PYTHONDONTWRITEBYTECODE=1`` and no cache, the state this repository's test
@@ -114,6 +118,30 @@ for label, kernel, args, target in calls:
     assert not CHECK or ck.metadata.get("cache") == "hit", (label, ck.metadata.get("cache"))
 print(json.dumps(times))
 """
+# Floors: numba-cuda by itself, in the state jittile's first compile finds it (NumPy loaded).
+FLOOR = """
+import json, time
+from jittile.backend import numpy_compat  # NumPy 2.5 needs the alias numba-cuda uses
+numpy_compat.install()
+start = time.perf_counter()
+from numba import cuda
+imported = time.perf_counter()
+
+
+def first(a):
+    a[0] = 1
+
+
+def second(a):
+    a[1] = 2
+
+
+cuda.compile_ptx(first, "void(float32[:])", cc=(9, 0))
+compiled = time.perf_counter()
+cuda.compile_ptx(second, "void(int32[:])", cc=(9, 0))
+print(json.dumps({"import": imported - start, "first": compiled - start,
+                  "second": time.perf_counter() - compiled}))
+"""
 
 
 def _env(pycache: Path | None, **extra: str) -> dict:
@@ -155,6 +183,7 @@ def measure(runs: int) -> dict:
         first = [_run(FIRST, off) for _ in range(runs)]
         further = [_run(FURTHER, off) for _ in range(runs)]
         disk = [_run("CHECK = True\n" + DISK, on) for _ in range(runs)]
+        floors = [_run(FLOOR, off) for _ in range(runs)]
     spec_labels = list(further[0])
     per_spec = {label: _summary([r[label] for r in further], TARGETS["further_specialization_s"])
                 for label in spec_labels}
@@ -173,6 +202,14 @@ def measure(runs: int) -> dict:
             kernel="bench/compile_time.py:tma_boxes", each=per_spec, note="median over the "
             "specializations of each process, then over processes"),
         "disk_hit": per_hit,
+        "numba_cuda_floor": {
+            "import_numba_cuda": _summary([r["import"] for r in floors], TARGETS["first_compile_s"]),
+            "first_compile_ptx_of_one_line_kernel": _summary([r["first"] for r in floors],
+                                                              TARGETS["first_compile_s"]),
+            "second_compile_ptx_of_one_line_kernel": _summary(
+                [r["second"] for r in floors], TARGETS["further_specialization_s"]),
+            "note": "numba-cuda alone, no jittile code: the first compile cannot be faster than "
+                    "first_compile_ptx_of_one_line_kernel, nor a further one than the second"},
     }
 
 
