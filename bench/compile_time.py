@@ -95,15 +95,35 @@ print(json.dumps({"s": time.perf_counter() - start, "cache": ck.metadata.get("ca
 """
 FURTHER = _PRELUDE + """
 import tma_two_boxes, compile_time as bench
+from jittile.backend import compiler, toolchain
 tma_two_boxes.tma_load.compile(target="sm_90a")  # numba-cuda and NVVM load here
 bench.tma_boxes.compile(*bench.boxes_args(*bench.FIRST_SPEC), target="sm_90a")
-times = {}
+spent = {}
+
+
+def timed(part, fn):
+    def run(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            spent[part] = spent.get(part, 0.0) + time.perf_counter() - start
+    return run
+
+
+# Where each specialization's time goes: numba-cuda (typing, lowering, NVVM), nvJitLink, jittile.
+compiler.cuda.compile_ptx = timed("numba_cuda", compiler.cuda.compile_ptx)
+toolchain.link_cubin = timed("nvjitlink", toolchain.link_cubin)
+times, parts = {}, {}
 for rows, dtype in bench.FURTHER_SPECS:
+    spent.clear()
     start = time.perf_counter()
     ck = bench.tma_boxes.compile(*bench.boxes_args(rows, dtype), target="sm_90a")
-    times[f"ROWS={rows},DTYPE={dtype}"] = time.perf_counter() - start
+    label = f"ROWS={rows},DTYPE={dtype}"
+    times[label] = time.perf_counter() - start
+    parts[label] = dict(spent, jittile=times[label] - sum(spent.values()))
     assert ck.metadata.get("cache") == "off", ck.metadata.get("cache")
-print(json.dumps(times))
+print(json.dumps({"times": times, "parts": parts}))
 """
 DISK = _PRELUDE + """
 import tma_two_boxes, compile_time as bench
@@ -184,9 +204,12 @@ def measure(runs: int) -> dict:
         further = [_run(FURTHER, off) for _ in range(runs)]
         disk = [_run("CHECK = True\n" + DISK, on) for _ in range(runs)]
         floors = [_run(FLOOR, off) for _ in range(runs)]
-    spec_labels = list(further[0])
-    per_spec = {label: _summary([r[label] for r in further], TARGETS["further_specialization_s"])
-                for label in spec_labels}
+    spec_labels = list(further[0]["times"])
+    per_spec = {label: _summary([r["times"][label] for r in further],
+                                TARGETS["further_specialization_s"]) for label in spec_labels}
+    parts = {part: round(statistics.median(r["parts"][label][part] for r in further
+                                           for label in spec_labels), 4)
+             for part in further[0]["parts"][spec_labels[0]]}
     disk_labels = list(disk[0])
     per_hit = {label: _summary([r[label] for r in disk], TARGETS["disk_hit_s"]) for label in disk_labels}
     return {
@@ -198,9 +221,12 @@ def measure(runs: int) -> dict:
                               kernel="examples/tma_two_boxes.py:tma_load", target="sm_90a",
                               disk_cache="off"),
         "further_specialization": dict(
-            _summary([statistics.median(r.values()) for r in further], TARGETS["further_specialization_s"]),
-            kernel="bench/compile_time.py:tma_boxes", each=per_spec, note="median over the "
-            "specializations of each process, then over processes"),
+            _summary([statistics.median(r["times"].values()) for r in further],
+                     TARGETS["further_specialization_s"]),
+            kernel="bench/compile_time.py:tma_boxes", each=per_spec, parts_median_s=parts,
+            note="median over the specializations of each process, then over processes; "
+                 "parts: numba-cuda's compile_ptx (typing, lowering, NVVM), nvJitLink, and "
+                 "jittile's own work (the rest)"),
         "disk_hit": per_hit,
         "numba_cuda_floor": {
             "import_numba_cuda": _summary([r["import"] for r in floors], TARGETS["first_compile_s"]),
