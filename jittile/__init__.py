@@ -9,7 +9,7 @@ __version__ = "0.1.0"
 
 from .errors import CompileError, ContractError, JittileError, JittileWarning, LaunchError  # noqa: E402
 from .language import T  # noqa: E402
-from .kernel import CompiledKernel, Kernel, kernel  # noqa: E402
+from .kernel import CompiledKernel, Kernel, func, kernel  # noqa: E402
 from . import cache  # noqa: E402
 
 
@@ -21,5 +21,5 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'jittile' has no attribute {name!r}")
 
 
-__all__ = ["kernel", "Kernel", "CompiledKernel", "T", "TensorMap", "cache", "JittileError", "ContractError",
+__all__ = ["kernel", "func", "Kernel", "CompiledKernel", "T", "TensorMap", "cache", "JittileError", "ContractError",
            "CompileError", "LaunchError", "JittileWarning", "__version__"]

@@ -214,7 +214,7 @@ class Kernel:
         ``kernel[grid, block]`` launch, or None for the kernel's own ``T.device_entry`` (which its
         source, globals and static parameters decide).
         """
-        from .cache.components import referenced_globals
+        from .cache.components import helper_components, referenced_globals
 
         args = []
         for p in params:
@@ -230,6 +230,8 @@ class Kernel:
             "source": _source_digest(self.source),
             "globals": referenced_globals(self.source.tree, self.source.globals,
                                           self.source.closure),
+            "helpers": helper_components(self.source.tree, self.source.globals,
+                                         self.source.closure),
             "static_params": {p.name: repr(p.value) for p in params
                               if isinstance(p, ConstexprParam)},
             "args": args,
@@ -323,7 +325,7 @@ class Kernel:
             "compile_seconds": round(time.perf_counter() - start, 4),
             "param_layout": [list(p) for p in artifact.param_layout],
             "toolchain": artifact.toolchain,
-            "kernel_ir": ir.record(self.source.tree),
+            "kernel_ir": ir.record(self.source.tree, self.source.filename),
             "lowered_source": lowered.source,
             "lowering_warnings": lowered.warnings,
         }
@@ -460,6 +462,13 @@ class _Configured:
 
     def __call__(self, *args, stream=None, cluster=None, shared_bytes=None, **kwargs):
         return self.kernel._launch(args, kwargs, self.config, stream, cluster, shared_bytes)
+
+
+def func(fn):
+    """Decorator: ``@jittile.func`` marks a device helper that kernels inline where they call it."""
+    from .language.markers import DeviceFunction
+
+    return DeviceFunction(fn)
 
 
 def kernel(fn=None, *, target: str | None = None, cache: bool = True):

@@ -226,3 +226,30 @@ def blackwell_only(A):
     """A plain kernel built for sm_100a: an H200 must refuse it before the launch."""
     T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))
     A[T.cuda.thread_idx("x")] = 1.0
+
+
+@jittile.func
+def load_rows(dst, src, row, bar):
+    """A @jittile.func helper: one (8, 32) box into dst (a stage of the caller's buffer)."""
+    T.cuda.tile.apply(
+        T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"],
+        dst, src, box=(8, 32), coords=(row, 0), mbar=bar)
+
+
+@jittile.kernel
+def tma_with_helper(A, Out):
+    """Rows 8..23 of A through a helper called once per unrolled stage."""
+    T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))
+    tid = T.cuda.thread_idx("x")
+    buf = T.alloc_shared((2, 8, 32), "float32", align=128)
+    mbar = T.alloc_shared((1,), "uint64")
+    if tid == 0:
+        T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), T.uint32(1))
+    T.cuda.cta_sync()
+    if tid == 0:
+        T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(2048))
+        for s in T.unroll(2):
+            load_rows(buf[s], A, 8 + s * 8, mbar.ptr_to([0]))
+    T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
+    for s, r in T.grid(2, 8):
+        Out[s * 8 + r, tid] = buf[s, r, tid]

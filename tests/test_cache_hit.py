@@ -57,7 +57,7 @@ def _lowered(kernel, args, target: str):
 @pytest.mark.parametrize("kernel, args, target", CASES, ids=lambda c: getattr(c, "__name__", None))
 def test_ir_record_restores_the_same_ir(kernel, args, target):
     lowered, params = _lowered(kernel, args, target)
-    record = json.loads(json.dumps(lowered.ir.record(kernel.source.tree)))  # plain JSON data
+    record = json.loads(json.dumps(lowered.ir.record(kernel.source.tree, kernel.source.filename)))  # plain JSON data
     restored = KernelIR.restore(record, params, kernel.source.tree, kernel.source.filename)
     assert restored == lowered.ir
     assert restored.sites and all(s.plan for s in restored.sites)

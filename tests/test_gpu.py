@@ -302,3 +302,10 @@ def test_a_disk_hit_launches_from_the_recorded_ir(tmp_path, monkeypatch):
             np.testing.assert_array_equal(out[r], a[16:32])
         caches.append(module.tma_multicast.compile(a, out, 4).metadata["cache"])
     assert caches == ["stored", "hit"]
+
+
+def test_tma_through_a_helper():
+    a = _rand((24, 32))
+    out = np.full((16, 32), np.nan, np.float32)
+    _kernels().tma_with_helper(a, out)
+    np.testing.assert_array_equal(out, a[8:24])

@@ -12,6 +12,8 @@ What is (and is not) in a key:
   for attribute reads through modules, classes and namespaces (``cfg.TILE``, ``Cfg.PAD``) the value
   read. Functions, classes, modules and the kernel language itself are code, not data, and are left
   out (jittile's own code is covered by ``versions``).
+- ``helpers``: per ``@jittile.func`` helper the kernel calls (directly or through other helpers),
+  the digest of its code and the globals it reads, as for the kernel itself.
 - ``versions``: jittile's release, a digest of the jittile modules that shape generated code (so a
   source checkout that changes the lowering never reuses an old cubin), and the numba-cuda, NVVM,
   nvJitLink and llvmlite distributions.
@@ -202,6 +204,50 @@ def referenced_globals(tree: ast.AST, globals_: dict, closure: dict) -> dict[str
                 break
             if not (_is_namespace(value) or _default_repr(value)):
                 break
+    return dict(sorted(found.items()))
+
+
+def _resolve(chain: tuple[str, ...], globals_: dict, closure: dict) -> object:
+    """The value a name chain (``helpers.load_tile``) reads, or None where it does not resolve."""
+    scope = closure if chain[0] in closure else globals_
+    if chain[0] not in scope:
+        return None
+    value = scope[chain[0]]
+    for name in chain[1:]:
+        try:
+            value = _attribute(value, name)
+        except Exception:
+            return None
+    return value
+
+
+def _is_helper(value: object) -> bool:
+    try:
+        return getattr(value, "__jittile_helper__", False) is True
+    except Exception:  # objects with unusual __getattr__ are not helpers
+        return False
+
+
+def helper_components(tree: ast.AST, globals_: dict, closure: dict) -> dict[str, dict]:
+    """``{"module.qualname": {"source": digest, "globals": {...}}}`` for every ``@jittile.func``
+    helper the kernel calls, directly or through other helpers: their code and the data they read
+    change the cubin as the kernel's own do."""
+    found: dict[str, dict] = {}
+    pending = [(tree, globals_, closure)]
+    while pending:
+        tree, globals_, closure = pending.pop()
+        for chain in _facts(tree)[1]:
+            value = _resolve(chain, globals_, closure)
+            if not _is_helper(value):
+                continue
+            name = f"{value.__module__}.{value.__qualname__}"
+            if name in found:
+                continue
+            source = value.source
+            found[name] = {"source": source_digest(source.tree),
+                           "globals": referenced_globals(source.tree, source.globals,
+                                                         source.closure)}
+            pending.append((source.tree, source.globals, source.closure))
     return dict(sorted(found.items()))
 
 

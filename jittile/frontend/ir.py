@@ -75,11 +75,12 @@ class KernelIR:
         return [p for p in self.params if not isinstance(p, ConstexprParam)]
 
     # ------------------------------------------------------------------ cache-entry record
-    def record(self, tree: ast.AST) -> dict:
-        """Everything but the parameters as JSON data. A site's position is kept as the index of
-        its call in ``ast.walk(tree)`` order, which :meth:`restore` maps back to a position in the
-        kernel as it is now (a cache hit may come from a copy with other comments or line breaks:
-        the key ignores them)."""
+    def record(self, tree: ast.AST, filename: str) -> dict:
+        """Everything but the parameters as JSON data. The position of a site in the kernel
+        (``tree``, from ``filename``) is kept as the index of its call in ``ast.walk(tree)`` order,
+        which :meth:`restore` maps back to a position in the kernel as it is now (a cache hit may
+        come from a copy with other comments or line breaks: the key ignores them); a site inlined
+        from a ``@jittile.func`` helper keeps its file and line."""
         starts: dict[tuple[int, int], int] = {}
         for index, node in enumerate(ast.walk(tree)):
             if hasattr(node, "lineno"):
@@ -92,8 +93,9 @@ class KernelIR:
             "shared_align": self.shared_align,
             "launch": None if launch is None else {"grid": launch.grid, "block": launch.block,
                                                    "cluster": launch.cluster},
-            "sites": [{"node": starts.get((s.location.lineno, s.location.col_offset), -1),
-                       "location": [s.location.lineno, s.location.col_offset],
+            "sites": [{"node": starts.get((s.location.lineno, s.location.col_offset), -1)
+                       if s.location.filename == filename else -1,
+                       "location": [s.location.filename, s.location.lineno, s.location.col_offset],
                        "opcode": s.opcode, "family": s.family,
                        "plan": [asdict(r) for r in s.plan]} for s in self.sites],
         }
@@ -110,7 +112,7 @@ class KernelIR:
             index = site["node"]
             if 0 <= index < len(nodes) and hasattr(nodes[index], "lineno"):
                 return Location(filename, nodes[index].lineno, nodes[index].col_offset)
-            return Location(filename, *site["location"])
+            return Location(*site["location"])
 
         launch = data["launch"]
         return cls(

@@ -13,6 +13,7 @@ import copy
 import dataclasses
 import itertools
 import re
+import types as pytypes
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,7 +22,7 @@ from .. import language as L
 from ..dtypes import DType, dtype as lookup_dtype
 from ..errors import CompileError, ContractError, JittileWarning, Location
 from ..language import cuda as Lcuda
-from ..language.markers import Intrinsic, PtxInstruction
+from ..language.markers import DeviceFunction, Intrinsic, PtxInstruction
 from ..language.types import ScalarType, Tensor
 from ..patterns import registry
 from ..patterns.base import (CallSite, GlobalRegion, HostTensorMap, SharedBuffer, SharedRegion,
@@ -125,6 +126,7 @@ class KernelLowering:
         self._tmap_params: dict[tuple, str] = {}
         self._launch_override = launch_override
         self.expect_tx: list = []
+        self._inlining: list[DeviceFunction] = []
 
     # ----------------------------------------------------------------------------------- helpers
     def loc(self, node: ast.AST) -> Location:
@@ -232,6 +234,8 @@ class KernelLowering:
                 return self.tile_apply(value)
             if isinstance(target, PtxInstruction):
                 return self.raw_ptx(value, target, statement=True)
+            if isinstance(target, DeviceFunction):
+                return self.inline(value, target, None)
         return [ast.Expr(value=self.expr(value))]
 
     def stmt_Assign(self, node: ast.Assign):
@@ -245,6 +249,9 @@ class KernelLowering:
                 return self.alloc_local(name, node.value)
             if target is Lcuda.decl_tmem:
                 return self.decl_tmem(name, node.value)
+        if isinstance(node.value, ast.Call) and isinstance(self.resolve(node.value.func),
+                                                           DeviceFunction):
+            return self.inline(node.value, self.resolve(node.value.func), node.targets)
         value = self.static(node.value)
         if (value is not RUNTIME and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
                 and node.targets[0].id in self._static_candidates
@@ -329,6 +336,110 @@ class KernelLowering:
             out.extend(self.block(copy.deepcopy(node.body)))
         self.scope.statics.pop(name, None)
         return out
+
+    # ------------------------------------------------------------------- @jittile.func helpers
+    def inline(self, call: ast.Call, helper: DeviceFunction, targets) -> list[ast.stmt]:
+        """A helper call, replaced by the helper's body lowered in place.
+
+        Arguments that name a shared buffer, tensor, TMEM tensor or TensorMap, or a region of one,
+        are substituted; compile-time values become statics; runtime values are evaluated once,
+        into a temporary. The helper's free names resolve in its own module; its locals are
+        renamed apart; errors and plan entries point into its file.
+        """
+        from .inline import InlineError, bind, inline_body, names_of
+
+        if helper in self._inlining:
+            raise self.error(call, f"helper {helper.__qualname__} calls itself; helpers are "
+                                   f"inlined, so they cannot recurse")
+        source = helper.source
+        tree = source.tree
+
+        def located(exc: InlineError) -> CompileError:
+            where = source if any(n is exc.node for n in ast.walk(tree)) else self.source
+            return CompileError(str(exc), where.location(exc.node))
+
+        try:
+            binding = bind(tree, call)
+            names = names_of(tree)
+        except InlineError as exc:
+            raise located(exc) from None
+        prefix = self.fresh("h") + "_"
+        own_scope = StaticScope(source.globals, source.closure, {}, set())
+        renames: dict[str, str] = {}
+        substitutions: dict[str, ast.expr] = {}
+        prelude: list[ast.stmt] = []
+        for param, arg in binding.arguments.items():
+            if param not in names.assigned and self._is_operand(arg):
+                substitutions[param] = arg
+                continue
+            renames[param] = prefix + param
+            value = self.static(arg)
+            if value is not RUNTIME and param not in names.assigned:
+                self.scope.statics[renames[param]] = value
+            else:
+                self.scope.runtime_names.add(renames[param])
+                prelude += self.statement(ast.copy_location(
+                    ast.Assign(targets=[_name(renames[param], ast.Store())], value=arg), call))
+        for param, default in binding.defaults.items():
+            renames[param] = prefix + param
+            try:
+                value = evaluate(default, own_scope)
+            except NameError as exc:
+                raise CompileError(f"name {exc.args[0]!r} is not defined",
+                                   source.location(default)) from None
+            if value is RUNTIME or param in names.assigned:
+                raise CompileError(f"helper {tree.name}: the default of {param!r} must be a "
+                                   f"compile-time value the body does not rebind",
+                                   source.location(default))
+            self.scope.statics[renames[param]] = value
+        counts = _assignment_counts(tree)
+        for name in names.assigned - set(renames):
+            renames[name] = prefix + name
+            self.scope.runtime_names.add(renames[name])
+            if counts.get(name) == 1:
+                self._static_candidates.add(renames[name])
+        for name in names.free:
+            try:
+                value = own_scope.lookup(name)
+            except NameError:
+                use = next(n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name)
+                raise CompileError(f"name {name!r} is not defined", source.location(use)) from None
+            renames[name] = prefix + name
+            self.scope.statics[renames[name]] = value
+        try:
+            body = inline_body(tree, call, renames, substitutions, targets)
+        except InlineError as exc:
+            raise located(exc) from None
+        caller, self.source = self.source, source
+        self._inlining.append(helper)
+        try:
+            return prelude + self.block(body)
+        finally:
+            self.source = caller
+            self._inlining.pop()
+
+    def _is_operand(self, node: ast.expr) -> bool:
+        """Whether a helper argument is a shared buffer, tensor, TMEM tensor or TensorMap, a region
+        of one (slices, or fewer indices than a shared buffer has axes) or an address in one
+        (``buf.ptr_to([...])``): those are substituted into the helper (so tile calls see the
+        operand, and byte accounting the barrier, as written); anything else, an element
+        included, is a value."""
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "ptr_to"):
+            node = node.func.value
+        base = node.value if isinstance(node, ast.Subscript) else node
+        if not isinstance(base, ast.Name):
+            return False
+        name = base.id
+        if not (name in self.shared or name in self.arrays or name in self.tmem
+                or name in self.tensormaps):
+            return False
+        if base is node:
+            return True
+        indices = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if any(isinstance(i, ast.Slice) for i in indices) or name in self.tmem:
+            return True
+        return name in self.shared and len(indices) < len(self.shared[name].buffer.shape)
 
     # ------------------------------------------------------------------------------ allocations
     def alloc_shared(self, name: str, call: ast.Call) -> list[ast.stmt]:
@@ -507,6 +618,12 @@ class KernelLowering:
                             keywords=[])
         if target is RUNTIME:
             raise self.error(node, f"cannot resolve call target {_src(func)!r}")
+        if isinstance(target, DeviceFunction):
+            raise self.error(node, f"call the helper {_src(func)} as a statement or as the whole "
+                                   f"right side of an assignment")
+        if isinstance(target, pytypes.FunctionType):
+            raise self.error(node, f"{_src(func)!r} cannot be called inside a kernel; decorate it "
+                                   f"with @jittile.func to inline it")
         raise self.error(node, f"{_src(func)!r} cannot be called inside a kernel")
 
     def intrinsic_expr(self, node: ast.Call, target: Intrinsic) -> ast.expr:
@@ -880,13 +997,17 @@ class KernelLowering:
         return warned
 
 
+_HELPER_NAME = re.compile(r"__jt_h\d+_")
+
+
 def _readable_plan(plan: list, params: dict) -> list:
     """The plan with runtime temporaries in its coordinates shown as the user wrote them."""
     names: dict[str, str] = {}
     for value in params.values():
         for v in value if isinstance(value, tuple) else (value,):
             if isinstance(v, Value) and v.source:
-                names[v.source] = f"({v.text})" if not v.text.isidentifier() else v.text
+                text = _HELPER_NAME.sub("", v.text)  # a helper's names as its author wrote them
+                names[v.source] = f"({text})" if not text.isidentifier() else text
     if not names:
         return plan
     pattern = re.compile("|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)))

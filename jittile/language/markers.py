@@ -63,3 +63,35 @@ class PtxInstruction:
 
     def __repr__(self) -> str:
         return f"T.ptx[{self.opcode!r}]" if (self._parts or self._text) else "T.ptx"
+
+
+class DeviceFunction:
+    """A ``@jittile.func`` helper, written in the kernel language like a kernel body. A kernel that
+    calls it (as a statement, or as the whole right side of an assignment) gets its body inlined,
+    its names renamed apart; its code and the globals it reads enter the kernel's cache key."""
+
+    __jittile_helper__ = True
+
+    def __init__(self, pyfunc):
+        self.pyfunc = pyfunc
+        self.__name__ = pyfunc.__name__
+        self.__qualname__ = pyfunc.__qualname__
+        self.__module__ = pyfunc.__module__
+        self.__doc__ = pyfunc.__doc__
+        self._source = None
+
+    @property
+    def source(self):
+        """The helper's parsed definition (a ``KernelSource``), read once."""
+        if self._source is None:
+            from ..frontend.source import load_source
+
+            self._source = load_source(self.pyfunc)
+        return self._source
+
+    def __call__(self, *args, **kwargs):
+        raise JittileError(f"{self.__qualname__} is a @jittile.func helper: call it inside a "
+                           f"@jittile.kernel function")
+
+    def __repr__(self) -> str:
+        return f"<jittile.func {self.__qualname__}>"
