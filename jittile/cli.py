@@ -97,10 +97,29 @@ def _disassemble(cubin: bytes) -> str:
         return f"(SASS unavailable: {exc})"
 
 
+def _plan_lines(kernel_ir: dict) -> list[str]:
+    """One line per tile call site and per native instruction of a recorded kernel IR."""
+    lines = []
+    for site in kernel_ir.get("sites", []):
+        lines.append(f"{':'.join(map(str, site['location']))}  {site['opcode']}")
+        for record in site["plan"]:
+            lines.append(f"    {record['opcode']}  coords {record['coords']}  shared +"
+                         f"{record['shared_offset']}  {record['bytes']} bytes")
+    return lines or ["(no tile calls)"]
+
+
 def _cache_show(args: argparse.Namespace) -> int:
     entry = _store().find(args.key)
+    metadata = dict(entry.metadata)
+    kernel_ir, lowered = metadata.pop("kernel_ir", None), metadata.pop("lowered_source", None)
     print(f"entry {entry.key}\npath  {entry.path}\n\n--- metadata ---")
-    print(json.dumps(entry.metadata, indent=2, sort_keys=True))
+    print(json.dumps(metadata, indent=2, sort_keys=True))
+    if isinstance(kernel_ir, dict):
+        print("\n--- plan ---")
+        print("\n".join(_plan_lines(kernel_ir)))
+    if isinstance(lowered, str):
+        print("\n--- lowered kernel ---")
+        print(lowered.rstrip("\n"))
     print("\n--- PTX ---")
     print(entry.ptx().rstrip("\n"))
     print("\n--- SASS summary ---")

@@ -37,11 +37,12 @@ def components(block: int = 64, target: str = "sm_90a", source: str = "def tma_l
             "args": [{"shape": [16, 16], "dtype": "uint32"}], "versions": {"jittile": "0.1"}}
 
 
-def put(name: str = "tma_load", **kw) -> str:
+def put(name: str = "tma_load", extra: dict | None = None, **kw) -> str:
     comps = components(**kw)
     key = make_key(comps)
     meta = {"name": name, "qualname": name, "target": comps["target"], "key_components": comps,
-            "static_params": comps["static_params"], "registers": 24, "shared_bytes": 2048}
+            "static_params": comps["static_params"], "registers": 24, "shared_bytes": 2048,
+            **(extra or {})}
     assert cache.default_store().store(key, CUBIN, PTX, meta) is not None
     return key
 
@@ -96,6 +97,25 @@ def test_show_prints_metadata_ptx_and_sass_summary(capsys, monkeypatch):
     summary = out.split("--- SASS summary ---\n", 1)[1]
     assert summary.startswith("4 instructions\n")
     assert re.search(r"^\s+LDC\s+2$", summary, re.MULTILINE) and "EXIT" in summary
+
+
+def test_show_prints_the_recorded_plan_and_lowered_kernel(capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "jittile.backend.toolchain", None)
+    site = {"node": 7, "location": ["/k.py", 22, 8], "opcode": "cp.async.bulk.tensor.2d.x",
+            "family": "cp.async.bulk.tensor",
+            "plan": [{"opcode": "cp.async.bulk.tensor.2d.x", "instance": [g], "coords": [0, 8 * g],
+                      "shared_offset": 512 * g, "bytes": 512, "fields": {}} for g in (0, 1)]}
+    key = put(extra={"kernel_ir": {"sites": [site]}, "lowered_source": "def tma_load(A):\n    pass\n"})
+    assert main(["cache", "show", key[:8]]) == 0
+    out = capsys.readouterr().out
+    metadata, rest = out.split("--- plan ---\n", 1)
+    assert '"kernel_ir"' not in metadata and '"lowered_source"' not in metadata
+    plan, rest = rest.split("\n\n--- lowered kernel ---\n", 1)
+    assert plan.splitlines() == [
+        "/k.py:22:8  cp.async.bulk.tensor.2d.x",
+        "    cp.async.bulk.tensor.2d.x  coords [0, 0]  shared +0  512 bytes",
+        "    cp.async.bulk.tensor.2d.x  coords [0, 8]  shared +512  512 bytes"]
+    assert rest.startswith("def tma_load(A):\n    pass\n\n--- PTX ---")
 
 
 def test_show_without_toolchain_says_why(capsys, monkeypatch):
