@@ -72,6 +72,17 @@ class CompiledKernel:
         return self._launcher
 
 
+_runtime_arrays = None  # jittile.runtime.arrays, imported by the first launch
+
+
+def _import_runtime_arrays():
+    global _runtime_arrays
+    from .runtime import arrays
+
+    _runtime_arrays = arrays
+    return arrays
+
+
 def _is_runtime_argument(value) -> bool:
     """Whether ``value`` is a DeviceView or a TensorMap. Neither exists before its module is
     imported, so the classes are looked up among the loaded modules rather than imported."""
@@ -413,15 +424,18 @@ class Kernel:
     def _launch(self, args, kwargs, config: LaunchConfig | None, stream, cluster, shared_bytes):
         """Launch; repeated launches with the same argument kinds take a dictionary lookup to find
         the compiled kernel, its launch dimensions and its parameter buffer."""
-        from .runtime.arrays import DeviceView, convert_argument
-
+        arrays = _runtime_arrays or _import_runtime_arrays()
+        view_type = arrays.DeviceView
         if kwargs:
             args = self._bind(args, kwargs)
-        converted = [convert_argument(a) for a in args]
+        converted = [arrays.convert_argument(a) for a in args]
         static = self._static_positions
-        key = (config, cluster, *[
-            ("static", v) if i in static else (v.kind if type(v) is DeviceView else type(v))
-            for i, v in enumerate(converted)])
+        if static:
+            kinds = [("static", v) if i in static else (v.kind if type(v) is view_type else type(v))
+                     for i, v in enumerate(converted)]
+        else:
+            kinds = [v.kind if type(v) is view_type else type(v) for v in converted]
+        key = (config, cluster, *kinds)
         try:
             prepared = self._prepared.get(key)
             if prepared is None:
@@ -432,7 +446,7 @@ class Kernel:
                                        stream, cluster_dims, shared_bytes)
         finally:
             for value in converted:
-                if type(value) is DeviceView and value.owned:
+                if type(value) is view_type and value.owned:
                     value.finish()
 
     def _prepare(self, converted: tuple, config: LaunchConfig | None, cluster):

@@ -62,3 +62,50 @@ def test_device_must_run_the_target(target, capability, ok):
     else:
         with pytest.raises(LaunchError, match=f"compiled for {target}"):
             check_device(target, capability, "k")
+
+
+class _InterfaceArray:
+    """A device array known only through ``__cuda_array_interface__`` (no GPU needed to read it)."""
+
+    def __init__(self, ptr, shape, typestr, strides=None):
+        self.__cuda_array_interface__ = {"data": (ptr, False), "shape": shape, "typestr": typestr,
+                                         "strides": strides, "version": 3}
+
+
+class _CupyLike:
+    """Shaped like a CuPy array (module name, ``data.ptr``, byte strides) for the fast path."""
+
+    __module__ = "cupy._core.core"
+    __cuda_array_interface__ = property(lambda self: {})  # present on the class, as on CuPy's
+
+    def __init__(self, ptr, shape, strides, dtype):
+        self.data = type("Memory", (), {"ptr": ptr})()
+        self.shape, self.strides, self.dtype = shape, strides, dtype
+
+
+def test_arguments_convert_by_type_and_repeat_the_same_way():
+    from jittile.runtime.arrays import convert_argument
+
+    numpy = pytest.importorskip("numpy")
+    for _ in range(2):  # the second time through the per-type cache
+        view = convert_argument(_InterfaceArray(0x1000, (3, 4), "<f4"))
+        assert (view.ptr, view.shape, view.strides, view.dtype) == (0x1000, (3, 4), (16, 4),
+                                                                    dtype("float32"))
+        assert view.c_contiguous and view.kind == (dtype("float32"), 2, True)
+        strided = convert_argument(_InterfaceArray(0x2000, (3, 4), "<i4", strides=(32, 4)))
+        assert strided.strides == (32, 4) and not strided.c_contiguous
+        fast = convert_argument(_CupyLike(0x3000, (8,), (8,), numpy.dtype("uint32")))
+        assert (fast.ptr, fast.shape, fast.strides) == (0x3000, (8,), (8,))
+        assert not fast.c_contiguous  # every other element
+        for unchanged in (7, 2.5, True, None, "s", (1, 2), numpy.int32(3), view, T.Tensor((2,), "uint8"),
+                          object):
+            assert convert_argument(unchanged) is unchanged
+
+
+def test_a_kernel_launch_key_separates_argument_kinds():
+    from jittile.runtime.arrays import convert_argument
+
+    contiguous = convert_argument(_InterfaceArray(0x1000, (4, 8), "<f4"))
+    strided = convert_argument(_InterfaceArray(0x1000, (4, 8), "<f4", strides=(64, 4)))
+    other = convert_argument(_InterfaceArray(0x1000, (4, 8), "<i4"))
+    assert len({contiguous.kind, strided.kind, other.kind}) == 3

@@ -91,20 +91,43 @@ def _dtype_of(np_dtype) -> DType:
     return found
 
 
+def _unchanged(obj):
+    return obj
+
+
+def _from_cupy(obj) -> DeviceView:  # faster than building __cuda_array_interface__
+    return DeviceView(obj.data.ptr, obj.shape, obj.strides, _dtype_of(obj.dtype))
+
+
+def _convert_other(obj):
+    return device_view(obj) if is_array(obj) else obj
+
+
+# Per argument type, how a launch converts it: decided once per type, as launches repeat types.
+_CONVERTERS: dict[type, object] = {}
+_PASSED_AS_IS = (DeviceView, int, float, bool, str, tuple, np.generic, type(None))
+
+
+def _converter(kind: type):
+    if issubclass(kind, _PASSED_AS_IS) or kind.__module__.startswith("jittile"):
+        return _unchanged
+    if kind.__module__.startswith("cupy") and hasattr(kind, "__cuda_array_interface__"):
+        return _from_cupy
+    return _convert_other
+
+
 def convert_argument(obj):
     """An array argument as a DeviceView; anything else (scalars, specs, TensorMaps) unchanged."""
-    if isinstance(obj, (DeviceView, int, float, bool, str, tuple, np.generic)) or obj is None:
-        return obj
-    if type(obj).__module__.startswith("jittile"):
-        return obj
-    return device_view(obj) if is_array(obj) else obj
+    convert = _CONVERTERS.get(type(obj))
+    if convert is None:
+        convert = _CONVERTERS[type(obj)] = _converter(type(obj))
+    return convert(obj)
 
 
 def device_view(obj) -> DeviceView:
     """Adapt one array argument (raises LaunchError for anything else)."""
-    module = type(obj).__module__
-    if module.startswith("cupy"):  # faster than building __cuda_array_interface__
-        return DeviceView(obj.data.ptr, obj.shape, obj.strides, _dtype_of(obj.dtype))
+    if _converter(type(obj)) is _from_cupy:
+        return _from_cupy(obj)
     if isinstance(obj, np.ndarray):
         staging = np.ascontiguousarray(obj)
         driver.ensure_context()

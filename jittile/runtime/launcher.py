@@ -93,6 +93,7 @@ class Launcher:
         self._tmap_cache: dict = {}
         self._writers = [self._writer(index, param)
                          for index, param in enumerate(ir.runtime_params)]
+        self._has_tensormaps = bool(ir.host_tensormaps)
         slack = ir.shared_align - 16 if ir.dynamic_shared and ir.shared_align > 16 else 0
         self.dynamic_shared = ir.shared_bytes + slack if ir.dynamic_shared else 0
 
@@ -133,11 +134,11 @@ class Launcher:
             contiguous = param.layout == "C"
 
             def write_array(view):
-                if not isinstance(view, DeviceView):
+                if type(view) is not DeviceView:
                     view = device_view(view)
                 shape = view.shape
                 if (view.dtype is not dtype or len(shape) != ndim
-                        or any(shape[a] != e for a, e in static)
+                        or (static and any(shape[a] != e for a, e in static))
                         or (contiguous and not view.c_contiguous)):
                     check_array(param, view)
                 layout.pack_into(buf, offset, 0, 0, math.prod(shape), itemsize, view.ptr, *shape,
@@ -159,7 +160,7 @@ class Launcher:
 
     def _pack(self, args: tuple) -> None:
         views = [write(value) for write, value in zip(self._writers, args)]
-        if not self.ir.host_tensormaps:
+        if not self._has_tensormaps:
             return
         by_name = {p.name: v for p, v in zip(self.ir.runtime_params, views)}
         runtime = len(self.ir.runtime_params)
