@@ -33,7 +33,7 @@ F32 = T.Tensor((None, None), "float32")
 F32_3D = T.Tensor((None, None, None), "float32")
 
 # (kernel, example arguments, target): TMA loads, stores, reductions, swizzle with coord_steps,
-# multicast in a cluster, a runtime predicate, a cache policy, interleave, tcgen05.cp.
+# multicast in a cluster, a runtime predicate, a cache policy, interleave, tcgen05.cp, helpers.
 CASES = [
     (tma_two_boxes.tma_load, None, "sm_90a"),
     (tma_store.tma_store, None, "sm_90a"),
@@ -45,6 +45,7 @@ CASES = [
     (gpu_kernels.tma_interleaved, (T.Tensor((None,) * 4, "uint16"), T.Tensor((None,) * 3, "uint16"),
                                    2, 1), "sm_90a"),
     (tmem_decompress.decompress_to_tmem, None, "sm_100a"),
+    (gpu_kernels.tma_with_helper, (F32, F32), "sm_90a"),  # a site inlined from a @jittile.func
 ]
 
 
