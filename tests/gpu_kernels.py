@@ -253,3 +253,27 @@ def tma_with_helper(A, Out):
     T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
     for s, r in T.grid(2, 8):
         Out[s * 8 + r, tid] = buf[s, r, tid]
+
+
+@jittile.kernel
+def tma_runtime_stage(A, Out):
+    """Eight (8, 32) tiles of A through a two-stage ring indexed by the runtime stage t % 2."""
+    T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))
+    lane = T.cuda.lane_id()
+    ring = T.alloc_shared((2, 8, 32), "float32", align=128)
+    full = T.alloc_shared((2,), "uint64")
+    for s in T.unroll(2):
+        if lane == 0:
+            T.ptx.mbarrier.init.shared.b64(full.ptr_to([s]), T.uint32(1))
+    T.cuda.cta_sync()
+    for t in range(8):
+        stage = t % 2
+        if lane == 0:
+            T.ptx.mbarrier.arrive.expect_tx.shared.b64(full.ptr_to([stage]), T.uint32(1024))
+            T.cuda.tile.apply(
+                T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"],
+                ring[stage], A, box=(8, 32), coords=(t * 8, 0), mbar=full.ptr_to([stage]))
+        T.cuda.mbarrier_wait(full.ptr_to([stage]), (t // 2) % 2)
+        for r in range(8):
+            Out[t * 8 + r, lane] = ring[stage, r, lane]
+        T.cuda.cta_sync()

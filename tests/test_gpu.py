@@ -309,3 +309,10 @@ def test_tma_through_a_helper():
     out = np.full((16, 32), np.nan, np.float32)
     _kernels().tma_with_helper(a, out)
     np.testing.assert_array_equal(out, a[8:24])
+
+
+def test_tma_into_a_runtime_stage():
+    a = _rand((64, 32))
+    out = np.full_like(a, np.nan)
+    _kernels().tma_runtime_stage(a, out)
+    np.testing.assert_array_equal(out, a)

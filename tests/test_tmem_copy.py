@@ -26,6 +26,7 @@ from jittile.patterns.descriptors import SmemDescriptor, derive_walk
 from jittile.patterns.tmem_copy import PATTERN, atom_lane, atom_replicas
 from jittile.ptx.opcodes import parse_tcgen05_cp
 from jittile.targets import Target
+from lines import line_of
 
 ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve()
@@ -39,11 +40,7 @@ def _no_disk_cache(monkeypatch):
 
 
 def _line(marker: str) -> int:
-    """Line number of the unique source line of this file that contains ``marker``."""
-    hits = [i for i, text in enumerate(HERE.read_text().splitlines(), 1)
-            if marker in text and "_line(" not in text]
-    assert len(hits) == 1, (marker, hits)
-    return hits[0]
+    return line_of(HERE, marker)
 
 
 def utccp(ck) -> int:

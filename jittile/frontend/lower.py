@@ -840,8 +840,10 @@ class KernelLowering:
             name = base.id
             if name in self.shared:
                 buf = self.shared[name].buffer
-                origin, shape, axes = self.region(node, indices, buf.shape, opcode, index)
-                return SharedRegion(buf, origin, shape, axes)
+                runtime: list = []
+                origin, shape, axes = self.region(node, indices, buf.shape, opcode, index,
+                                                  runtime, prelude)
+                return SharedRegion(buf, origin, shape, axes, tuple(runtime))
             if name in self.arrays:
                 param = self.arrays[name]
                 return self.global_region(node, param, indices, opcode, index)
@@ -857,8 +859,14 @@ class KernelLowering:
             f"parameter or region, a jittile.TensorMap parameter or a TMEM tensor",
             self.loc(node), opcode=opcode, parameter=f"operand {index}")
 
-    def region(self, node, indices, shape, opcode, index):
-        """Static origin, shape and kept axes of ``buf[indices]`` (ints drop an axis, slices keep)."""
+    def region(self, node, indices, shape, opcode, index, runtime: list | None = None,
+               prelude: list | None = None):
+        """Static origin, shape and kept axes of ``buf[indices]`` (ints drop an axis, slices keep).
+
+        Where ``runtime`` is given (shared operands), an axis may be indexed by a runtime
+        integer: it is evaluated once into a temporary (in ``prelude``), appended to ``runtime``
+        as ``(Value, axis)``, and its origin is 0.
+        """
         if indices is None:
             return (0,) * len(shape), tuple(shape), tuple(range(len(shape)))
         if len(indices) > len(shape):
@@ -869,6 +877,13 @@ class KernelLowering:
         for axis, extent in enumerate(shape):
             idx = indices[axis] if axis < len(indices) else ast.Slice()
             value = self.static(idx)
+            if value is RUNTIME and runtime is not None and not isinstance(idx, ast.Slice):
+                tmp = self.fresh()
+                prelude.append(ast.copy_location(
+                    ast.Assign(targets=[_name(tmp, ast.Store())], value=self.expr(idx)), idx))
+                runtime.append((Value(tmp, text=_src(idx)), axis))
+                origin.append(0)
+                continue
             if value is RUNTIME:
                 raise ContractError(f"operand {index} region bounds must be compile-time values, "
                                     f"got {_src(idx)!r}", self.loc(idx), opcode=opcode,

@@ -54,12 +54,16 @@ def layout_span(layout, shape) -> int:
 @dataclass(frozen=True)
 class SharedRegion:
     """A rectangular sub-region of a shared buffer: ``origin`` per buffer axis and the region shape
-    (axes indexed by an integer are dropped from ``shape``; ``axes`` maps region axes to buffer axes)."""
+    (axes indexed by an integer are dropped from ``shape``; ``axes`` maps region axes to buffer axes).
+    ``runtime_indices`` holds ``(Value, buffer axis)`` for axes indexed by a runtime integer (a
+    pipeline stage, say): their ``origin`` is 0 and the pattern adds the index times that axis'
+    byte step at run time."""
 
     buffer: SharedBuffer
     origin: tuple[int, ...]
     shape: tuple[int, ...]
     axes: tuple[int, ...]
+    runtime_indices: tuple = ()
 
     @property
     def dtype(self) -> DType:

@@ -324,7 +324,10 @@ class TmaPattern:
         gathered = op.mode in ("tile::gather4", "tile::scatter4")
         group_shape, repeat_shape, groups = self._instances(site, shared, rep, ctx)
         lead_rank = len(group_shape) + len(repeat_shape)
-        linear, _ = self._check_image(site, shared, lead_rank, rep.atom, d["swizzle"])
+        linear, need = self._check_image(site, shared, lead_rank, rep.atom, d["swizzle"])
+        # Runtime buffer indices (a pipeline stage) move the origin by index * step at run time.
+        stage_steps = [(value, self._runtime_index_step(site, shared, axis, need))
+                       for value, axis in shared.runtime_indices]
         zero = [0] * len(shared.shape)
         origin = linear(zero)
         if origin % SHARED_ORIGIN_ALIGN:
@@ -396,6 +399,8 @@ class TmaPattern:
         group_terms = [(src, axis) for axis, (_, src) in enumerate(groups)]
         offset_terms = [f"{src} * {axis_step(axis)}" for src, axis in group_terms
                         if axis_step(axis)]
+        offset_terms += [f"{value.source} * {step}" for value, step in stage_steps if step]
+        stage_text = " + ".join(f"{value.text} * {step}" for value, step in stage_steps if step)
         for instance in itertools.product(*repeat_ranges):
             full = [0] * len(group_shape) + list(instance)
             deltas = [sum(full[a] * steps[a][i] for a in range(lead_rank)) for i in range(rank)]
@@ -425,8 +430,36 @@ class TmaPattern:
                 coords=tuple(int(c) if _is_int(c) else c for c in ptx_coords),
                 shared_offset=shared.buffer.offset + offset, bytes=rep.payload_bytes,
                 fields={"mbar": mbar.text if isinstance(mbar, Value) else None,
-                        "tensormap": tmap, "box": d["box"], "swizzle": d["swizzle"]}))
+                        "tensormap": tmap, "box": d["box"], "swizzle": d["swizzle"],
+                        **({"shared_runtime_offset": stage_text} if stage_text else {})}))
         return Lowering(plan=plan, emits=emits, predicate=predicate)
+
+    @staticmethod
+    def _runtime_index_step(site: CallSite, shared: SharedRegion, axis: int, need: int) -> int:
+        """Bytes one step of a runtime-indexed buffer axis moves the (unswizzled) origin. It must
+        be the same for every index, so that the offset is index * step, and a multiple of the
+        origin alignment (the swizzle period when swizzled), so that every origin is legal and
+        the statically undone swizzle stays right."""
+        buf = shared.buffer
+        inner = getattr(buf.layout, "tile_layout", buf.layout)
+
+        def at(index: int) -> int:
+            coords = list(shared.origin)
+            coords[axis] = index
+            return inner.memory_offset(tuple(coords), buf.shape) * buf.dtype.bytes
+
+        base = at(0)
+        step = at(1) - base if buf.shape[axis] > 1 else 0
+        for index in range(buf.shape[axis]):
+            if at(index) - base != index * step:
+                raise site.error(f"axis {axis} of shared buffer {buf.name!r} is indexed at run "
+                                 f"time but is not evenly strided: index {index} is at byte "
+                                 f"{at(index) - base}, expected {index * step}", "operands")
+        if step % need:
+            raise site.error(f"a runtime index on axis {axis} of shared buffer {buf.name!r} steps "
+                             f"the origin by {step} bytes; every origin must be {need}-byte "
+                             f"aligned, so the step must be a multiple of {need}", "operands")
+        return step
 
     @staticmethod
     def _coord_steps(site: CallSite, steps, rank: int, lead_rank: int, group_shape,

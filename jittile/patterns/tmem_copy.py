@@ -106,6 +106,12 @@ class TmemCopyPattern:
         if not isinstance(shared, SharedRegion):
             raise site.error(f"operand 1 (src_shared) must be a shared buffer or region, got "
                              f"{_kind(shared)}", "operand 1")
+        if shared.runtime_indices:
+            value, axis = shared.runtime_indices[0]
+            raise site.error(f"operand 1 (src_shared) is indexed on axis {axis} by the runtime "
+                             f"value {value.text!r}; tcgen05.cp derives its shared descriptors "
+                             f"statically, so its shared indices must be compile-time values "
+                             f"(T.unroll makes a loop index one)", "operand 1")
         for index, (what, dtype) in enumerate((("dst_tmem", tmem.dtype),
                                                ("src_shared", shared.dtype))):
             if dtype.name not in STORAGE:
