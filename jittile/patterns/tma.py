@@ -30,16 +30,20 @@ STATIC_PARAMETERS = ("box", "coord_steps", "format", "element_strides", "swizzle
 SHARED_ORIGIN_ALIGN = 128
 
 # ----------------------------------------------------------------------- data representation
-# Reduction operator x element type (PTX ISA, cp.reduce.async.bulk.tensor: redOp / type table).
+# Reduction operator x element type (the descriptor's format) of cp.reduce.async.bulk.tensor: the
+# PTX ISA's redOp / type table, checked pair by pair on the H200 (bench/probe_reduce_types.py,
+# bench/results/probe_reduce_types.json). The hardware raises an illegal-instruction error for
+# 64-bit signed and/or/xor, signed-64 add, float32/float64 min/max and every non-uint32 inc/dec;
+# it also computes float64 add, which the table leaves out as the ISA does not list it.
 REDUCTION_TYPES = {
     "add": {"uint32", "int32", "uint64", "float32", "float16", "bfloat16"},
     "min": {"uint32", "int32", "uint64", "int64", "float16", "bfloat16"},
     "max": {"uint32", "int32", "uint64", "int64", "float16", "bfloat16"},
     "inc": {"uint32"},
     "dec": {"uint32"},
-    "and": {"uint32", "int32", "uint64", "int64"},
-    "or": {"uint32", "int32", "uint64", "int64"},
-    "xor": {"uint32", "int32", "uint64", "int64"},
+    "and": {"uint32", "int32", "uint64"},
+    "or": {"uint32", "int32", "uint64"},
+    "xor": {"uint32", "int32", "uint64"},
 }
 FLOAT_FORMATS = {"float16", "bfloat16", "float32", "float64", "tf32"}
 TMA_STORAGE = {"uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64", "float16",
