@@ -94,7 +94,7 @@ INTERLEAVE = Spec(op=LOAD3, params='A: T.Tensor((2, 4, 8, 16), "uint16")',
                          'layout=swizzle(1, (1, 1, 8, 16), "uint16"), align=256)',
                   kw={"box": "(1, 1, 8)", "coords": "(0, 0, 0)", "interleave": "2",
                       "swizzle": "1", "mbar": "mbar.ptr_to([0])"})
-FP4 = Spec(params='A: T.Tensor((16, 256), "uint8")',
+FP4 = Spec(target="sm_100a", params='A: T.Tensor((16, 256), "uint8")',
            shared='T.alloc_shared((8, 128), "uint8", align=128)',
            kw={"box": "(8, 128)", "coords": "(0, 0)", "format": '"float4_e2m1fn"',
                "mbar": "mbar.ptr_to([0])"})
@@ -326,6 +326,9 @@ CASES = [
          r"unknown descriptor format 'float13'"),
     Case("fp4-store", FP4.but(op=STORE2, operands="A, s", kw={"mbar": None}), FP4, "format",
          r"load-only format"),
+    Case("fp4-on-sm90", FP4.but(target="sm_90a"), FP4, "format",
+         r"float4_e2m1fn \(16U4_ALIGN16B\) descriptors need sm_100a or newer; the kernel is "
+         r"compiled for sm_90a"),
     Case("fp4-over-uint16", FP4.but(params='A: T.Tensor((16, 256), "uint16")',
                                     shared='T.alloc_shared((8, 128), "uint16", align=128)'),
          FP4, "format", r"packed FP4 is stored as uint8"),

@@ -376,7 +376,8 @@ def test_interleave_and_fp4_images(tmp_path):
     T.cuda.tile.apply(T.ptx[LOAD2],
                       f, B, box=(8, 128), coords=(0, 0), format="float4_e2m1fn",
                       mbar=mbar.ptr_to([0]))
-    ''', 'A: T.Tensor((2, 4, 8, 16), "uint16"), B: T.Tensor((8, 256), "uint8")', tmp_path)
+    ''', 'A: T.Tensor((2, 4, 8, 16), "uint16"), B: T.Tensor((8, 256), "uint8")', tmp_path,
+                     target="sm_100a")  # packed FP4 descriptors are Blackwell's
     interleaved, fp4 = lowered.ir.sites
     # The descriptor's axes are (N, C_slices, W), Ci implicit: PTX {w, c_slice, n}.
     assert [(r.coords, r.bytes) for r in interleaved.plan] == [((0, c, 0), 256) for c in range(3)]
