@@ -324,6 +324,13 @@ CASES = [
                   kw={"format": '"float16"'}), "format", r"differs from the operand dtype"),
     Case("unknown-format", LOAD.but(kw={"format": '"float13"'}), LOAD, "format",
          r"unknown descriptor format 'float13'"),
+    Case("interleave-inner-box-8-bytes",
+         INTERLEAVE.but(shared='T.alloc_shared((1, 1, 4, 16), "uint16", '
+                               'layout=swizzle(1, (1, 1, 4, 16), "uint16"), align=256)',
+                        kw={"box": "(1, 1, 4)"}),
+         INTERLEAVE, "box",
+         r"with interleave the innermost spatial box extent is 8 bytes \(4 x 2 B\); it must be "
+         r"a multiple of 16 bytes"),
     Case("fp4-store", FP4.but(op=STORE2, operands="A, s", kw={"mbar": None}), FP4, "format",
          r"load-only format"),
     Case("fp4-on-sm90", FP4.but(target="sm_90a"), FP4, "format",

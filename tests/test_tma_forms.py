@@ -416,14 +416,14 @@ def test_unit_lead_axes(tmp_path):
 def test_interleave_selects_one_channel_slice(tmp_path):
     """A larger C box still moves one slice per issue: the descriptor's C box is one."""
     lowered = _lower('''
-    s = T.alloc_shared((1, 1, 4, 8), "uint16", align=128)
-    T.cuda.tile.apply(T.ptx[LOAD3], s, A, box=(1, 3, 4), coords=(0, 2, 0), interleave=1,
+    s = T.alloc_shared((1, 1, 8, 8), "uint16", align=128)
+    T.cuda.tile.apply(T.ptx[LOAD3], s, A, box=(1, 3, 8), coords=(0, 2, 0), interleave=1,
                       mbar=mbar.ptr_to([0]))
     ''', 'A: T.Tensor((2, 4, 8, 8), "uint16")', tmp_path)
     (record,) = lowered.ir.sites[0].plan
-    assert (record.coords, record.bytes) == ((0, 2, 0), 4 * 16)
+    assert (record.coords, record.bytes) == ((0, 2, 0), 8 * 16)
     (tmap,) = lowered.ir.host_tensormaps
-    assert tmap.box == (1, 1, 4)
+    assert tmap.box == (1, 1, 8)
 
 
 def test_multicast_32bit_mask_on_sm107a(tmp_path):

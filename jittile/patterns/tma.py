@@ -209,6 +209,13 @@ class TmaPattern:
                 raise site.error(f"with interleave the channel (axis 1) and innermost spatial "
                                  f"element strides must be 1, got {element_strides}",
                                  "element_strides")
+            if (box[-1] * dtype.bits) % 128:
+                # The encoder's boxDim[0] rule holds with interleave too, boxDim[0] being the
+                # innermost spatial extent: the H200's driver refuses e.g. two float32 or one
+                # uint64 there (bench/results/probe_tma_interleave_box.log).
+                raise site.error(f"with interleave the innermost spatial box extent is "
+                                 f"{box[-1] * dtype.bits / 8:g} bytes ({box[-1]} x "
+                                 f"{dtype.bytes} B); it must be a multiple of 16 bytes", "box")
         elif element_strides[-1] != 1:
             # "Without interleave, the innermost step is one": the hardware ignores it and moves
             # whole box rows (on the H200 a stride-2 inner box wrote box[-1] elements per row,
