@@ -395,6 +395,11 @@ def test_the_driver_encodes_every_descriptor_the_contract_accepts(case):
     from jittile.runtime.tensormap import encode, region_fields
 
     source, target, _ = case
+    driver.ensure_context()
+    major, minor = driver.current_device_capability()
+    if Target.parse(target).capability != major * 10 + minor:
+        event("another architecture's descriptor")  # the driver validates for this device
+        return
     kernel, lowered = lower_or_contract_error(source, target)
     if lowered is None or not lowered.ir.host_tensormaps:
         return
@@ -404,7 +409,6 @@ def test_the_driver_encodes_every_descriptor_the_contract_accepts(case):
     for extent in reversed(shape):
         strides.insert(0, step)
         step *= extent
-    driver.ensure_context()
     ptr = driver.alloc(step)
     try:
         view = DeviceView(ptr, shape, tuple(strides), param.dtype)
