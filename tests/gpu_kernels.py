@@ -1,4 +1,6 @@
 """Kernels shared by the GPU tests (module level so jittile can read their source)."""
+import numpy as np
+
 import jittile
 from jittile import T
 from jittile.layout import swizzle
@@ -69,6 +71,53 @@ def tma_reduce(A, Out, RED: T.constexpr, DTYPE: T.constexpr):
         T.cuda.tile.apply(T.ptx[RED], Out, buf, box=(16, 32), coords=(8, 32))
         T.ptx.cp.async_.bulk.commit_group()
         T.ptx.cp.async_.bulk.wait_group(0)
+
+
+def reduction_reference(op: str, before, src):
+    """What reduction ``op`` leaves in global memory (PTX ISA semantics of red/atom; ints wrap)."""
+    if op == "inc":
+        return np.where(before >= src, 0, before + 1).astype(before.dtype)
+    if op == "dec":
+        return np.where((before == 0) | (before > src), src, before - 1).astype(before.dtype)
+    ufunc = {"add": np.add, "min": np.minimum, "max": np.maximum, "and": np.bitwise_and,
+             "or": np.bitwise_or, "xor": np.bitwise_xor}[op]
+    return ufunc(before, src)
+
+
+def run_reduction(op: str, dtype: str, rng) -> tuple:
+    """Reduce a random (16, 32) tile into rows 8..23, columns 32..63 of a random (32, 64) array
+    with ``tma_reduce``; returns (result, expected) as NumPy arrays (bfloat16 travels through
+    torch, which has the type, and is compared as float32)."""
+    opcode = f"cp.reduce.async.bulk.tensor.2d.global.shared::cta.{op}.tile.bulk_group"
+    if dtype == "bfloat16":
+        import torch
+
+        src = torch.randn(16, 32, device="cuda").bfloat16()
+        out = torch.randn(32, 64, device="cuda").bfloat16()
+        before = out.float().cpu().numpy()
+        tma_reduce(src, out, opcode, dtype)
+        torch.cuda.synchronize()
+        region = reduction_reference(op, before[8:24, 32:64], src.float().cpu().numpy())
+        expected = before.copy()
+        expected[8:24, 32:64] = torch.from_numpy(region).bfloat16().float().numpy()
+        return out.float().cpu().numpy(), expected
+    if op in ("inc", "dec"):
+        src = rng.integers(0, 8, size=(16, 32)).astype(dtype)
+        out = rng.integers(0, 10, size=(32, 64)).astype(dtype)
+    elif np.dtype(dtype).kind == "u":
+        src = rng.integers(0, 2 ** 31, size=(16, 32)).astype(dtype)
+        out = rng.integers(0, 2 ** 31, size=(32, 64)).astype(dtype)
+    elif np.dtype(dtype).kind == "i":
+        src = rng.integers(-1000, 1000, size=(16, 32)).astype(dtype)
+        out = rng.integers(-1000, 1000, size=(32, 64)).astype(dtype)
+    else:
+        src = rng.standard_normal((16, 32)).astype(dtype)
+        out = rng.standard_normal((32, 64)).astype(dtype)
+    before = out.copy()
+    tma_reduce(src, out, opcode, dtype)
+    expected = before.copy()
+    expected[8:24, 32:64] = reduction_reference(op, before[8:24, 32:64], src)
+    return out, expected
 
 
 @jittile.kernel
