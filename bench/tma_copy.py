@@ -122,6 +122,37 @@ def tma_copy_box(A: T.Tensor((None, None), "float32"), Out: T.Tensor((None, None
         T.ptx.cp.async_.bulk.wait_group.read(0)
 
 
+RING_LOAD = "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
+RING_STORE = "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"
+
+
+@jittile.func
+def load_box(stage, A, bar, t, BM, BN, TILES_N):
+    """Tile ``t`` of the (BM, BN) tiling of A into one ring stage, completing on ``bar``."""
+    T.ptx.mbarrier.arrive.expect_tx.shared.b64(bar, T.uint32(BM * BN * 4))
+    T.cuda.tile.apply(T.ptx[RING_LOAD], stage, A, box=(BM, BN),
+                      coords=((t // TILES_N) * BM, (t % TILES_N) * BN), mbar=bar)
+
+
+@jittile.func
+def store_box(Out, stage, t, BM, BN, TILES_N):
+    """One ring stage back to tile ``t`` of Out (a bulk group the caller commits)."""
+    T.cuda.tile.apply(T.ptx[RING_STORE], Out, stage, box=(BM, BN),
+                      coords=((t // TILES_N) * BM, (t % TILES_N) * BN))
+
+
+@jittile.func
+def fill_ring(buf, mbar, A, cta, nctas, BM, BN, TILES_N, NTILES, STAGES):
+    """A persistent CTA's barriers and its first STAGES loads (tiles cta, cta + nctas, ...)."""
+    for s in T.unroll(STAGES):
+        T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([s]), T.uint32(1))
+    T.ptx.fence.proxy.async_.shared__cta()
+    for s in T.unroll(STAGES):
+        t = cta + s * nctas
+        if t < NTILES:
+            load_box(buf[s], A, mbar.ptr_to([s]), t, BM, BN, TILES_N)
+
+
 @jittile.kernel
 def tma_copy_ring(A: T.Tensor((None, None), "float32"), Out: T.Tensor((None, None), "float32"),
                   BM: T.constexpr, BN: T.constexpr, TILES_N: T.constexpr, NTILES: T.constexpr,
@@ -134,18 +165,7 @@ def tma_copy_ring(A: T.Tensor((None, None), "float32"), Out: T.Tensor((None, Non
     buf = T.alloc_shared((STAGES, BM, BN), "float32", align=128)
     mbar = T.alloc_shared((STAGES,), "uint64")
     if tid == 0:
-        for s in T.unroll(STAGES):
-            T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([s]), T.uint32(1))
-        T.ptx.fence.proxy.async_.shared__cta()
-        for s in T.unroll(STAGES):
-            t = cta + s * nctas
-            if t < NTILES:
-                T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([s]), T.uint32(BM * BN * 4))
-                T.cuda.tile.apply(
-                    T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile"
-                          ".mbarrier::complete_tx::bytes"],
-                    buf[s], A, box=(BM, BN), coords=((t // TILES_N) * BM, (t % TILES_N) * BN),
-                    mbar=mbar.ptr_to([s]))
+        fill_ring(buf, mbar, A, cta, nctas, BM, BN, TILES_N, NTILES, STAGES)
         phase = 0
         base = 0
         while cta + base * nctas < NTILES:
@@ -153,22 +173,12 @@ def tma_copy_ring(A: T.Tensor((None, None), "float32"), Out: T.Tensor((None, Non
                 t = cta + (base + s) * nctas
                 if t < NTILES:
                     T.cuda.mbarrier_wait(mbar.ptr_to([s]), phase)
-                    T.cuda.tile.apply(
-                        T.ptx["cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"],
-                        Out, buf[s], box=(BM, BN), coords=((t // TILES_N) * BM,
-                                                           (t % TILES_N) * BN))
+                    store_box(Out, buf[s], t, BM, BN, TILES_N)
                 T.ptx.cp.async_.bulk.commit_group()
                 tn = t + STAGES * nctas
                 if tn < NTILES:
                     T.ptx.cp.async_.bulk.wait_group.read(0)
-                    T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([s]),
-                                                               T.uint32(BM * BN * 4))
-                    T.cuda.tile.apply(
-                        T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile"
-                              ".mbarrier::complete_tx::bytes"],
-                        buf[s], A, box=(BM, BN), coords=((tn // TILES_N) * BM,
-                                                         (tn % TILES_N) * BN),
-                        mbar=mbar.ptr_to([s]))
+                    load_box(buf[s], A, mbar.ptr_to([s]), tn, BM, BN, TILES_N)
             phase = phase ^ 1
             base = base + STAGES
         T.ptx.cp.async_.bulk.wait_group(0)
@@ -186,18 +196,7 @@ def tma_copy_ring_lagged(A: T.Tensor((None, None), "float32"),
     buf = T.alloc_shared((STAGES, BM, BN), "float32", align=128)
     mbar = T.alloc_shared((STAGES,), "uint64")
     if tid == 0:
-        for s in T.unroll(STAGES):
-            T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([s]), T.uint32(1))
-        T.ptx.fence.proxy.async_.shared__cta()
-        for s in T.unroll(STAGES):
-            t = cta + s * nctas
-            if t < NTILES:
-                T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([s]), T.uint32(BM * BN * 4))
-                T.cuda.tile.apply(
-                    T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile"
-                          ".mbarrier::complete_tx::bytes"],
-                    buf[s], A, box=(BM, BN), coords=((t // TILES_N) * BM, (t % TILES_N) * BN),
-                    mbar=mbar.ptr_to([s]))
+        fill_ring(buf, mbar, A, cta, nctas, BM, BN, TILES_N, NTILES, STAGES)
         phase = 0
         base = 0
         while cta + base * nctas < NTILES:
@@ -205,10 +204,7 @@ def tma_copy_ring_lagged(A: T.Tensor((None, None), "float32"),
                 t = cta + (base + s) * nctas
                 if t < NTILES:
                     T.cuda.mbarrier_wait(mbar.ptr_to([s]), phase)
-                    T.cuda.tile.apply(
-                        T.ptx["cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"],
-                        Out, buf[s], box=(BM, BN), coords=((t // TILES_N) * BM,
-                                                           (t % TILES_N) * BN))
+                    store_box(Out, buf[s], t, BM, BN, TILES_N)
                 T.ptx.cp.async_.bulk.commit_group()
                 # The stage stored one step ago takes its next tile once that store has read it.
                 previous = (s + STAGES - 1) % STAGES
@@ -216,14 +212,7 @@ def tma_copy_ring_lagged(A: T.Tensor((None, None), "float32"),
                 if base + s > 0:
                     if tp < NTILES:
                         T.ptx.cp.async_.bulk.wait_group.read(1)
-                        T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([previous]),
-                                                                   T.uint32(BM * BN * 4))
-                        T.cuda.tile.apply(
-                            T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile"
-                                  ".mbarrier::complete_tx::bytes"],
-                            buf[previous], A, box=(BM, BN),
-                            coords=((tp // TILES_N) * BM, (tp % TILES_N) * BN),
-                            mbar=mbar.ptr_to([previous]))
+                        load_box(buf[previous], A, mbar.ptr_to([previous]), tp, BM, BN, TILES_N)
             phase = phase ^ 1
             base = base + STAGES
         T.ptx.cp.async_.bulk.wait_group(0)
