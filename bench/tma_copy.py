@@ -156,11 +156,9 @@ def fill_ring(buf, mbar, A, cta, nctas, BM, BN, TILES_N, NTILES, STAGES):
 @jittile.kernel
 def tma_copy_ring(A: T.Tensor((None, None), "float32"), Out: T.Tensor((None, None), "float32"),
                   BM: T.constexpr, BN: T.constexpr, TILES_N: T.constexpr, NTILES: T.constexpr,
-                  STAGES: T.constexpr, LAG: T.constexpr):
-    """Persistent CTAs over unswizzled (BM, BN) boxes with a STAGES-deep ring. After each store,
-    the stage stored LAG steps ago takes its next tile once that store has read it
-    (``wait_group.read(LAG)``): LAG=0 reloads the stage just stored, LAG=1 keeps one store in
-    flight while the next stage's load lands."""
+                  STAGES: T.constexpr):
+    """Persistent CTAs over unswizzled (BM, BN) boxes with a STAGES-deep ring: each stage is
+    reloaded as soon as the store that read it has finished reading."""
     tid = T.cuda.thread_idx("x")
     cta = T.cuda.block_idx("x")
     nctas = T.cuda.grid_dim("x")
@@ -177,12 +175,44 @@ def tma_copy_ring(A: T.Tensor((None, None), "float32"), Out: T.Tensor((None, Non
                     T.cuda.mbarrier_wait(mbar.ptr_to([s]), phase)
                     store_box(Out, buf[s], t, BM, BN, TILES_N)
                 T.ptx.cp.async_.bulk.commit_group()
-                refill = (s + STAGES - LAG) % STAGES
-                tr = cta + (base + s - LAG + STAGES) * nctas
-                if LAG == 0 or base + s >= LAG:  # the first LAG steps have no earlier store
-                    if tr < NTILES:
-                        T.ptx.cp.async_.bulk.wait_group.read(LAG)
-                        load_box(buf[refill], A, mbar.ptr_to([refill]), tr, BM, BN, TILES_N)
+                tn = t + STAGES * nctas
+                if tn < NTILES:
+                    T.ptx.cp.async_.bulk.wait_group.read(0)
+                    load_box(buf[s], A, mbar.ptr_to([s]), tn, BM, BN, TILES_N)
+            phase = phase ^ 1
+            base = base + STAGES
+        T.ptx.cp.async_.bulk.wait_group(0)
+
+
+@jittile.kernel
+def tma_copy_ring_lagged(A: T.Tensor((None, None), "float32"),
+                         Out: T.Tensor((None, None), "float32"), BM: T.constexpr, BN: T.constexpr,
+                         TILES_N: T.constexpr, NTILES: T.constexpr, STAGES: T.constexpr):
+    """tma_copy_ring, but a stage is refilled one step after its store was issued
+    (``wait_group.read(1)``), so a store stays in flight while the next stage's load lands."""
+    tid = T.cuda.thread_idx("x")
+    cta = T.cuda.block_idx("x")
+    nctas = T.cuda.grid_dim("x")
+    buf = T.alloc_shared((STAGES, BM, BN), "float32", align=128)
+    mbar = T.alloc_shared((STAGES,), "uint64")
+    if tid == 0:
+        fill_ring(buf, mbar, A, cta, nctas, BM, BN, TILES_N, NTILES, STAGES)
+        phase = 0
+        base = 0
+        while cta + base * nctas < NTILES:
+            for s in T.unroll(STAGES):
+                t = cta + (base + s) * nctas
+                if t < NTILES:
+                    T.cuda.mbarrier_wait(mbar.ptr_to([s]), phase)
+                    store_box(Out, buf[s], t, BM, BN, TILES_N)
+                T.ptx.cp.async_.bulk.commit_group()
+                # The stage stored one step ago takes its next tile once that store has read it.
+                previous = (s + STAGES - 1) % STAGES
+                tp = cta + (base + s - 1 + STAGES) * nctas
+                if base + s > 0:
+                    if tp < NTILES:
+                        T.ptx.cp.async_.bulk.wait_group.read(1)
+                        load_box(buf[previous], A, mbar.ptr_to([previous]), tp, BM, BN, TILES_N)
             phase = phase ^ 1
             base = base + STAGES
         T.ptx.cp.async_.bulk.wait_group(0)
@@ -278,12 +308,12 @@ def main() -> None:
         measure(f"jittile_tma_{bm}x{bn}_sw0_evict_first", lambda: run(a, out, bm, bn))
 
     sms = cupy.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
-    for lag, label in ((0, "ring"), (1, "ring_lagged")):
+    for kernel, label in ((tma_copy_ring, "ring"), (tma_copy_ring_lagged, "ring_lagged")):
         for bm, stages, per_sm in ((32, 4, 1), (32, 2, 3), (64, 3, 1)):
             tn, nt = 1, rows // bm
-            run = tma_copy_ring[sms * per_sm, 32]
+            run = kernel[sms * per_sm, 32]
             measure(f"jittile_tma_{label}_rows256_{bm}x256_{stages}stages_{per_sm}cta_per_sm",
-                    lambda: run(a_rows, out_rows, bm, 256, tn, nt, stages, lag), view=[rows, 256])
+                    lambda: run(a_rows, out_rows, bm, 256, tn, nt, stages), view=[rows, 256])
 
     tiles_n, ntiles = N // 64, (M // 64) * (N // 64)
     for stages, per_sm in ((4, 3),):
