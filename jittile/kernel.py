@@ -17,7 +17,7 @@ import numpy as np
 from . import __version__
 from .dtypes import dtype as lookup_dtype
 from .errors import CompileError, LaunchError
-from .frontend.ir import ArrayParam, ConstexprParam, KernelIR, ScalarParam, TensorMapParam
+from .ir import ArrayParam, ConstexprParam, KernelIR, Plan, ScalarParam, TensorMapParam
 from .frontend.source import KernelSource, load_source
 from .language.cuda import LaunchConfig
 from .language.types import ScalarType, Tensor, _Constexpr
@@ -55,13 +55,11 @@ class CompiledKernel:
         return self._sass
 
     @property
-    def plan(self) -> list[dict]:
-        """Per tile call site: location, opcode and its native instructions."""
-        return [{"location": str(site.location), "opcode": site.opcode, "family": site.family,
-                 "instructions": [dict(opcode=r.opcode, instance=r.instance, coords=r.coords,
-                                       shared_offset=r.shared_offset, bytes=r.bytes, **r.fields)
-                                  for r in site.plan]}
-                for site in self.ir.sites]
+    def plan(self) -> Plan:
+        """Per tile call site (:class:`jittile.ir.SiteRecord`): location, opcode, family and its
+        native instructions (:class:`jittile.ir.PlanRecord`); ``print(ck.plan)`` reads them in
+        the kernel's own names."""
+        return self.ir.plan
 
     def launcher(self):
         if self._launcher is None:
@@ -336,7 +334,7 @@ class Kernel:
             "compile_seconds": round(time.perf_counter() - start, 4),
             "param_layout": [list(p) for p in artifact.param_layout],
             "toolchain": artifact.toolchain,
-            "kernel_ir": ir.record(self.source.tree, self.source.filename),
+            "kernel_ir": ir.record(self.source.node_indices()),
             "lowered_source": lowered.source,
             "lowering_warnings": lowered.warnings,
         }
@@ -369,8 +367,7 @@ class Kernel:
         else:
             try:
                 layout = [tuple(p) for p in meta["param_layout"]]
-                ir = KernelIR.restore(meta["kernel_ir"], params, self.source.tree,
-                                      self.source.filename)
+                ir = KernelIR.restore(meta["kernel_ir"], params, self.source.locate)
                 lowered_source = meta["lowered_source"]
                 if (not isinstance(meta["entry"], str) or meta.get("key") != key or not cubin
                         or not isinstance(lowered_source, str)):

@@ -14,7 +14,7 @@ import pytest
 
 from jittile import JittileWarning, T
 from jittile.frontend import lower as frontend_lower
-from jittile.frontend.ir import KernelIR
+from jittile.ir import KernelIR
 from jittile.frontend.lower import lower_kernel
 from jittile.targets import Target
 
@@ -58,10 +58,11 @@ def _lowered(kernel, args, target: str):
 @pytest.mark.parametrize("kernel, args, target", CASES, ids=lambda c: getattr(c, "__name__", None))
 def test_ir_record_restores_the_same_ir(kernel, args, target):
     lowered, params = _lowered(kernel, args, target)
-    record = json.loads(json.dumps(lowered.ir.record(kernel.source.tree, kernel.source.filename)))  # plain JSON data
-    restored = KernelIR.restore(record, params, kernel.source.tree, kernel.source.filename)
+    record = json.loads(json.dumps(lowered.ir.record(kernel.source.node_indices())))  # plain JSON
+    restored = KernelIR.restore(record, params, kernel.source.locate)
     assert restored == lowered.ir
     assert restored.sites and all(s.plan for s in restored.sites)
+    assert str(restored.plan) == str(lowered.ir.plan) and "__jt_" not in str(restored.plan)
 
 
 KERNEL = '''\
@@ -148,10 +149,10 @@ def test_hit_without_a_recorded_ir_is_rebuilt(tmp_path, cache_dir):
 
 def test_hit_issues_the_lowering_warnings_again(tmp_path, cache_dir):
     kernel, _ = _load(tmp_path, expect=512)
-    with pytest.warns(JittileWarning, match="expect_tx of 512 bytes"):
+    with pytest.warns(JittileWarning, match="expects 512 transaction bytes"):
         kernel.compile(target="sm_90a")
     moved, path = _load(tmp_path, above="\n\n", expect=512)
-    with pytest.warns(JittileWarning, match="expect_tx of 512 bytes") as record:
+    with pytest.warns(JittileWarning, match="expects 512 transaction bytes") as record:
         hit = moved.compile(target="sm_90a")
     assert hit.metadata["cache"] == "hit"
     (warning,) = [w for w in record if issubclass(w.category, JittileWarning)]

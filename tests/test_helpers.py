@@ -115,7 +115,7 @@ def test_inlined_helper_expands_like_the_seed_example(tmp_path, monkeypatch):
     assert "nbytes = 512" in lowered.source  # a static return value folds, the default included
     assert lowered.source.count("lane * 0") == 1  # a runtime argument is evaluated once
     ck = kernels.two_boxes.compile(target="sm_90a")
-    assert [i["coords"] for i in ck.plan[0]["instructions"]] == [(0, "row"), (0, "(row + 8)")]
+    assert [tuple(map(str, i.coords)) for i in ck.plan[0].plan] == [("0", "row"), ("0", "row + 8")]
     assert ck.sass.count("UTMALDG.2D") == 2
 
 
@@ -125,7 +125,7 @@ def test_regions_and_addresses_are_substituted(tmp_path, monkeypatch):
     first, second = lowered.ir.sites
     assert [r.shared_offset for r in first.plan + second.plan] == [0, 512]
     assert [r.coords for r in first.plan + second.plan] == [(0, 0), (0, 8)]
-    assert first.plan[0].fields["mbar"] == second.plan[0].fields["mbar"]
+    assert str(first.plan[0].barrier) == str(second.plan[0].barrier) == "mbar.ptr_to([0])"
 
 
 def test_helper_locals_do_not_touch_the_callers(tmp_path, monkeypatch):
@@ -143,7 +143,7 @@ def test_free_names_resolve_in_the_helpers_module(tmp_path, monkeypatch):
 
 def test_byte_accounting_sees_through_helpers(tmp_path, monkeypatch):
     kernels, helpers = _modules(tmp_path, monkeypatch, expect=512)
-    with pytest.warns(JittileWarning, match="expect_tx of 512 bytes") as record:
+    with pytest.warns(JittileWarning, match="expects 512 transaction bytes") as record:
         _lower(kernels.two_boxes)
     (warning,) = [w for w in record if issubclass(w.category, JittileWarning)]
     assert f"line {_line_of(helpers, 'T.cuda.tile.apply(T.ptx[LOAD], dst, src, box')}" in str(

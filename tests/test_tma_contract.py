@@ -683,7 +683,7 @@ def test_expect_tx_mismatch_warns_with_lines_and_bytes(tmp_path, count):
     text = str(warning.message)
     assert f":{EXPECT_LINE}:" in text  # the expect_tx line
     assert f"line {LOAD_LINE}" in text  # the load that completes on the barrier
-    assert f"{count} bytes" in text and "1024 bytes" in text
+    assert f"expects {count} transaction bytes" in text and "move 1024 bytes" in text
 
 
 def test_expect_tx_match_does_not_warn(tmp_path):

@@ -55,8 +55,10 @@ def test_a_runtime_stage_moves_the_shared_origin(stages, rows, sw, step):
     (site,) = ck.plan
     (instruction,) = site["instructions"]
     assert instruction["shared_offset"] == 0
-    assert instruction["shared_runtime_offset"] == f"t % stages * {step}"  # as written
-    assert instruction["coords"] == (0, f"(t * {rows})")
+    shared = instruction.operand("shared")
+    assert str(shared.offset) == f"(t % stages) * {step}"  # as written
+    assert [str(c) for c in instruction.coords] == ["0", "t * rows"]
+    assert f"shared address &buf[+((t % stages) * {step}) B]" in str(site)
     assert f"* {step}, __jt_tmap0" in ck.lowered_source
     assert ck.sass.count("UTMALDG.2D") >= 1  # ptxas may unroll the four-trip loop
 

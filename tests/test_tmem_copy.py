@@ -21,7 +21,8 @@ from jittile.dtypes import dtype as lookup_dtype
 from jittile.errors import ContractError, Location
 from jittile.layout import R, S, TileLayout, resolve_layout, swizzle
 from jittile.patterns import registry
-from jittile.patterns.base import CallSite, SharedBuffer, SharedRegion, TmemRegion, Value
+from jittile.ir import BinOp, SharedAddress, Special, Var
+from jittile.patterns.base import CallSite, SharedBuffer, SharedRegion, TmemRegion
 from jittile.patterns.descriptors import SmemDescriptor, derive_walk
 from jittile.patterns.tmem_copy import PATTERN, atom_lane, atom_replicas
 from jittile.ptx.opcodes import parse_tcgen05_cp
@@ -745,18 +746,15 @@ def test_descriptor_constant_decodes_to_the_layout_walk(opcode, shape, layout, a
 
 # ---------------------------------------------- the pattern on its own (boundary strides)
 class _Ctx:
-    def shared_address(self, buffer, byte_offset):
-        return f"saddr({buffer.name}) + {byte_offset}"
-
     def group_indices(self, scope):
-        return [] if scope == "thread" else [(32, "lane")]
+        return [] if scope == "thread" else [(32, Special("lane"))]
 
 
 def _site(layout, shape, opcode=CP, **params) -> CallSite:
     location = Location("k.py", 7, 4)
     buf = SharedBuffer("s", shape, lookup_dtype("uint32"), layout, 16, 0, location)
     rows, words = parse_tcgen05_cp(opcode).rows, parse_tcgen05_cp(opcode).words
-    tmem = TmemRegion("mem", "mem", (rows, words), lookup_dtype("uint32"),
+    tmem = TmemRegion("mem", Var("mem", "mem", "local"), (rows, words), lookup_dtype("uint32"),
                       TileLayout(S[(rows, words) : (1 @ TLane, 1 @ TCol)]), (0, 0), (rows, words),
                       (0, 1))
     region = SharedRegion(buf, (0,) * len(shape), (rows, words), (len(shape) - 2, len(shape) - 1))
@@ -792,15 +790,17 @@ def test_ldo_below_2_18_at_the_boundary(ldo_elems, ok) -> None:
         assert info.value.parameter == "LDO" and "2^18" in str(info.value)
 
 
-def test_emitted_operands() -> None:
+def test_planned_operands() -> None:
     lowering = PATTERN.lower(_site(resolve_layout("default", (128, 4), "uint32"), (128, 4)), _Ctx())
-    [emit] = lowering.emits
-    assert emit.asm.template == f"{CP} [$0], $1;"
-    assert emit.asm.inputs == ("r", "l") and emit.asm.outputs == ()
-    taddr, sdesc = emit.operands
-    assert taddr == "(mem + 0x0)"
-    assert sdesc == (f"({lowering.plan[0].fields['descriptor']} | "
-                     f"(((saddr(s) + 0) >> 4) & 0x3fff))")
+    [record] = lowering.plan
+    assert record.asm.template == f"{CP} [$0], $1;"
+    assert record.asm.inputs == ("r", "l") and record.asm.outputs == ()
+    (_, taddr), (_, sdesc) = record.operands
+    assert taddr == Var("mem", "mem", "local")
+    constant = int(record.fields["descriptor"], 16)
+    assert sdesc == BinOp("|", BinOp("&", BinOp(">>", SharedAddress("s", 0), 4), 0x3FFF), constant)
+    assert str(sdesc) == f"((&s >> 4) & 0x3fff) | {hex(constant)}"
+    pred = Var("p", "p")
     runtime = PATTERN.lower(_site(resolve_layout("default", (128, 4), "uint32"), (128, 4),
-                                  pred=Value("p", text="p")), _Ctx())
-    assert runtime.predicate == "p" and len(runtime.emits) == 1
+                                  pred=pred), _Ctx())
+    assert runtime.predicate == pred and len(runtime.plan) == 1

@@ -13,7 +13,7 @@ from numba import cuda  # noqa: E402
 from numba.cuda import types  # noqa: E402
 
 from ..errors import CompileError, ToolchainError  # noqa: E402
-from ..frontend.ir import ArrayParam, KernelIR, ScalarParam, TensorMapParam  # noqa: E402
+from ..ir import ArrayParam, KernelIR, ScalarParam, TensorMapParam  # noqa: E402
 from ..frontend.lower import Lowered  # noqa: E402
 from ..targets import Target  # noqa: E402
 from . import intrinsics, ptx_post, toolchain  # noqa: E402

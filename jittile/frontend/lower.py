@@ -24,29 +24,19 @@ from ..errors import CompileError, ContractError, JittileWarning, Location
 from ..language import cuda as Lcuda
 from ..language.markers import DeviceFunction, Intrinsic, PtxInstruction
 from ..language.types import ScalarType, Tensor
+from ..ir import (ArgumentAlignment, ArrayParam, BinOp, ConstexprParam, HostParam, HostTensorMap,
+                  KernelIR, ScalarParam, SiteRecord, Special, TensorMapParam, Var)
 from ..patterns import registry
-from ..patterns.base import (CallSite, GlobalRegion, HostTensorMap, SharedBuffer, SharedRegion,
-                             TensorMapOperand, TmemRegion, Value)
-from ..ptx import instructions as ptx_table
-from ..ptx.asm import AsmCall, scoped
+from ..patterns.base import (CallSite, GlobalRegion, SharedBuffer, SharedRegion, TensorMapOperand,
+                             TmemRegion)
+from ..ptx import builtins, instructions as ptx_table
+from ..ptx.asm import AsmCall
 from ..targets import Target
-from .ir import ArrayParam, ConstexprParam, KernelIR, ScalarParam, SiteRecord, TensorMapParam
+from .accounting import check_transaction_bytes
+from .emit import CUDA, GLOBAL_ADDRESS, SHARED_ADDRESS, linear_index, render
 from .source import KernelSource
 from .static import RUNTIME, StaticScope, evaluate
 
-# The global names the lowered function uses; the backend binds each to a numba object.
-CUDA = "__jt_cuda"
-SHARED_ADDRESS = "__jt_saddr"
-GLOBAL_ADDRESS = "__jt_gaddr"
-
-_MBARRIER_WAIT = AsmCall(scoped("""
-.reg .pred jt_done;
-jt_wait_loop:
-mbarrier.try_wait.parity.shared::cta.b64 jt_done, [$0], $1;
-@!jt_done bra jt_wait_loop;
-"""), (), ("r", "r"), comment="T.cuda.mbarrier_wait")
-_CLUSTER_CTARANK = AsmCall("mov.u32 $0, %cluster_ctarank;", ("r",), (), memory=False)
-_CLUSTER_SYNC = AsmCall("barrier.cluster.arrive.aligned;\nbarrier.cluster.wait.aligned;")
 _AXES = ("x", "y", "z")
 
 
@@ -123,9 +113,11 @@ class KernelLowering:
         self.ir = KernelIR(source.name, params)
         self._shared_cursor = 0
         self._buffers: list[SharedBuffer] = []
-        self._tmap_params: dict[tuple, str] = {}
+        self._host_params: dict[HostTensorMap, HostParam] = {}
         self._launch_override = launch_override
-        self.expect_tx: list = []
+        self.tx_counts: list = []  # (location, barrier key, barrier text, bytes or None)
+        self.value_keys: dict[str, str] = {}  # temporary -> its lowered expression
+        self._unrolled: set[str] = set()  # T.unroll loop names in scope
         self._inlining: list[DeviceFunction] = []
 
     # ----------------------------------------------------------------------------------- helpers
@@ -187,7 +179,7 @@ class KernelLowering:
             self.ir.launch = self._launch_override
         for var in self.shared.values():
             self.namespace[var.view] = ("smem", var.buffer)
-        warned = self._check_expect_tx()
+        warned = check_transaction_bytes(self.ir.sites, self.tx_counts, self.value_keys)
         return Lowered(fn, self.namespace, self.ir, self._buffers, warned)
 
     # ------------------------------------------------------------------------------- statements
@@ -331,10 +323,12 @@ class KernelLowering:
             raise self.error(node.iter, "T.unroll(...) takes compile-time integers, like range()")
         name = node.target.id
         out: list[ast.stmt] = []
+        self._unrolled.add(name)
         for value in range(*bounds):
             self.scope.statics[name] = value
             out.extend(self.block(copy.deepcopy(node.body)))
         self.scope.statics.pop(name, None)
+        self._unrolled.discard(name)
         return out
 
     # ------------------------------------------------------------------- @jittile.func helpers
@@ -639,32 +633,28 @@ class KernelLowering:
             obj = {Lcuda.thread_idx: "threadIdx", Lcuda.block_idx: "blockIdx",
                    Lcuda.block_dim: "blockDim", Lcuda.grid_dim: "gridDim"}[target]
             if axis is None and target in (Lcuda.thread_idx, Lcuda.block_idx):
-                return self.linear_index(obj, "blockDim" if obj == "threadIdx" else "gridDim")
+                return linear_index(obj, "blockDim" if obj == "threadIdx" else "gridDim")
             if axis not in _AXES:
                 raise self.error(node, f"{target.qualname} axis must be 'x', 'y' or 'z', got "
                                        f"{axis!r}")
             return reg(obj, axis)
         if target is Lcuda.warp_id:
-            return ast.BinOp(left=self.linear_index("threadIdx", "blockDim"), op=ast.FloorDiv(),
+            return ast.BinOp(left=linear_index("threadIdx", "blockDim"), op=ast.FloorDiv(),
                              right=ast.Constant(value=32))
         if target is Lcuda.cluster_ctarank:
-            return self.call(self.asm_name(_CLUSTER_CTARANK))
+            return self.call(self.asm_name(builtins.CLUSTER_CTARANK))
         if target is Lcuda.cta_sync:
             return ast.Call(func=ast.Attribute(value=_name(CUDA), attr="syncthreads",
                                                ctx=ast.Load()), args=[], keywords=[])
         if target is Lcuda.cluster_sync:
-            return self.call(self.asm_name(_CLUSTER_SYNC))
+            return self.call(self.asm_name(builtins.CLUSTER_SYNC))
         if target is Lcuda.mbarrier_wait:
             if len(node.args) != 2:
                 raise self.error(node, "T.cuda.mbarrier_wait(mbar_ptr, phase) takes two arguments")
-            return self.call(self.asm_name(_MBARRIER_WAIT), *[self.expr(a) for a in node.args])
+            return self.call(self.asm_name(builtins.MBARRIER_WAIT), *[self.expr(a) for a in node.args])
         if target is L.address_of:
             return self.address_of(node)
         raise self.error(node, f"{target.qualname} cannot be used here")
-
-    def linear_index(self, idx: str, dim: str) -> ast.expr:
-        return _parse_expr(f"({CUDA}.{idx}.x + {CUDA}.{idx}.y * {CUDA}.{dim}.x + {CUDA}.{idx}.z * "
-                           f"{CUDA}.{dim}.x * {CUDA}.{dim}.y)")
 
     def ptr_to(self, node: ast.Call) -> ast.expr:
         base = node.func.value
@@ -703,6 +693,12 @@ class KernelLowering:
         try:
             spec = ptx_table.lookup(opcode, self.target.name)
         except ContractError as exc:
+            pattern = registry.pattern_for(opcode) if exc.parameter == "opcode" else None
+            if pattern is not None:
+                raise ContractError(f"is a tile-pattern opcode of the {pattern.family} family: "
+                                    f"issue it with T.cuda.tile.apply(T.ptx[...], ...), which "
+                                    f"plans and checks its operands, not as a raw T.ptx call",
+                                    location, opcode=opcode, parameter="opcode") from None
             raise _located(exc, location) from None
         n_in, n_out = len(spec.inputs), len(spec.outputs)
         args = list(node.args)
@@ -724,10 +720,12 @@ class KernelLowering:
         operands = [self.ptx_operand(a, kind, opcode, i) for i, (a, kind) in
                     enumerate(zip(args, spec.inputs))]
         call = self.call(self.asm_name(spec.asm()), *operands)
-        if opcode.startswith("mbarrier.arrive.expect_tx") or opcode.startswith("mbarrier.expect_tx"):
-            count = self.static(args[1])
-            self.expect_tx.append((location, _src(operands[0]), _src(args[0]), int(count)
-                                   if isinstance(count, (int, np.integer)) else None))
+        if spec.tx_count is not None:
+            barrier, count_index = spec.tx_count
+            count = self.static(args[count_index])
+            self.tx_counts.append((location, spec.opcode, _src(operands[barrier]),
+                                   self.display(args[barrier]),
+                                   int(count) if isinstance(count, (int, np.integer)) else None))
         if not statement:
             if dests:
                 raise self.error(node, f"{opcode} with destination operands is a statement")
@@ -808,15 +806,16 @@ class KernelLowering:
             params[kw.arg] = self.tile_param(kw.value, prelude)
         site = CallSite(location, opcode, operands, params, param_locations, self.target, scope)
         lowering = pattern.lower(site, self)
-        self.ir.sites.append(SiteRecord(location, opcode, pattern.family,
-                                        _readable_plan(lowering.plan, params)))
-        emits = [ast.Expr(value=self.call(self.asm_name(e.asm),
-                                          *[_parse_expr(o) for o in e.operands]))
-                 for e in lowering.emits]
+        self.ir.sites.append(SiteRecord(location, opcode, pattern.family, lowering.plan,
+                                        lowering.predicate))
+        emits = [ast.Expr(value=self.call(self.asm_name(record.asm),
+                                          *[render(v, self.asm_name) for _, v in record.operands]))
+                 for record in lowering.plan]
         for stmt in emits:
             ast.copy_location(stmt, node)
         if lowering.predicate is not None and emits:
-            emits = [ast.If(test=_name(lowering.predicate), body=emits, orelse=[])]
+            emits = [ast.If(test=render(lowering.predicate, self.asm_name), body=emits,
+                            orelse=[])]
         return prelude + emits
 
     def tile_param(self, node: ast.expr, prelude: list[ast.stmt]):
@@ -826,10 +825,30 @@ class KernelLowering:
             return value
         if isinstance(node, (ast.Tuple, ast.List)):
             return tuple(self.tile_param(e, prelude) for e in node.elts)
+        return self.temporary(node, prelude)
+
+    def temporary(self, node: ast.expr, prelude: list[ast.stmt]) -> Var:
+        """Evaluate ``node`` once into a fresh temporary (appended to ``prelude``)."""
         tmp = self.fresh()
+        lowered = self.expr(node)
         prelude.append(ast.copy_location(
-            ast.Assign(targets=[_name(tmp, ast.Store())], value=self.expr(node)), node))
-        return Value(tmp, text=_src(self.expr(node)))
+            ast.Assign(targets=[_name(tmp, ast.Store())], value=lowered), node))
+        self.value_keys[tmp] = _src(lowered)
+        return Var(tmp, self.display(node))
+
+    def display(self, node: ast.expr) -> str:
+        """``node`` as the user wrote it, with the index of each enclosing ``T.unroll`` folded in
+        (each unrolled stage is its own barrier) and the renaming of inlined helpers undone."""
+        statics, unrolled = self.scope.statics, self._unrolled
+
+        class Fold(ast.NodeTransformer):
+            def visit_Name(self, name: ast.Name):
+                value = statics.get(name.id)
+                if name.id in unrolled and isinstance(value, int):
+                    return ast.copy_location(ast.Constant(value=value), name)
+                return name
+
+        return _HELPER_NAME.sub("", _src(Fold().visit(copy.deepcopy(node))))
 
     def tile_operand(self, node: ast.expr, opcode: str, index: int, prelude: list[ast.stmt]):
         base, indices = node, None
@@ -846,13 +865,14 @@ class KernelLowering:
                 return SharedRegion(buf, origin, shape, axes, tuple(runtime))
             if name in self.arrays:
                 param = self.arrays[name]
-                return self.global_region(node, param, indices, opcode, index)
+                return self.global_region(node, param, indices, opcode, index, prelude)
             if name in self.tensormaps and indices is None:
                 return TensorMapOperand(name)
             if name in self.tmem:
                 var = self.tmem[name]
                 origin, shape, axes = self.region(node, indices, var.tensor.shape, opcode, index)
-                return TmemRegion(name, var.base, var.tensor.shape, lookup_dtype(var.tensor.dtype),
+                return TmemRegion(name, Var(var.base, name, "local"), var.tensor.shape,
+                                  lookup_dtype(var.tensor.dtype),
                                   var.tensor.layout, origin, shape, axes)
         raise ContractError(
             f"operand {index} ({_src(node)!r}) must be a shared buffer or region, a tensor "
@@ -865,7 +885,7 @@ class KernelLowering:
 
         Where ``runtime`` is given (shared operands), an axis may be indexed by a runtime
         integer: it is evaluated once into a temporary (in ``prelude``), appended to ``runtime``
-        as ``(Value, axis)``, and its origin is 0.
+        as ``(Var, axis)``, and its origin is 0.
         """
         if indices is None:
             return (0,) * len(shape), tuple(shape), tuple(range(len(shape)))
@@ -878,10 +898,7 @@ class KernelLowering:
             idx = indices[axis] if axis < len(indices) else ast.Slice()
             value = self.static(idx)
             if value is RUNTIME and runtime is not None and not isinstance(idx, ast.Slice):
-                tmp = self.fresh()
-                prelude.append(ast.copy_location(
-                    ast.Assign(targets=[_name(tmp, ast.Store())], value=self.expr(idx)), idx))
-                runtime.append((Value(tmp, text=_src(idx)), axis))
+                runtime.append((self.temporary(idx, prelude), axis))
                 origin.append(0)
                 continue
             if value is RUNTIME:
@@ -907,130 +924,82 @@ class KernelLowering:
                                     self.loc(idx), opcode=opcode, parameter=f"operand {index}")
         return tuple(origin), tuple(out_shape), tuple(axes)
 
-    def global_region(self, node, param: ArrayParam, indices, opcode, index) -> GlobalRegion:
+    def global_region(self, node, param: ArrayParam, indices, opcode, index,
+                      prelude: list) -> GlobalRegion:
+        """``A`` or ``A[...]``: per axis a static slice (kept) or an integer index (dropped; a
+        runtime one is evaluated once into a temporary)."""
+        ndim = param.ndim
         if indices is None:
-            return GlobalRegion(param.name, param.dtype, param.ndim, param.static_shape,
-                                (0,) * param.ndim, (None,) * param.ndim)
-        if len(indices) != param.ndim or not all(isinstance(i, ast.Slice) for i in indices):
-            raise ContractError(f"operand {index}: a global region keeps every axis as a slice "
-                                f"(got {_src(node)!r})", self.loc(node), opcode=opcode,
-                                parameter=f"operand {index}")
-        starts, extents = [], []
+            return GlobalRegion(param.name, param.dtype, ndim, param.static_shape, (0,) * ndim,
+                                (None,) * ndim, (False,) * ndim, param.layout)
+
+        def fail(message: str, where) -> ContractError:
+            return ContractError(f"operand {index}: {message}", self.loc(where), opcode=opcode,
+                                 parameter=f"operand {index}")
+
+        if len(indices) != ndim:
+            raise fail(f"a global region indexes every axis of the rank-{ndim} tensor "
+                       f"{param.name!r} (got {_src(node)!r})", node)
+        starts, extents, dropped = [], [], []
         for idx, static_extent in zip(indices, param.static_shape):
             value = self.static(idx)
-            if value is RUNTIME or (value.step not in (None, 1)):
-                raise ContractError(f"operand {index}: region bounds must be compile-time, unit "
-                                    f"step, got {_src(idx)!r}", self.loc(idx), opcode=opcode,
-                                    parameter=f"operand {index}")
+            if not isinstance(idx, ast.Slice):
+                if value is RUNTIME:
+                    value = self.temporary(idx, prelude)
+                elif not isinstance(value, int) or isinstance(value, bool) or value < 0 or (
+                        static_extent is not None and value >= static_extent):
+                    raise fail(f"index {_src(idx)!r} must be an integer inside the axis (extent "
+                               f"{static_extent})", idx)
+                starts.append(value)
+                extents.append(1)
+                dropped.append(True)
+                continue
+            if value is RUNTIME or value.step not in (None, 1):
+                raise fail(f"region bounds must be compile-time, unit step, got {_src(idx)!r}",
+                           idx)
             start = value.start or 0
             if start < 0 or (value.stop is not None and value.stop <= start):
-                raise ContractError(f"operand {index}: slice {_src(idx)!r} is empty or negative",
-                                    self.loc(idx), opcode=opcode, parameter=f"operand {index}")
+                raise fail(f"slice {_src(idx)!r} is empty or negative", idx)
             starts.append(start)
             extents.append(None if value.stop is None else value.stop - start)
-        return GlobalRegion(param.name, param.dtype, param.ndim, param.static_shape, tuple(starts),
-                            tuple(extents))
+            dropped.append(False)
+        return GlobalRegion(param.name, param.dtype, ndim, param.static_shape, tuple(starts),
+                            tuple(extents), tuple(dropped), param.layout)
 
     # --------------------------------------------- services for patterns (LoweringContext)
-    def tensormap_param(self, region: GlobalRegion, fields: dict) -> str:
-        key = (region, tuple(sorted(fields.items())))
-        if key not in self._tmap_params:
-            name = f"__jt_tmap{len(self._tmap_params)}"
-            self._tmap_params[key] = name
-            self.ir.host_tensormaps.append(HostTensorMap(
-                param=name, tensor=region.param, region_starts=region.starts,
-                region_extents=region.extents, **fields))
-        return self._tmap_params[key]
+    def host_setup(self, item, text: str) -> HostParam | None:
+        if isinstance(item, ArgumentAlignment):
+            if item not in self.ir.alignments:
+                self.ir.alignments.append(item)
+            return None
+        if item not in self._host_params:
+            param = f"__jt_tmap{len(self._host_params)}"
+            self._host_params[item] = HostParam(param, text)
+            self.ir.host_tensormaps.append(dataclasses.replace(item, param=param))
+        return self._host_params[item]
 
-    def tensormap_pointer(self, param: str) -> str:
-        return param
-
-    def shared_address(self, buffer: SharedBuffer, byte_offset: str) -> str:
-        base = f"{SHARED_ADDRESS}({buffer.name}, 0)"
-        return base if byte_offset == "0" else f"({base} + {byte_offset})"
-
-    def group_indices(self, scope: str) -> list[tuple[int, str]]:
+    def group_indices(self, scope: str) -> list:
         launch = self.ir.launch
-        threads = launch.threads if launch else None
         if scope == "thread":
             return []
         if scope == "warp":
-            return [(32, f"{CUDA}.laneid")]
-        linear = _src(self.linear_index("threadIdx", "blockDim"))
+            return [(32, Special("lane"))]
         if scope == "warpgroup":
-            return [(128, f"({linear} % 128)")]
+            return [(128, BinOp("%", Special("thread"), 128))]
         if scope == "cta":
-            if threads is None:
+            if launch is None:
                 raise CompileError("scope='cta' needs a static block size from T.device_entry")
-            return [(threads, linear)]
+            return [(launch.threads, Special("thread"))]
         if scope == "cluster":
             if launch is None or launch.cluster is None:
                 raise CompileError("scope='cluster' needs a cluster from T.device_entry")
             size = launch.cluster[0] * launch.cluster[1] * launch.cluster[2]
-            return [(size, f"{self.asm_name(_CLUSTER_CTARANK)}()")]
+            return [(size, Special("cluster_rank"))]
         raise CompileError(f"unknown scope {scope!r}: expected thread, warp, warpgroup, cta or "
                            f"cluster")
 
-    # ----------------------------------------------------------------------- byte accounting
-    def _check_expect_tx(self) -> list[str]:
-        """Warn when a static expect_tx count differs from the bytes of the loads completing on
-        that barrier; returns the messages. Barriers are matched by their lowered expression
-        (statics folded, so each unrolled stage is its own barrier). One expect_tx site accounts
-        for every load site on its barrier (one phase); as many expect_tx sites as load sites pair
-        up in program order; anything else is left to the caller."""
-        import warnings
-
-        warned = []
-        loads: dict[str, list] = {}
-        for site in self.ir.sites:
-            records = [r for r in site.plan if r.fields.get("mbar")]
-            if records:
-                loads.setdefault(records[0].fields["mbar"], []).append(
-                    (site.location, sum(r.bytes for r in records)))
-        expects: dict[str, list] = {}
-        written = {}
-        for location, barrier, text, count in self.expect_tx:
-            expects.setdefault(barrier, []).append((location, count))
-            written.setdefault(barrier, text)
-        for barrier, sites in expects.items():
-            found = loads.get(barrier)
-            if not found or any(count is None for _, count in sites):
-                continue
-            if len(sites) == 1:
-                pairs = [(sites[0], (", ".join(f"line {loc.lineno}" for loc, _ in found),
-                                     sum(b for _, b in found)))]
-            elif len(sites) == len(found):
-                pairs = [(e, (f"line {loc.lineno}", b)) for e, (loc, b) in zip(sites, found)]
-            else:
-                continue
-            for (location, count), (where, total) in pairs:
-                if count != total:
-                    warned.append(f"{location}: mbarrier expect_tx of {count} bytes on "
-                                  f"{written[barrier]} differs from the {total} bytes of the loads "
-                                  f"completing on it ({where})")
-                    warnings.warn(JittileWarning(warned[-1]), stacklevel=2)
-        return warned
-
 
 _HELPER_NAME = re.compile(r"__jt_h\d+_")
-
-
-def _readable_plan(plan: list, params: dict) -> list:
-    """The plan with runtime temporaries in its coordinates shown as the user wrote them."""
-    names: dict[str, str] = {}
-    for value in params.values():
-        for v in value if isinstance(value, tuple) else (value,):
-            if isinstance(v, Value) and v.source:
-                text = _HELPER_NAME.sub("", v.text)  # a helper's names as its author wrote them
-                names[v.source] = f"({text})" if not text.isidentifier() else text
-    if not names:
-        return plan
-    pattern = re.compile("|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)))
-
-    def rename(coord):
-        return pattern.sub(lambda m: names[m.group(0)], coord) if isinstance(coord, str) else coord
-
-    return [dataclasses.replace(r, coords=tuple(rename(c) for c in r.coords)) for r in plan]
 
 
 def _located(exc: ContractError, location: Location) -> ContractError:

@@ -28,6 +28,30 @@ class KernelSource:
         return Location(self.filename, getattr(node, "lineno", self.firstlineno),
                         getattr(node, "col_offset", 0))
 
+    def node_indices(self) -> dict[Location, int]:
+        """Each position of this kernel's code -> the index of its first node in ``ast.walk``
+        order: how a cache entry records where a call site is, independent of comments and line
+        breaks (which the cache key ignores)."""
+        starts: dict[Location, int] = {}
+        for index, node in enumerate(ast.walk(self.tree)):
+            if hasattr(node, "lineno"):
+                starts.setdefault(self.location(node), index)
+        return starts
+
+    def locate(self, index: int, recorded: Location) -> Location:
+        """Where the node :meth:`node_indices` numbered ``index`` is now; ``recorded`` for a site
+        from another file (a helper's), numbered -1."""
+        if isinstance(index, int) and index >= 0:
+            nodes = self._walk()
+            if index < len(nodes) and hasattr(nodes[index], "lineno"):
+                return self.location(nodes[index])
+        return recorded
+
+    def _walk(self) -> list:
+        if getattr(self, "_nodes", None) is None:
+            self._nodes = list(ast.walk(self.tree))
+        return self._nodes
+
 
 def load_source(pyfunc) -> KernelSource:
     """Parse ``pyfunc``'s source; line and column numbers of every node match the file.

@@ -32,7 +32,7 @@ _COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, as
             ast.IsNot: operator.is_not, ast.In: lambda a, b: a in b,
             ast.NotIn: lambda a, b: a not in b}
 _PURE_BUILTINS = {len, min, max, abs, int, tuple, sum, range, bool, float, list}
-_PURE_MODULES = ("jittile.layout", "jittile.axis", "jittile.language.types",
+_PURE_MODULES = ("jittile.layout", "jittile.axis", "jittile.language.types", "jittile.ir",
                  "jittile.language.cuda", "jittile.dtypes")
 
 

@@ -1,43 +1,10 @@
 """``T.cuda``: thread indices, synchronisation, tensor memory and the tile-pattern entry point."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from types import SimpleNamespace
 
+from ..ir import LaunchConfig
 from .markers import Intrinsic
-
-
-def _dims(value, what: str) -> tuple[int, int, int]:
-    from ..errors import JittileError
-
-    if isinstance(value, int):
-        value = (value,)
-    value = tuple(value)
-    if not 1 <= len(value) <= 3 or not all(isinstance(v, int) and v >= 1 for v in value):
-        raise JittileError(f"{what} must be a positive int or a tuple of 1-3 positive ints, got {value!r}")
-    return value + (1,) * (3 - len(value))
-
-
-@dataclass(frozen=True)
-class LaunchConfig:
-    """Grid, block and cluster dimensions (each an int or a 1-3 tuple), normalised to 3-tuples."""
-
-    grid: tuple = (1, 1, 1)
-    block: tuple = (1, 1, 1)
-    cluster: tuple | None = None
-
-    def __init__(self, grid=1, block=1, cluster=None):
-        object.__setattr__(self, "grid", _dims(grid, "grid"))
-        object.__setattr__(self, "block", _dims(block, "block"))
-        object.__setattr__(self, "cluster", None if cluster is None else _dims(cluster, "cluster"))
-        object.__setattr__(self, "_hash", hash((self.grid, self.block, self.cluster)))
-
-    def __hash__(self) -> int:  # launches look configs up in a dict: hash once
-        return self._hash
-
-    @property
-    def threads(self) -> int:
-        return self.block[0] * self.block[1] * self.block[2]
 
 
 lane_id = Intrinsic("T.cuda.lane_id", "Lane index of the calling thread within its warp (0..31).")

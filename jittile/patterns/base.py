@@ -1,20 +1,23 @@
 """The operand model and the contract every tile-pattern module implements.
 
-The frontend hands a pattern a :class:`CallSite`: the opcode text, operands already classified as
-shared regions, global regions, caller-encoded TensorMaps or tensor-memory regions, and the keyword
-parameters split into static values and runtime values (each runtime value is the name of a
-temporary that the lowered kernel has already computed). The pattern checks the site against its
-opcode's contract and returns a :class:`Lowering`: the instruction plan (one record per native
-instruction), the host setup it needs, and the statements that issue the plan.
+A pattern module declares what it is (:class:`TilePattern`'s class attributes: the opcode prefixes
+and grammar it claims, its parameters, its operand roles, how its instructions complete) and
+implements the contract: the frontend hands it a :class:`CallSite` (the opcode text, operands
+already classified as shared regions, global regions, caller-encoded TensorMaps or tensor-memory
+regions, and the keyword parameters, static values or runtime :class:`~jittile.ir.Var` s), the
+pattern checks it and returns a :class:`Lowering`: the instruction plan, one typed
+:class:`~jittile.ir.PlanRecord` per native instruction, which the frontend prints into the kernel.
+Host setup (TensorMaps, argument alignment) goes through :meth:`LoweringContext.host_setup`.
+Patterns are pure Python: no numba, no driver.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Protocol
 
 from ..dtypes import DType
 from ..errors import ContractError, Location
-from ..ptx.asm import AsmCall
+from ..ir import COMPLETIONS, ArgumentAlignment, Expr, HostParam, HostTensorMap, PlanRecord, Var
 from ..targets import Target
 
 
@@ -55,7 +58,7 @@ def layout_span(layout, shape) -> int:
 class SharedRegion:
     """A rectangular sub-region of a shared buffer: ``origin`` per buffer axis and the region shape
     (axes indexed by an integer are dropped from ``shape``; ``axes`` maps region axes to buffer axes).
-    ``runtime_indices`` holds ``(Value, buffer axis)`` for axes indexed by a runtime integer (a
+    ``runtime_indices`` holds ``(Var, buffer axis)`` for axes indexed by a runtime integer (a
     pipeline stage, say): their ``origin`` is 0 and the pattern adds the index times that axis'
     byte step at run time."""
 
@@ -82,18 +85,38 @@ class SharedRegion:
 
 @dataclass(frozen=True)
 class GlobalRegion:
-    """A kernel tensor parameter or a rectangular region of it (static starts and extents)."""
+    """A kernel tensor parameter or a region of it. Per axis: ``starts`` (an int, or a runtime
+    :class:`~jittile.ir.Var` on an axis indexed by a runtime integer), ``extents`` (an int, or None
+    where a slice runs to the parameter's end) and ``dropped`` (indexed by an integer: extent one,
+    not an axis of the region)."""
 
     param: str
     dtype: DType
     ndim: int
     static_shape: tuple  # the parameter's extents, None where dynamic
-    starts: tuple[int, ...]
-    extents: tuple  # the region's extents, None where it runs to the parameter's end
+    starts: tuple
+    extents: tuple
+    dropped: tuple = ()
+    layout: str = "C"  # "C" contiguous, "A" strided
 
     @property
     def is_whole(self) -> bool:
         return all(s == 0 for s in self.starts) and all(e is None for e in self.extents)
+
+    @property
+    def is_sliced(self) -> bool:
+        """Every axis kept (slices, no integer index) with static starts: a TMA region."""
+        return not any(self.dropped) and all(isinstance(s, int) for s in self.starts)
+
+    def extent(self, axis: int) -> int | None:
+        """The region's static extent on ``axis`` (None where it runs to a dynamic end)."""
+        if self.dropped and self.dropped[axis]:
+            return 1
+        if self.extents[axis] is not None:
+            return self.extents[axis]
+        full = self.static_shape[axis]
+        return None if full is None or not isinstance(self.starts[axis], int) else \
+            full - self.starts[axis]
 
 
 @dataclass(frozen=True)
@@ -105,30 +128,16 @@ class TensorMapOperand:
 
 @dataclass(frozen=True)
 class TmemRegion:
-    """A ``T.cuda.decl_tmem`` tensor (or a region of it): ``base`` is the runtime TMEM address temp."""
+    """A ``T.cuda.decl_tmem`` tensor (or a region of it): ``base`` is its runtime TMEM address."""
 
     name: str
-    base: str
+    base: Var
     shape: tuple[int, ...]
     dtype: DType
     layout: object
     origin: tuple[int, ...]
     region_shape: tuple[int, ...]
     axes: tuple[int, ...]  # which tensor axes the region keeps (integer indices drop one)
-
-
-@dataclass(frozen=True)
-class Value:
-    """A call parameter: a static Python value, or a runtime temporary (``source``) with its static
-    value when the frontend could fold it."""
-
-    source: str | None
-    static: object = None
-    text: str = ""  # the expression as the user wrote it, for diagnostics and barrier matching
-
-    @property
-    def is_static(self) -> bool:
-        return self.source is None
 
 
 @dataclass
@@ -138,7 +147,7 @@ class CallSite:
     location: Location
     opcode: str
     operands: list
-    params: dict[str, object]  # static values, or Value / tuple[Value, ...] for runtime ones
+    params: dict[str, object]  # static values, or Var / tuples with Vars for runtime ones
     param_locations: dict[str, Location]
     target: Target
     scope: str = "thread"
@@ -148,87 +157,106 @@ class CallSite:
         return ContractError(message, location, opcode=self.opcode, parameter=parameter)
 
 
-@dataclass(frozen=True)
-class PlanRecord:
-    """One native instruction of a call site's expansion: the single source of truth that code
-    generation prints and ``ck.plan`` shows."""
-
-    opcode: str
-    instance: tuple[int, ...]  # repeat-axis index (group axes are runtime)
-    coords: tuple  # PTX-order coordinates: ints where static, strings where runtime
-    shared_offset: int  # bytes from the shared block base (static part)
-    bytes: int
-    fields: dict = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Emit:
-    """A statement of the lowered kernel: ``asm`` applied to Python-source operand expressions."""
-
-    asm: AsmCall
-    operands: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class HostTensorMap:
-    """A TensorMap jittile encodes on the host at launch for a global region, passed as the kernel's
-    grid-constant parameter ``param``."""
-
-    param: str
-    tensor: str
-    region_starts: tuple[int, ...]
-    region_extents: tuple
-    data_type: str  # descriptor format: a dtype name, "tf32", "float4_e2m1fn"
-    box: tuple[int, ...]  # outer-to-inner, as written
-    element_strides: tuple[int, ...]
-    interleave: int
-    swizzle: int
-    l2_promotion: int
-    oob_fill: int
-
-
 @dataclass
 class Lowering:
-    """What a pattern returns for one checked call site."""
+    """What a pattern returns for one checked call site: its plan and the runtime bool (if any)
+    that gates every instruction of it."""
 
     plan: list[PlanRecord]
-    emits: list[Emit]
-    predicate: str | None = None  # runtime temp gating every emit
-    notes: list[str] = field(default_factory=list)
+    predicate: Expr | None = None
 
 
 class LoweringContext(Protocol):
     """Services the frontend offers patterns while they lower a call site."""
 
-    def tensormap_param(self, region: GlobalRegion, fields: dict) -> str:
-        """Name of the grid-constant TensorMap parameter for ``region`` encoded with ``fields``."""
+    def host_setup(self, item: HostTensorMap | ArgumentAlignment, text: str) -> HostParam | None:
+        """Register a host-side setup item of the launch: a TensorMap to encode (its ``param``
+        is assigned here; returns the grid-constant parameter, shown as ``text``) or an
+        argument alignment to check (returns None)."""
 
-    def tensormap_pointer(self, param: str) -> str:
-        """Source of the generic address of a TensorMap parameter."""
-
-    def shared_address(self, buffer: SharedBuffer, byte_offset: str) -> str:
-        """Source of the 32-bit shared address of ``buffer`` plus ``byte_offset`` (a source)."""
-
-    def group_indices(self, scope: str) -> list[tuple[int, str]]:
-        """(extent, source of the running thread's index) per group axis of ``scope``."""
+    def group_indices(self, scope: str) -> list[tuple[int, Expr]]:
+        """(extent, running thread's index) per group axis of ``scope``."""
 
 
-class TilePattern(Protocol):
-    """An opcode family: claims opcodes, checks call sites and lowers them."""
+@dataclass(frozen=True)
+class Parameter:
+    """A keyword parameter of a tile call: ``static`` (a compile-time value), ``runtime`` (any
+    value, evaluated once per call) or ``either``."""
 
-    family: str
-
-    def claims(self, opcode: str) -> bool: ...
-
-    def lower(self, site: CallSite, ctx: LoweringContext) -> Lowering: ...
+    name: str
+    kind: str
+    doc: str
 
 
-def source_sum(terms: list[str], const: int) -> str:
-    """Python source adding runtime ``terms`` and a constant (the constant dropped when zero)."""
-    parts = list(terms)
-    if const or not parts:
-        parts.append(str(const))
-    return parts[0] if len(parts) == 1 else "(" + " + ".join(parts) + ")"
+@dataclass(frozen=True)
+class OperandRole:
+    """A positional operand of a tile call: its role name, the region kinds it accepts
+    (``shared``, ``global``, ``tensormap``, ``tmem``) and what it is."""
+
+    name: str
+    kinds: tuple[str, ...]
+    doc: str
+
+
+class TilePattern:
+    """An opcode family. Subclasses declare:
+
+    - ``family``: its name; ``prefixes``: the opcode heads it claims (the registry picks the
+      longest prefix that matches a whole qualifier, so ``cp.async.bulk`` and
+      ``cp.async.bulk.tensor`` coexist); ``grammar``: its PTX ISA syntax lines;
+    - ``operand_forms``: per form (e.g. ``load``/``store``), the ordered :class:`OperandRole` s;
+    - ``parameters``: its keyword :class:`Parameter` s (``scope`` is the frontend's);
+    - ``completions``: how each form completes (a subset of :data:`jittile.ir.COMPLETIONS`);
+
+    and implement :meth:`claims` (whether an opcode under its prefixes is one of its forms) and
+    :meth:`lower` (contract -> plan)."""
+
+    family: str = ""
+    prefixes: tuple[str, ...] = ()
+    grammar: tuple[str, ...] = ()
+    operand_forms: dict = {}
+    parameters: tuple[Parameter, ...] = ()
+    completions: dict = {}
+
+    def claims(self, opcode: str) -> bool:
+        raise NotImplementedError
+
+    def lower(self, site: "CallSite", ctx: LoweringContext) -> Lowering:
+        raise NotImplementedError
+
+    @property
+    def parameter_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.parameters)
+
+    def check_parameter_names(self, site: "CallSite", hint: str = "") -> None:
+        """Every keyword of ``site`` is a declared parameter (else a ContractError with the
+        closest name)."""
+        import difflib
+
+        for name in site.params:
+            if name not in self.parameter_names:
+                close = difflib.get_close_matches(name, self.parameter_names, n=1)
+                mean = f" (did you mean {close[0]!r}?)" if close else ""
+                raise site.error(f"is not a parameter of {self.family}{mean}; parameters are "
+                                 f"{', '.join(self.parameter_names)}{hint}", name)
+
+    @staticmethod
+    def predicate(site: "CallSite"):
+        """The ``pred=`` parameter: None (always), False (nothing is issued) or a runtime Var."""
+        pred = site.params.get("pred")
+        if type(pred).__name__ == "bool_":  # a folded NumPy comparison
+            pred = bool(pred)
+        if pred is not None and not isinstance(pred, (Var, bool)):
+            raise site.error(f"must be a runtime bool or None, got {pred!r}", "pred")
+        return None if pred is True else pred
+
+
+def check_completions(pattern: TilePattern) -> None:
+    """A pattern's declared completions are known mechanisms (checked at registration)."""
+    for form, completion in pattern.completions.items():
+        if completion not in COMPLETIONS:
+            raise ValueError(f"{pattern.family}: form {form!r} declares unknown completion "
+                             f"{completion!r}")
 
 
 SCOPE_GROUP_AXES = {"thread": 0, "warp": 1, "warpgroup": 1, "cta": 1, "cluster": 1}
@@ -239,8 +267,8 @@ def static_tuple(site: CallSite, name: str, value, length: int | None = None,
     """Validate a static integer tuple parameter (each entry optionally checked)."""
     if isinstance(value, int) and not isinstance(value, bool):
         value = (value,)
-    if isinstance(value, Value) or (isinstance(value, (tuple, list))
-                                    and any(isinstance(v, Value) for v in value)):
+    if isinstance(value, Var) or (isinstance(value, (tuple, list))
+                                  and any(isinstance(v, Var) for v in value)):
         raise site.error("must be a compile-time value (a literal, a T.constexpr parameter or "
                          "arithmetic on them)", name)
     if not isinstance(value, (tuple, list)) or not all(isinstance(v, int) and not isinstance(v, bool)

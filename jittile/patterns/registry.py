@@ -1,30 +1,54 @@
 """The one place opcode families are registered: adding a family is one module plus one line here.
 
-Each entry names the module under ``jittile.patterns`` (exposing ``PATTERN``) and the opcode
-prefixes it handles, so that compiling a kernel imports only the families it uses.
+Everything else is derived from the modules' declarations (:class:`~.base.TilePattern`): which
+opcodes a family claims (the longest declared prefix that matches whole qualifiers wins, so
+``cp.async.bulk`` and ``cp.async.bulk.tensor`` coexist), and through :func:`pattern_for` which
+raw-PTX opcodes are tile-pattern opcodes instead. Modules load on the first lookup, not at
+``import jittile``.
 """
 from __future__ import annotations
 
 import importlib
 
-from .base import TilePattern
+from .base import TilePattern, check_completions
 
-FAMILIES = {
-    "tma": ("cp.async.bulk.tensor", "cp.reduce.async.bulk.tensor"),
-    "tmem_copy": ("tcgen05.cp",),
-}
+FAMILY_MODULES = (
+    "tma",
+    "tmem_copy",
+)
+
+_patterns: list[TilePattern] | None = None
+
+
+def patterns() -> list[TilePattern]:
+    """Every registered family's pattern, in registration order."""
+    global _patterns
+    if _patterns is None:
+        loaded = []
+        for module in FAMILY_MODULES:
+            pattern = importlib.import_module(f"{__package__}.{module}").PATTERN
+            check_completions(pattern)
+            loaded.append(pattern)
+        _patterns = loaded
+    return _patterns
+
+
+def _matches(opcode: str, prefix: str) -> bool:
+    return opcode == prefix or opcode.startswith(prefix + ".")
 
 
 def pattern_for(opcode: str) -> TilePattern | None:
-    """The family that claims ``opcode``, or None."""
-    for module, prefixes in FAMILIES.items():
-        if opcode.startswith(prefixes):
-            pattern = importlib.import_module(f"{__package__}.{module}").PATTERN
-            if pattern.claims(opcode):
-                return pattern
+    """The family that claims ``opcode``, or None. Candidates are tried longest prefix first."""
+    text = opcode.strip()
+    candidates = sorted(((len(prefix), pattern) for pattern in patterns()
+                         for prefix in pattern.prefixes if _matches(text, prefix)),
+                        key=lambda item: -item[0])
+    for _, pattern in candidates:
+        if pattern.claims(text):
+            return pattern
     return None
 
 
 def family_names() -> list[str]:
     """The opcode prefixes tile calls accept, for error messages."""
-    return [prefix for prefixes in FAMILIES.values() for prefix in prefixes]
+    return [prefix for pattern in patterns() for prefix in pattern.prefixes]

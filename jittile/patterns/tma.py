@@ -14,19 +14,42 @@ from dataclasses import dataclass
 
 from ..dtypes import DType, dtype as lookup_dtype
 from ..errors import CompileError, ContractError
+from ..ir import HostParam, HostTensorMap, PlanRecord, SharedAddress, Var, add, mul
 from ..layout import byte_swizzle_mode
 from ..ptx.asm import AsmCall
 from ..ptx.opcodes import BulkTensorOpcode, parse_bulk_tensor
 from ..targets import satisfies
-from .base import (SCOPE_GROUP_AXES, CallSite, Emit, GlobalRegion, Lowering, LoweringContext,
-                   PlanRecord, SharedRegion, TensorMapOperand, Value, source_sum, static_tuple)
+from .base import (SCOPE_GROUP_AXES, CallSite, GlobalRegion, Lowering, LoweringContext,
+                   OperandRole, Parameter, SharedRegion, TensorMapOperand, TilePattern,
+                   static_tuple)
 from .swizzle import SWIZZLE_SPAN, swizzle_period
 
 # ---------------------------------------------------------------------------- call parameters
-PARAMETERS = ("box", "coords", "coord_steps", "format", "element_strides", "swizzle", "interleave",
-              "l2_promotion", "oob_fill", "gather4", "mbar", "cta_mask", "cache_policy", "pred")
-STATIC_PARAMETERS = ("box", "coord_steps", "format", "element_strides", "swizzle", "interleave",
-                     "l2_promotion", "oob_fill")
+PARAMETERS = (
+    Parameter("box", "static", "box extents, one per opcode dimension, outer to inner (1..256)"),
+    Parameter("coords", "runtime", "global start coordinates of the first box, outer to inner "
+                                   "(signed 32-bit; shown innermost first, PTX order, in plans)"),
+    Parameter("coord_steps", "static", "one rank-length coordinate increment per group/repeat "
+                                       "axis of the shared operand, outer to inner"),
+    Parameter("format", "static", "descriptor data type: the shared dtype (default), 'tf32' over "
+                                  "float32, 'float4_e2m1fn' over uint8 (sm_100a)"),
+    Parameter("element_strides", "static", "traversal stride per dimension (1..8; innermost 1 "
+                                           "without interleave)"),
+    Parameter("swizzle", "static", "0 none, 1/2/3 = 32/64/128-byte swizzle; must match the shared "
+                                   "buffer's layout"),
+    Parameter("interleave", "static", "0 none, 1 = 16 B, 2 = 32 B channel interleave (rank >= 3)"),
+    Parameter("l2_promotion", "static", "0 none, 1/2/3 = 64/128/256-byte L2 promotion"),
+    Parameter("oob_fill", "static", "0 zeros, 1 NaN (floating formats) for out-of-bounds "
+                                    "elements"),
+    Parameter("gather4", "runtime", "the four row coordinates of .tile::gather4/.tile::scatter4"),
+    Parameter("mbar", "runtime", "loads: the mbarrier (shared address, e.g. mbar.ptr_to([0])) "
+                                 "whose transaction count each load completes"),
+    Parameter("cta_mask", "runtime", ".multicast::cluster: the 16-bit mask of destination CTAs"),
+    Parameter("cache_policy", "runtime", ".L2::cache_hint: the 64-bit cache policy "
+                                         "(createpolicy)"),
+    Parameter("pred", "runtime", "a runtime bool gating every instruction of the call (False: "
+                                 "checked, nothing issued)"),
+)
 SHARED_ORIGIN_ALIGN = 128
 
 # ----------------------------------------------------------------------- data representation
@@ -80,19 +103,33 @@ def representation(op: BulkTensorOpcode, site: CallSite, dtype: DType, fmt: str,
 
 
 # ------------------------------------------------------------------------------ the pattern
-class TmaPattern:
+_SHARED = OperandRole("shared", ("shared",), "the shared image: (*group, *repeat, *box image)")
+_GLOBAL = OperandRole("global", ("global", "tensormap"), "a global tensor (or a slice of every "
+                                                         "axis), or a caller's jittile.TensorMap")
+
+
+class TmaPattern(TilePattern):
     family = "cp.async.bulk.tensor"
+    prefixes = ("cp.async.bulk.tensor", "cp.reduce.async.bulk.tensor")
+    grammar = (
+        "cp.async.bulk.tensor.dim.dst.src{.load_mode}.completion_mechanism{.multicast}"
+        "{.cta_group}{.level::cache_hint}",
+        "cp.async.bulk.tensor.dim.global.shared::cta{.load_mode}.bulk_group{.level::cache_hint}",
+        "cp.reduce.async.bulk.tensor.dim.global.shared::cta.redOp{.load_mode}.bulk_group"
+        "{.level::cache_hint}",
+    )
+    operand_forms = {"load": (_SHARED, _GLOBAL), "store": (_GLOBAL, _SHARED),
+                     "reduce": (_GLOBAL, _SHARED)}
+    parameters = PARAMETERS
+    completions = {"load": "mbarrier", "store": "bulk_group", "reduce": "bulk_group"}
 
     def claims(self, opcode: str) -> bool:
-        return opcode.startswith(("cp.async.bulk.tensor", "cp.reduce.async.bulk.tensor"))
+        return any(opcode == p or opcode.startswith(p + ".") for p in self.prefixes)
 
     def lower(self, site: CallSite, ctx: LoweringContext) -> Lowering:
         op = self._opcode(site)
         shared, glob = self._operands(site, op)
-        for name in site.params:
-            if name not in PARAMETERS:
-                raise site.error(f"is not a parameter of {self.family}; parameters are "
-                                 f"{', '.join(PARAMETERS)} (qualifiers go in the opcode)", name)
+        self.check_parameter_names(site, " (qualifiers go in the opcode)")
         d = self._descriptor(site, op, shared, glob)
         return self._generate(site, ctx, op, shared, glob, d)
 
@@ -126,6 +163,10 @@ class TmaPattern:
         if not isinstance(glob, (GlobalRegion, TensorMapOperand)):
             raise site.error(f"operand {gidx} must be a global tensor region or a jittile.TensorMap "
                              f"for a {op.kind}, got {type(glob).__name__}", f"operand {gidx}")
+        if isinstance(glob, GlobalRegion) and not glob.is_sliced:
+            raise site.error(f"operand {gidx}: a TMA global region keeps every axis as a slice "
+                             f"with compile-time bounds (A[0:64, :]); integer or runtime indices "
+                             f"belong in coords=", f"operand {gidx}")
         return shared, glob
 
     # --------------------------------------------------------- descriptor fields & legality
@@ -256,7 +297,7 @@ class TmaPattern:
 
     @staticmethod
     def _enum(site: CallSite, name: str, value, count: int) -> int:
-        if isinstance(value, Value) or not isinstance(value, int) or isinstance(value, bool):
+        if isinstance(value, Var) or not isinstance(value, int) or isinstance(value, bool):
             raise site.error(f"must be a static integer in 0..{count - 1}, got "
                              f"{getattr(value, 'text', value)!r}", name)
         if not 0 <= value < count:
@@ -335,288 +376,294 @@ class TmaPattern:
     # ----------------------------------------------------------------------- code generation
     def _generate(self, site: CallSite, ctx: LoweringContext, op: BulkTensorOpcode,
                   shared: SharedRegion, glob, d: dict) -> Lowering:
-        p = site.params
         rank, rep = op.rank, d["rep"]
         gathered = op.mode in ("tile::gather4", "tile::scatter4")
         group_shape, repeat_shape, groups = self._instances(site, shared, rep, ctx)
         lead_rank = len(group_shape) + len(repeat_shape)
         linear, need = self._check_image(site, shared, lead_rank, rep.atom, d["swizzle"])
+        steps_of = _axis_steps(site, shared, linear, lead_rank)
         # Runtime buffer indices (a pipeline stage) move the origin by index * step at run time.
-        stage_steps = [(value, self._runtime_index_step(site, shared, axis, need))
-                       for value, axis in shared.runtime_indices]
-        zero = [0] * len(shared.shape)
-        origin = linear(zero)
-        if origin % SHARED_ORIGIN_ALIGN:
-            raise site.error(f"the shared origin is at byte {origin} of {shared.buffer.name!r}; "
-                             f"it must be 128-byte aligned (unswizzled address)", "operands")
-
-        def axis_step(axis: int) -> int:
-            """Bytes between consecutive instances along lead axis ``axis`` (0 if it has one)."""
-            if shared.shape[axis] == 1:
-                return 0
-            unit = list(zero)
-            unit[axis] = 1
-            return linear(unit) - origin
-
-        for axis in range(lead_rank):
-            step = axis_step(axis)
-            if step % SHARED_ORIGIN_ALIGN:
-                raise site.error(f"repeat/group axis {axis} steps the shared origin by {step} "
-                                 f"bytes; every origin must be 128-byte aligned", "operands")
-
-        steps = self._coord_steps(site, p.get("coord_steps", ()), rank, lead_rank, group_shape,
-                                  repeat_shape)
+        stage_offset = add(*(mul(value, _runtime_index_step(site, shared, axis, need))
+                             for value, axis in shared.runtime_indices))
+        steps = _coord_steps(site, site.params.get("coord_steps", ()), rank, lead_rank,
+                             group_shape, repeat_shape)
         if gathered and any(step[0] for step in steps):
             raise site.error(f"gather4/scatter4 take their rows from gather4=, so a row step "
                              f"would be dropped; got {steps}", "coord_steps")
-
-        coords = self._runtime_tuple(site, "coords", rank, required=True)
-        rows = self._runtime_tuple(site, "gather4", 4, required=gathered) if gathered else None
-        if not gathered and "gather4" in p:
-            raise site.error("is only used by .tile::gather4 / .tile::scatter4 opcodes", "gather4")
-        mbar = self._runtime(site, "mbar", op.kind == "load", "loads complete on an mbarrier",
-                             "stores and reductions complete through bulk groups", 32)
-        mask = self._runtime(site, "cta_mask", op.multicast, "multicast needs the CTA mask",
-                             "only .multicast::cluster opcodes take a CTA mask",
-                             op.multicast_bits or 16)
-        policy = self._runtime(site, "cache_policy", op.cache_hint,
-                               ".L2::cache_hint needs the cache-policy operand",
-                               "only .L2::cache_hint opcodes take a cache policy", 64)
-        pred = p.get("pred")
-        if type(pred).__name__ == "bool_":  # a folded NumPy comparison
-            pred = bool(pred)
-        if pred is not None and not isinstance(pred, (Value, bool)):
-            raise site.error(f"must be a runtime bool or None, got {pred!r}", "pred")
-
-        # Host setup: one TensorMap per global region and descriptor fields.
+        operands = self._runtime_operands(site, op, rank, gathered)
         if isinstance(glob, GlobalRegion):
-            self._check_global(site, glob, rank, d)
+            _check_global(site, glob, rank, d)
+        pred = self.predicate(site)
         if pred is False:  # checked like any other call, but nothing is issued
-            return Lowering(plan=[], emits=[], notes=["pred=False: no instruction issued"])
-        predicate = pred.source if isinstance(pred, Value) else None
-        if isinstance(glob, GlobalRegion):
-            box = d["box"]
-            if d["interleave"]:
-                # The descriptor of (N, C_slices, *spatial, Ci) has the axes (N, C_slices,
-                # *spatial), Ci implicit (runtime.tensormap._interleaved): one issue selects one C
-                # slice "even if a larger C box field is supplied", so the C box is one.
-                box = (box[0], 1, *box[2:])
-            tmap = ctx.tensormap_param(glob, dict(
-                data_type=d["format"], box=box, element_strides=d["element_strides"],
-                interleave=d["interleave"], swizzle=d["swizzle"], l2_promotion=d["l2_promotion"],
-                oob_fill=d["oob_fill"]))
-        else:
-            tmap = glob.param
-        tmap_ptr = ctx.tensormap_pointer(tmap)
-
-        asm = self._asm(op, rank, gathered)
-        plan, emits = [], []
-        repeat_ranges = [range(n) for n in repeat_shape]
-        group_terms = [(src, axis) for axis, (_, src) in enumerate(groups)]
-        offset_terms = [f"{src} * {axis_step(axis)}" for src, axis in group_terms
-                        if axis_step(axis)]
-        offset_terms += [f"{value.source} * {step}" for value, step in stage_steps if step]
-        stage_text = " + ".join(f"{value.text} * {step}" for value, step in stage_steps if step)
-        for instance in itertools.product(*repeat_ranges):
+            return Lowering(plan=[])
+        tensormap = self._host_setup(ctx, glob, d)
+        asm = _asm(op, rank, gathered)
+        group_offset = add(*(mul(index, steps_of[axis]) for axis, (_, index) in enumerate(groups)))
+        plan = []
+        for instance in itertools.product(*(range(n) for n in repeat_shape)):
             full = [0] * len(group_shape) + list(instance)
-            deltas = [sum(full[a] * steps[a][i] for a in range(lead_rank)) for i in range(rank)]
-            coord_src = []
+            coords = []
             for i in range(rank):
-                terms = [coords[i]] if not isinstance(coords[i], int) else []
-                const = (coords[i] if isinstance(coords[i], int) else 0) + deltas[i]
-                for src, axis in group_terms:
-                    if steps[axis][i]:
-                        terms.append(f"{src} * {steps[axis][i]}")
-                if not terms and not -2 ** 31 <= const < 2 ** 31:
-                    raise site.error(f"coordinate {i} of instance {tuple(instance)} is {const}, "
+                delta = sum(full[a] * steps[a][i] for a in range(lead_rank))
+                group_terms = [mul(index, steps[axis][i]) for axis, (_, index) in enumerate(groups)]
+                coord = add(operands["coords"][i], delta, *group_terms)
+                if isinstance(coord, int) and not -2 ** 31 <= coord < 2 ** 31:
+                    raise site.error(f"coordinate {i} of instance {tuple(instance)} is {coord}, "
                                      f"outside the signed 32-bit range of a TMA coordinate",
                                      "coords")
-                coord_src.append(source_sum(terms, const))
-            position = list(zero)
+                coords.append(coord)
+            position = [0] * len(shared.shape)
             position[len(group_shape):lead_rank] = instance
             offset = linear(position)
-            smem = ctx.shared_address(shared.buffer, source_sum(offset_terms, offset))
-            ptx_coords = list(reversed(coord_src))
+            ptx_coords = list(reversed(coords))
             if gathered:  # {column, row0, row1, row2, row3}
-                ptx_coords = [coord_src[1]] + [str(r) for r in rows]
-            operands = self._operands_for(op, smem, tmap_ptr, ptx_coords, mbar, mask, policy)
-            emits.append(Emit(asm, tuple(operands)))
+                ptx_coords = [coords[1], *operands["gather4"]]
+            smem = SharedAddress(shared.buffer.name, add(offset, group_offset, stage_offset))
             plan.append(PlanRecord(
-                opcode=op.native_text, instance=tuple(instance),
-                coords=tuple(int(c) if _is_int(c) else c for c in ptx_coords),
+                opcode=op.native_text, instance=tuple(instance), coords=tuple(ptx_coords),
                 shared_offset=shared.buffer.offset + offset, bytes=rep.payload_bytes,
-                fields={"mbar": mbar.text if isinstance(mbar, Value) else None,
-                        "tensormap": tmap, "box": d["box"], "swizzle": d["swizzle"],
-                        **({"shared_runtime_offset": stage_text} if stage_text else {})}))
-        return Lowering(plan=plan, emits=emits, predicate=predicate)
+                operands=_operands_for(op, smem, tensormap, ptx_coords, operands), asm=asm,
+                completion=self.completions[op.kind], barrier=operands.get("mbar"),
+                fields={"box": d["box"], "swizzle": d["swizzle"]}))
+        return Lowering(plan=plan, predicate=pred)
 
-    @staticmethod
-    def _runtime_index_step(site: CallSite, shared: SharedRegion, axis: int, need: int) -> int:
-        """Bytes one step of a runtime-indexed buffer axis moves the (unswizzled) origin. It must
-        be the same for every index, so that the offset is index * step, and a multiple of the
-        origin alignment (the swizzle period when swizzled), so that every origin is legal and
-        the statically undone swizzle stays right."""
-        buf = shared.buffer
-        inner = getattr(buf.layout, "tile_layout", buf.layout)
-
-        def at(index: int) -> int:
-            coords = list(shared.origin)
-            coords[axis] = index
-            return inner.memory_offset(tuple(coords), buf.shape) * buf.dtype.bytes
-
-        base = at(0)
-        step = at(1) - base if buf.shape[axis] > 1 else 0
-        for index in range(buf.shape[axis]):
-            if at(index) - base != index * step:
-                raise site.error(f"axis {axis} of shared buffer {buf.name!r} is indexed at run "
-                                 f"time but is not evenly strided: index {index} is at byte "
-                                 f"{at(index) - base}, expected {index * step}", "operands")
-        if step % need:
-            raise site.error(f"a runtime index on axis {axis} of shared buffer {buf.name!r} steps "
-                             f"the origin by {step} bytes; every origin must be {need}-byte "
-                             f"aligned, so the step must be a multiple of {need}", "operands")
-        return step
-
-    @staticmethod
-    def _coord_steps(site: CallSite, steps, rank: int, lead_rank: int, group_shape,
-                     repeat_shape) -> tuple:
-        """One rank-length static increment per group/repeat axis."""
-        if isinstance(steps, list):
-            steps = tuple(steps)
-        if steps == ():
-            vectors = ()
-        elif isinstance(steps, tuple) and all(isinstance(s, (tuple, list)) for s in steps):
-            vectors = steps
-        elif isinstance(steps, tuple) and steps and any(isinstance(s, (tuple, list))
-                                                         for s in steps):
-            raise site.error(f"must be a tuple of rank-{rank} integer tuples, one per "
-                             f"group/repeat axis, got {steps!r}", "coord_steps")
-        else:  # a single flat vector (or a runtime value, which static_tuple rejects)
-            vectors = (steps,)
-        out = tuple(static_tuple(site, "coord_steps", s, rank) for s in vectors)
-        if len(out) != lead_rank:
-            raise site.error(f"needs one rank-{rank} increment per group/repeat axis "
-                             f"({lead_rank}: group {group_shape}, repeat {repeat_shape}), got "
-                             f"{len(out)}", "coord_steps")
+    def _runtime_operands(self, site: CallSite, op: BulkTensorOpcode, rank: int,
+                          gathered: bool) -> dict:
+        """The call's runtime operands (ints where static): coords, gather4 rows, mbar, cta_mask
+        and cache_policy, each present only where the form has it."""
+        if not gathered and "gather4" in site.params:
+            raise site.error("is only used by .tile::gather4 / .tile::scatter4 opcodes", "gather4")
+        out = {"coords": _runtime_tuple(site, "coords", rank, required=True)}
+        if gathered:
+            out["gather4"] = _runtime_tuple(site, "gather4", 4, required=True)
+        optional = {
+            "mbar": _runtime(site, "mbar", op.kind == "load", "loads complete on an mbarrier",
+                             "stores and reductions complete through bulk groups", 32),
+            "cta_mask": _runtime(site, "cta_mask", op.multicast, "multicast needs the CTA mask",
+                                 "only .multicast::cluster opcodes take a CTA mask",
+                                 op.multicast_bits or 16),
+            "cache_policy": _runtime(site, "cache_policy", op.cache_hint,
+                                     ".L2::cache_hint needs the cache-policy operand",
+                                     "only .L2::cache_hint opcodes take a cache policy", 64)}
+        out.update({k: v for k, v in optional.items() if v is not None})
         return out
 
+    # --------------------------------------------------------------------------- host setup
     @staticmethod
-    def _check_global(site: CallSite, glob: GlobalRegion, rank: int, d: dict) -> None:
-        """Global rank (plus the channel-slice axis with interleave) and, where static, the
-        slice extent."""
-        interleave = d["interleave"]
-        if glob.ndim != rank + (1 if interleave else 0):
-            extra = " plus the explicit channel-slice axis" if interleave else ""
-            raise site.error(f"global tensor {glob.param!r} has rank {glob.ndim}; the opcode "
-                             f"rank is {rank}{extra}", "operands")
-        if interleave:
-            slice_elems = d["rep"].atom[-1]
-            extent = glob.extents[-1]
-            if extent is None and glob.static_shape[-1] is not None:
-                extent = glob.static_shape[-1] - glob.starts[-1]
-            if extent is not None and extent != slice_elems:
-                raise site.error(f"with interleave={interleave} the innermost global axis (Ci) "
-                                 f"holds one {16 * interleave}-byte slice, {slice_elems} elements; "
-                                 f"{glob.param!r} has {extent}", "operands")
+    def _host_setup(ctx: LoweringContext, glob, d: dict) -> HostParam:
+        """One TensorMap per global region and descriptor fields, encoded at launch; a caller's
+        TensorMap argument is passed through."""
+        if isinstance(glob, TensorMapOperand):
+            return HostParam(glob.param, glob.param)
+        box = d["box"]
+        if d["interleave"]:
+            # The descriptor of (N, C_slices, *spatial, Ci) has the axes (N, C_slices, *spatial),
+            # Ci implicit (runtime.tensormap._interleaved): one issue selects one C slice "even if
+            # a larger C box field is supplied", so the C box is one.
+            box = (box[0], 1, *box[2:])
+        spec = HostTensorMap(
+            param="", tensor=glob.param, region_starts=glob.starts, region_extents=glob.extents,
+            data_type=d["format"], box=box, element_strides=d["element_strides"],
+            interleave=d["interleave"], swizzle=d["swizzle"], l2_promotion=d["l2_promotion"],
+            oob_fill=d["oob_fill"])
+        return ctx.host_setup(spec, _region_text(glob))
 
-    @staticmethod
-    def _operands_for(op, smem, tmap_ptr, coords, mbar, mask, policy) -> list[str]:
-        out = [smem, tmap_ptr, *coords] if op.kind == "load" else [tmap_ptr, *coords, smem]
-        if op.kind == "load":
-            out.append(mbar.source)
-        if op.multicast:
-            out.append(mask.source if isinstance(mask, Value) else str(mask))
-        if op.cache_hint:
-            out.append(policy.source if isinstance(policy, Value) else str(policy))
-        return out
 
-    @staticmethod
-    def _asm(op: BulkTensorOpcode, rank: int, gathered: bool) -> AsmCall:
-        n = 5 if gathered else rank
-        inputs: list[str] = []
+def _region_text(glob: GlobalRegion) -> str:
+    """``A`` or ``A[0:64, 16:]``: the global operand as the user wrote it."""
+    if glob.is_whole:
+        return glob.param
+    parts = [f"{start or ''}:{'' if extent is None else start + extent}"
+             for start, extent in zip(glob.starts, glob.extents)]
+    return f"{glob.param}[{', '.join(parts)}]"
 
-        def regs(count: int) -> str:
-            start = len(inputs)
-            inputs.extend(["r"] * count)
-            return ", ".join(f"${i}" for i in range(start, start + count))
 
-        if op.kind == "load":
-            dst = regs(1)
-            inputs.append("l")
-            tmap = f"${len(inputs) - 1}"
-            coords = regs(n)
-            mbar = regs(1)
-            text = f"{op.native_text} [{dst}], [{tmap}, {{{coords}}}], [{mbar}]"
+def _axis_steps(site: CallSite, shared: SharedRegion, linear, lead_rank: int) -> list[int]:
+    """Per group/repeat axis, the bytes between consecutive instances (0 on an extent-1 axis);
+    every origin must be 128-byte aligned."""
+    zero = [0] * len(shared.shape)
+    origin = linear(zero)
+    if origin % SHARED_ORIGIN_ALIGN:
+        raise site.error(f"the shared origin is at byte {origin} of {shared.buffer.name!r}; "
+                         f"it must be 128-byte aligned (unswizzled address)", "operands")
+    steps = []
+    for axis in range(lead_rank):
+        unit = list(zero)
+        unit[axis] = 1
+        step = 0 if shared.shape[axis] == 1 else linear(unit) - origin
+        if step % SHARED_ORIGIN_ALIGN:
+            raise site.error(f"repeat/group axis {axis} steps the shared origin by {step} "
+                             f"bytes; every origin must be 128-byte aligned", "operands")
+        steps.append(step)
+    return steps
+
+
+def _runtime_index_step(site: CallSite, shared: SharedRegion, axis: int, need: int) -> int:
+    """Bytes one step of a runtime-indexed buffer axis moves the (unswizzled) origin. It must
+    be the same for every index, so that the offset is index * step, and a multiple of the
+    origin alignment (the swizzle period when swizzled), so that every origin is legal and
+    the statically undone swizzle stays right."""
+    buf = shared.buffer
+    inner = getattr(buf.layout, "tile_layout", buf.layout)
+
+    def at(index: int) -> int:
+        coords = list(shared.origin)
+        coords[axis] = index
+        return inner.memory_offset(tuple(coords), buf.shape) * buf.dtype.bytes
+
+    base = at(0)
+    step = at(1) - base if buf.shape[axis] > 1 else 0
+    for index in range(buf.shape[axis]):
+        if at(index) - base != index * step:
+            raise site.error(f"axis {axis} of shared buffer {buf.name!r} is indexed at run "
+                             f"time but is not evenly strided: index {index} is at byte "
+                             f"{at(index) - base}, expected {index * step}", "operands")
+    if step % need:
+        raise site.error(f"a runtime index on axis {axis} of shared buffer {buf.name!r} steps "
+                         f"the origin by {step} bytes; every origin must be {need}-byte "
+                         f"aligned, so the step must be a multiple of {need}", "operands")
+    return step
+
+
+def _coord_steps(site: CallSite, steps, rank: int, lead_rank: int, group_shape,
+                 repeat_shape) -> tuple:
+    """One rank-length static increment per group/repeat axis."""
+    if isinstance(steps, list):
+        steps = tuple(steps)
+    if steps == ():
+        vectors = ()
+    elif isinstance(steps, tuple) and all(isinstance(s, (tuple, list)) for s in steps):
+        vectors = steps
+    elif isinstance(steps, tuple) and steps and any(isinstance(s, (tuple, list))
+                                                     for s in steps):
+        raise site.error(f"must be a tuple of rank-{rank} integer tuples, one per "
+                         f"group/repeat axis, got {steps!r}", "coord_steps")
+    else:  # a single flat vector (or a runtime value, which static_tuple rejects)
+        vectors = (steps,)
+    out = tuple(static_tuple(site, "coord_steps", s, rank) for s in vectors)
+    if len(out) != lead_rank:
+        raise site.error(f"needs one rank-{rank} increment per group/repeat axis "
+                         f"({lead_rank}: group {group_shape}, repeat {repeat_shape}), got "
+                         f"{len(out)}", "coord_steps")
+    return out
+
+
+def _check_global(site: CallSite, glob: GlobalRegion, rank: int, d: dict) -> None:
+    """Global rank (plus the channel-slice axis with interleave) and, where static, the
+    slice extent."""
+    interleave = d["interleave"]
+    if glob.ndim != rank + (1 if interleave else 0):
+        extra = " plus the explicit channel-slice axis" if interleave else ""
+        raise site.error(f"global tensor {glob.param!r} has rank {glob.ndim}; the opcode "
+                         f"rank is {rank}{extra}", "operands")
+    if interleave:
+        slice_elems = d["rep"].atom[-1]
+        extent = glob.extents[-1]
+        if extent is None and glob.static_shape[-1] is not None:
+            extent = glob.static_shape[-1] - glob.starts[-1]
+        if extent is not None and extent != slice_elems:
+            raise site.error(f"with interleave={interleave} the innermost global axis (Ci) "
+                             f"holds one {16 * interleave}-byte slice, {slice_elems} elements; "
+                             f"{glob.param!r} has {extent}", "operands")
+
+
+def _operands_for(op: BulkTensorOpcode, smem, tensormap, coords, operands: dict) -> tuple:
+    """The instruction's inputs in asm order, as (role, value) pairs."""
+    coord_pairs = [(f"coord{i}", c) for i, c in enumerate(coords)]
+    if op.kind == "load":
+        out = [("shared", smem), ("tensormap", tensormap), *coord_pairs,
+               ("barrier", operands["mbar"])]
+    else:
+        out = [("tensormap", tensormap), *coord_pairs, ("shared", smem)]
+    if op.multicast:
+        out.append(("cta_mask", operands["cta_mask"]))
+    if op.cache_hint:
+        out.append(("cache_policy", operands["cache_policy"]))
+    return tuple(out)
+
+
+def _asm(op: BulkTensorOpcode, rank: int, gathered: bool) -> AsmCall:
+    n = 5 if gathered else rank
+    inputs: list[str] = []
+
+    def regs(count: int) -> str:
+        start = len(inputs)
+        inputs.extend(["r"] * count)
+        return ", ".join(f"${i}" for i in range(start, start + count))
+
+    if op.kind == "load":
+        dst = regs(1)
+        inputs.append("l")
+        tmap = f"${len(inputs) - 1}"
+        coords = regs(n)
+        mbar = regs(1)
+        text = f"{op.native_text} [{dst}], [{tmap}, {{{coords}}}], [{mbar}]"
+    else:
+        inputs.append("l")
+        tmap = f"${len(inputs) - 1}"
+        coords = regs(n)
+        src = regs(1)
+        text = f"{op.native_text} [{tmap}, {{{coords}}}], [{src}]"
+    if op.multicast:
+        inputs.append("h" if (op.multicast_bits or 16) == 16 else "r")
+        text += f", ${len(inputs) - 1}"
+    if op.cache_hint:
+        inputs.append("l")
+        text += f", ${len(inputs) - 1}"
+    return AsmCall(text + ";", (), tuple(inputs), comment=op.native_text)
+
+
+# ------------------------------------------------------------------------ runtime values
+def _runtime_tuple(site: CallSite, name: str, length: int, required: bool):
+    value = site.params.get(name)
+    if value is None:
+        if required:
+            raise site.error(f"is required ({length} runtime integers)", name)
+        return None
+    if isinstance(value, list):
+        value = tuple(value)
+    if (isinstance(value, Var) or _is_integer(value)) and length == 1:
+        value = (value,)
+    if not isinstance(value, tuple) or len(value) != length:
+        raise site.error(f"needs {length} entries, got "
+                         f"{getattr(value, 'text', value)!r}", name)
+    out = []
+    for v in value:
+        if isinstance(v, Var):
+            out.append(v)
+        elif _is_integer(v):
+            if not -2 ** 31 <= int(v) < 2 ** 31:
+                raise site.error(f"entries are signed 32-bit coordinates, got {int(v)}", name)
+            out.append(int(v))
         else:
-            inputs.append("l")
-            tmap = f"${len(inputs) - 1}"
-            coords = regs(n)
-            src = regs(1)
-            text = f"{op.native_text} [{tmap}, {{{coords}}}], [{src}]"
-        if op.multicast:
-            inputs.append("h" if (op.multicast_bits or 16) == 16 else "r")
-            text += f", ${len(inputs) - 1}"
-        if op.cache_hint:
-            inputs.append("l")
-            text += f", ${len(inputs) - 1}"
-        return AsmCall(text + ";", (), tuple(inputs), comment=op.native_text)
+            raise site.error(f"entries must be integers, got {getattr(v, 'text', v)!r}",
+                             name)
+    return tuple(out)
 
-    # ------------------------------------------------------------------------ runtime values
-    @staticmethod
-    def _runtime_tuple(site: CallSite, name: str, length: int, required: bool):
-        value = site.params.get(name)
-        if value is None:
-            if required:
-                raise site.error(f"is required ({length} runtime integers)", name)
-            return None
-        if isinstance(value, list):
-            value = tuple(value)
-        if (isinstance(value, Value) or _is_integer(value)) and length == 1:
-            value = (value,)
-        if not isinstance(value, tuple) or len(value) != length:
-            raise site.error(f"needs {length} entries, got "
-                             f"{getattr(value, 'text', value)!r}", name)
-        out = []
-        for v in value:
-            if isinstance(v, Value):
-                out.append(v.source)
-            elif _is_integer(v):
-                if not -2 ** 31 <= int(v) < 2 ** 31:
-                    raise site.error(f"entries are signed 32-bit coordinates, got {int(v)}", name)
-                out.append(int(v))
-            else:
-                raise site.error(f"entries must be integers, got {getattr(v, 'text', v)!r}",
-                                 name)
-        return tuple(out)
 
-    @staticmethod
-    def _runtime(site: CallSite, name: str, required: bool, why_required: str, why_forbidden: str,
-                 bits: int):
-        """A runtime operand (a Value), or a static integer that fits its ``bits``-bit operand."""
-        value = site.params.get(name)
-        if value is None:
-            if required:
-                raise site.error(f"is required: {why_required}", name)
-            return None
-        if not required:
-            raise site.error(f"is not allowed here: {why_forbidden}", name)
-        if isinstance(value, Value):
-            return value
-        if _is_integer(value) and name != "mbar":  # a barrier is a planned shared address
-            if not 0 <= int(value) < 2 ** bits:
-                raise site.error(f"is a {bits}-bit operand, got {int(value)}", name)
-            return int(value)
-        what = ("a runtime shared-memory pointer such as mbar.ptr_to([0])" if name == "mbar"
-                else f"a runtime {bits}-bit integer operand")
-        raise site.error(f"must be {what}, got {value!r}", name)
+def _runtime(site: CallSite, name: str, required: bool, why_required: str, why_forbidden: str,
+             bits: int):
+    """A runtime operand (a Var), or a static integer that fits its ``bits``-bit operand."""
+    value = site.params.get(name)
+    if value is None:
+        if required:
+            raise site.error(f"is required: {why_required}", name)
+        return None
+    if not required:
+        raise site.error(f"is not allowed here: {why_forbidden}", name)
+    if isinstance(value, Var):
+        return value
+    if _is_integer(value) and name != "mbar":  # a barrier is a planned shared address
+        if not 0 <= int(value) < 2 ** bits:
+            raise site.error(f"is a {bits}-bit operand, got {int(value)}", name)
+        return int(value)
+    what = ("a runtime shared-memory pointer such as mbar.ptr_to([0])" if name == "mbar"
+            else f"a runtime {bits}-bit integer operand")
+    raise site.error(f"must be {what}, got {value!r}", name)
 
 
 def _is_integer(value) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, Value))
-
-
-def _is_int(text) -> bool:
-    return isinstance(text, int) or (isinstance(text, str) and text.lstrip("-").isdigit())
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, Var))
 
 
 PATTERN = TmaPattern()

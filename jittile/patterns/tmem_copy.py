@@ -12,16 +12,22 @@ import itertools
 from dataclasses import dataclass
 
 from ..errors import ContractError
+from ..ir import BinOp, PlanRecord, SharedAddress, add, mul
 from ..ptx.asm import AsmCall
 from ..ptx.opcodes import Tcgen05CpOpcode, parse_tcgen05_cp
-from .base import (SCOPE_GROUP_AXES, CallSite, Emit, Lowering, LoweringContext, PlanRecord,
-                   SharedRegion, TmemRegion, Value, source_sum)
+from .base import (SCOPE_GROUP_AXES, CallSite, Lowering, LoweringContext, OperandRole, Parameter,
+                   SharedRegion, TilePattern, TmemRegion)
 from .descriptors import DescriptorError, DescriptorWalk, SmemDescriptor, derive_walk
 
 # ---------------------------------------------------------------------------- call parameters
 # ``scope`` is taken by the frontend (site.scope); ``pred`` is the only other parameter. Shape, CTA
 # group, multicast and decompression are opcode qualifiers; LDO/SDO/swizzle come from the layout.
-PARAMETERS = ("scope", "pred")
+PARAMETERS = (
+    Parameter("scope", "static", "thread (default), warp, warpgroup, cta or cluster: one group "
+                                 "axis per execution index, bound to the running thread"),
+    Parameter("pred", "runtime", "a runtime bool gating every instruction of the call (False: "
+                                 "checked, nothing issued)"),
+)
 
 # ----------------------------------------------------------------------- data representation
 # Both regions are scalar 32-bit storage words (decompression keeps the same b32 footprint).
@@ -61,20 +67,27 @@ class Instance:
 
 
 # ------------------------------------------------------------------------------ the pattern
-class TmemCopyPattern:
+class TmemCopyPattern(TilePattern):
     family = "tcgen05.cp"
+    prefixes = ("tcgen05.cp",)
+    grammar = ("tcgen05.cp.cta_group.shape{.multicast}{.dst_fmt.src_fmt} [taddr], s-desc",)
+    operand_forms = {"copy": (
+        OperandRole("dst_tmem", ("tmem",), "a T.cuda.decl_tmem tensor or region: (*group, "
+                                           "*repeat, rows, b32 words)"),
+        OperandRole("src_shared", ("shared",), "a shared buffer or region of the same "
+                                               "(*group, *repeat) axes; its descriptor comes "
+                                               "from the layout"))}
+    parameters = PARAMETERS
+    completions = {"copy": "tcgen05_commit"}
 
     def claims(self, opcode: str) -> bool:
-        return opcode.strip().startswith("tcgen05.cp")
+        return opcode == "tcgen05.cp" or opcode.startswith("tcgen05.cp.")
 
     def lower(self, site: CallSite, ctx: LoweringContext) -> Lowering:
         op = self._opcode(site)
-        for name in site.params:
-            if name not in PARAMETERS:
-                raise site.error(f"is not a parameter of {self.family}; its parameters are "
-                                 f"{', '.join(PARAMETERS)} (shape, CTA group, multicast and "
-                                 f"decompression are opcode qualifiers; LDO/SDO/swizzle come from "
-                                 f"the shared layout)", name)
+        self.check_parameter_names(site, " (shape, CTA group, multicast and decompression are "
+                                         "opcode qualifiers; LDO/SDO/swizzle come from the "
+                                         "shared layout)")
         tmem, shared = self._operands(site, op)
         group_shape, repeat_shape, groups = self._lead(site, op, tmem, shared, ctx)
         instances = self._instances(site, op, tmem, shared, group_shape, repeat_shape)
@@ -268,46 +281,37 @@ class TmemCopyPattern:
     def _generate(self, site: CallSite, ctx: LoweringContext, op: Tcgen05CpOpcode,
                   tmem: TmemRegion, shared: SharedRegion, instances: list[Instance],
                   group_shape: tuple, groups: list) -> Lowering:
-        pred = site.params.get("pred")
-        if pred is not None and not isinstance(pred, (Value, bool)):
-            raise site.error(f"must be a runtime bool or None, got {pred!r}", "pred")
+        pred = self.predicate(site)
         if pred is False:
-            return Lowering(plan=[], emits=[], notes=["pred=False: no instruction issued"])
-        predicate = pred.source if isinstance(pred, Value) else None
-
+            return Lowering(plan=[])
         first = instances[0].walk
         constant = SmemDescriptor(0, first.ldo, first.sdo, first.swizzle).encode()
         # Group axes are runtime indices: each must step both origins by one constant.
         lane_step, col_step, smem_step = self._group_steps(site, instances, group_shape)
+        taddr_steps = [mul(index, (lane_step[axis] << 16) + col_step[axis])
+                       for axis, (_, index) in enumerate(groups)]
+        smem_steps = [mul(index, smem_step[axis]) for axis, (_, index) in enumerate(groups)]
         replicas = atom_replicas(op)
         asm = AsmCall(f"{op.native_text} [$0], $1;", (), ("r", "l"), comment=op.native_text)
-        plan, emits = [], []
+        plan = []
         for inst in instances:
             if any(inst.group):
                 continue  # group instances are the runtime terms of instance (0, ..., repeat)
-            taddr_terms = [tmem.base]
-            smem_terms = []
-            for axis, (_, src) in enumerate(groups):
-                step = (lane_step[axis] << 16) + col_step[axis]
-                if step:
-                    taddr_terms.append(f"{src} * {step}")
-                if smem_step[axis]:
-                    smem_terms.append(f"{src} * {smem_step[axis]}")
-            taddr_terms.append(hex((inst.lane << 16) | inst.column))
-            taddr = "(" + " + ".join(taddr_terms) + ")"
-            smem = ctx.shared_address(shared.buffer, source_sum(smem_terms, inst.walk.origin))
-            sdesc = f"({hex(constant)} | ((({smem}) >> 4) & {hex(START_ADDRESS_MASK)}))"
-            emits.append(Emit(asm, (taddr, sdesc)))
+            taddr = add(tmem.base, *taddr_steps, (inst.lane << 16) | inst.column)
+            smem = SharedAddress(shared.buffer.name, add(inst.walk.origin, *smem_steps))
+            # The start-address field (bits 0-13) is the 16-byte unit of the shared address.
+            sdesc = BinOp("|", BinOp("&", BinOp(">>", smem, 4), START_ADDRESS_MASK), constant)
             plan.append(PlanRecord(
                 opcode=op.native_text, instance=inst.repeat, coords=(inst.lane, inst.column),
                 shared_offset=shared.buffer.offset + inst.walk.origin,
-                bytes=op.rows * op.bits // 8,
+                bytes=op.rows * op.bits // 8, operands=(("taddr", taddr), ("descriptor", sdesc)),
+                asm=asm, completion=self.completions["copy"],
                 fields={"ldo": inst.walk.ldo, "sdo": inst.walk.sdo, "swizzle": inst.walk.swizzle,
                         "descriptor": hex(constant), "replicas": replicas,
                         "cta_group": op.cta_group, "decompress": op.decompress,
                         **({"group_steps": tuple(zip(lane_step, col_step, smem_step))}
                            if groups else {})}))
-        return Lowering(plan=plan, emits=emits, predicate=predicate)
+        return Lowering(plan=plan, predicate=pred)
 
     @staticmethod
     def _group_steps(site: CallSite, instances: list[Instance], group_shape: tuple):

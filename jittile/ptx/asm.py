@@ -6,28 +6,13 @@ LLVM numbers them) plus one constraint letter per operand. The backend turns it 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from ..ir import Asm
 
 # Register class per operand kind: 'h' 16-bit, 'r' 32-bit, 'l' 64-bit, 'n' immediate.
 CONSTRAINT_BITS = {"h": 16, "r": 32, "l": 64, "n": 32}
 
-
-@dataclass(frozen=True)
-class AsmCall:
-    """One inline-asm statement: template, output/input constraints and whether it touches memory."""
-
-    template: str
-    outputs: tuple[str, ...] = ()
-    inputs: tuple[str, ...] = ()
-    memory: bool = True
-    comment: str = field(default="", compare=False)
-
-    @property
-    def constraint_string(self) -> str:
-        parts = [f"={c}" for c in self.outputs] + list(self.inputs)
-        if self.memory:
-            parts.append("~{memory}")
-        return ",".join(parts)
+# The inline-asm statement is plan data (it travels in plan records and cache entries).
+AsmCall = Asm
 
 
 def operand_list(first: int, count: int) -> str:

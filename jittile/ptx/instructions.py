@@ -67,6 +67,9 @@ class InstructionSpec:
     requirement: str
     template: str
     input_names: tuple[str, ...]
+    # (barrier operand, byte-count operand) of an instruction that sets an mbarrier's expected
+    # transaction bytes, so that the frontend can check them against the loads completing on it.
+    tx_count: tuple[int, int] | None = None
 
     def asm(self) -> AsmCall:
         return AsmCall(self.template, tuple(k.constraint for k in self.outputs),
@@ -92,7 +95,8 @@ _SA, _GP, _U16, _U32, _B32, _IMM = (OperandKind.SHARED_ADDR, OperandKind.GENERIC
 
 
 def _add(opcode: str, template: str, inputs: Iterable[tuple[str, OperandKind]] = (),
-         outputs: Iterable[OperandKind] = (), *, ptx: tuple[int, int], target: str) -> None:
+         outputs: Iterable[OperandKind] = (), *, ptx: tuple[int, int], target: str,
+         tx_count: tuple[int, int] | None = None) -> None:
     """Register ``opcode``; ``{op}`` in ``template`` stands for the opcode itself."""
     pairs = tuple(inputs)
     _TABLE[opcode] = InstructionSpec(
@@ -103,6 +107,7 @@ def _add(opcode: str, template: str, inputs: Iterable[tuple[str, OperandKind]] =
         requirement=target,
         template=template.replace("{op}", opcode),
         input_names=tuple(name for name, _ in pairs),
+        tx_count=tx_count,
     )
 
 
@@ -134,7 +139,8 @@ def _mbarrier() -> None:
         _add(_dotted("mbarrier.arrive", sem, space, "b64"), "{op} _, [$0];", [("addr", _SA)],
              ptx=ptx, target="sm_90" if sem else "sm_80")
         _add(_dotted("mbarrier.arrive.expect_tx", sem, space, "b64"), "{op} _, [$0], $1;",
-             [("addr", _SA), ("tx_count", _U32)], ptx=max(ptx, (8, 0)), target="sm_90")
+             [("addr", _SA), ("tx_count", _U32)], ptx=max(ptx, (8, 0)), target="sm_90",
+             tx_count=(0, 1))
     # try_wait.parity: PTX 7.8, sm_90; .acquire.{cta,cluster} PTX 8.0.
     for sem, space in product(("", "acquire.cta", "acquire.cluster"), ("shared", "shared::cta")):
         _add(_dotted("mbarrier.try_wait.parity", sem, space, "b64"),
@@ -143,7 +149,7 @@ def _mbarrier() -> None:
     # expect_tx: PTX 8.0, sm_90.
     for scope, space in product(("cta", "cluster"), ("shared", "shared::cta", "shared::cluster")):
         _add(f"mbarrier.expect_tx.relaxed.{scope}.{space}.b64", "{op} [$0], $1;",
-             [("addr", _SA), ("tx_count", _U32)], ptx=(8, 0), target="sm_90")
+             [("addr", _SA), ("tx_count", _U32)], ptx=(8, 0), target="sm_90", tx_count=(0, 1))
 
 
 def _fences_and_groups() -> None:
@@ -219,10 +225,6 @@ _tcgen05()
 
 INSTRUCTIONS: Mapping[str, InstructionSpec] = MappingProxyType(_TABLE)
 
-# Opcodes that only tile patterns issue: they need planning, descriptors and per-box coordinates.
-_TILE_PATTERN_HEADS = ("cp.async.bulk.tensor.", "cp.reduce.async.bulk.tensor.", "tcgen05.cp.")
-
-
 def lookup(opcode: str, target: str | Target,
            location: Location | None = None) -> InstructionSpec:
     """The table entry for ``opcode``, checked against ``target``.
@@ -259,9 +261,6 @@ def check_operands(spec: InstructionSpec, count: int, location: Location | None 
 
 def _unknown_opcode_message(native: str) -> str:
     """Name the first qualifier that no known opcode continues with, and the closest opcode."""
-    if native.startswith(_TILE_PATTERN_HEADS):
-        return ("is a tile-pattern opcode: issue it with T.cuda.tile.apply(T.ptx[...], ...), which "
-                "plans and checks its operands, not as a raw T.ptx call")
     words = native.split(".")
     known = [key.split(".") for key in _TABLE]
     for depth, word in enumerate(words):

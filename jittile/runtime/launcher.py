@@ -12,7 +12,7 @@ import math
 import struct
 
 from ..errors import LaunchError
-from ..frontend.ir import ArrayParam, KernelIR, ScalarParam
+from ..ir import ArrayParam, KernelIR, ScalarParam
 from ..targets import Target
 from . import driver
 from .arrays import DeviceView, device_view

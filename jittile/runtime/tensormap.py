@@ -10,7 +10,7 @@ import ctypes
 from dataclasses import dataclass
 
 from ..errors import LaunchError
-from ..patterns.base import HostTensorMap
+from ..ir import HostTensorMap
 from . import driver
 from .arrays import DeviceView, device_view
 

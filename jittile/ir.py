@@ -1,0 +1,586 @@
+"""The plain data every stage shares: kernel IR, instruction plans and host descriptor specs.
+
+The instruction plan is the single source of truth about a tile call: the frontend prints it into
+the lowered kernel, ``ck.plan`` shows it, the cache stores it as JSON and the interpreter executes
+it. So a plan value is typed data, never a string of code:
+
+- a constant is a Python ``int``;
+- :class:`Var` is a runtime value the lowered kernel holds (a kernel parameter, a local, or a
+  temporary that evaluated one of the call's expressions), with the user's own text for it;
+- :class:`Special` is a thread index register (lane, linear thread index, cluster rank);
+- :class:`SharedAddress` / :class:`GlobalAddress` / :class:`HostParam` are addresses of planned
+  shared buffers, tensor elements and grid-constant host descriptors;
+- :class:`BinOp` combines them (``+ * % >> & |`` on unsigned integers).
+
+``str()`` of any of them reads in the user's words. This module imports nothing of jittile but
+``errors`` and ``dtypes``.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Union
+
+from .dtypes import DType
+from .errors import JittileError, Location
+
+# ------------------------------------------------------------------------------ plan values
+
+
+@dataclass(frozen=True)
+class Var:
+    """A runtime value of the lowered kernel: ``name`` there, ``text`` as the user wrote it.
+    ``kind`` is ``param`` (a kernel parameter), ``local`` (a kernel variable) or ``temp`` (an
+    expression of the call, evaluated once into a temporary)."""
+
+    name: str
+    text: str
+    kind: str = "temp"
+
+    def __str__(self) -> str:
+        return self.text
+
+
+# Special registers a plan may read; their spelling in the kernel language.
+SPECIAL_REGISTERS = {"lane": "T.cuda.lane_id()", "thread": "T.cuda.thread_idx()",
+                     "cluster_rank": "T.cuda.cluster_ctarank()"}
+
+
+@dataclass(frozen=True)
+class Special:
+    """A thread-index register: ``lane``, ``thread`` (linear index in the CTA), ``cluster_rank``."""
+
+    register: str
+
+    def __post_init__(self):
+        if self.register not in SPECIAL_REGISTERS:
+            raise ValueError(f"unknown special register {self.register!r}")
+
+    def __str__(self) -> str:
+        return SPECIAL_REGISTERS[self.register]
+
+
+@dataclass(frozen=True)
+class SharedAddress:
+    """The 32-bit shared-window address of byte ``offset`` of shared buffer ``buffer``."""
+
+    buffer: str
+    offset: "Expr" = 0
+
+    def __str__(self) -> str:
+        return f"&{self.buffer}" + ("" if self.offset == 0 else f"[+{_operand(self.offset)} B]")
+
+
+@dataclass(frozen=True)
+class GlobalAddress:
+    """The 64-bit generic address of element ``index`` of tensor parameter ``tensor``."""
+
+    tensor: str
+    index: tuple
+
+    def __str__(self) -> str:
+        return f"&{self.tensor}[{', '.join(str(i) for i in self.index)}]"
+
+
+@dataclass(frozen=True)
+class HostParam:
+    """The generic address of a grid-constant host descriptor parameter ``name`` (a TensorMap),
+    built on the host from ``text`` (the user's tensor, or the caller's TensorMap argument)."""
+
+    name: str
+    text: str
+
+    def __str__(self) -> str:
+        return f"tensormap({self.text})"
+
+
+BINARY_OPERATORS = ("+", "*", "%", ">>", "&", "|")
+
+
+@dataclass(frozen=True)
+class BinOp:
+    """``left op right`` on unsigned integers."""
+
+    op: str
+    left: "Expr"
+    right: "Expr"
+
+    def __post_init__(self):
+        if self.op not in BINARY_OPERATORS:
+            raise ValueError(f"unknown plan operator {self.op!r}")
+
+    def __str__(self) -> str:
+        right = hex(self.right) if self.op in ("&", "|") and isinstance(self.right, int) \
+            else _operand(self.right)
+        return f"{_operand(self.left)} {self.op} {right}"
+
+
+Expr = Union[int, Var, Special, SharedAddress, GlobalAddress, HostParam, BinOp]
+
+
+def _operand(expr: Expr) -> str:
+    text = str(expr)
+    return f"({text})" if isinstance(expr, BinOp) or (isinstance(expr, Var)
+                                                       and not text.isidentifier()) else text
+
+
+def add(*terms: Expr) -> Expr:
+    """The sum of ``terms``, constants folded (an all-constant sum is an int)."""
+    const = sum(t for t in terms if isinstance(t, int))
+    rest = [t for t in terms if not isinstance(t, int)]
+    out: Expr | None = None
+    for term in rest:
+        out = term if out is None else BinOp("+", out, term)
+    if out is None:
+        return const
+    return BinOp("+", out, const) if const else out
+
+
+def mul(expr: Expr, factor: int) -> Expr:
+    """``expr * factor`` with the trivial factors folded."""
+    if isinstance(expr, int):
+        return expr * factor
+    if factor == 0:
+        return 0
+    return expr if factor == 1 else BinOp("*", expr, factor)
+
+
+def leaves(expr: Expr):
+    """Every non-constant leaf of ``expr`` (Vars, Specials, addresses, host parameters)."""
+    if isinstance(expr, BinOp):
+        yield from leaves(expr.left)
+        yield from leaves(expr.right)
+    elif isinstance(expr, SharedAddress):
+        yield expr
+        yield from leaves(expr.offset)
+    elif isinstance(expr, GlobalAddress):
+        yield expr
+        for index in expr.index:
+            yield from leaves(index)
+    elif not isinstance(expr, int):
+        yield expr
+
+
+_EXPR_TAGS = {"var": Var, "special": Special, "shared": SharedAddress, "global": GlobalAddress,
+              "host": HostParam, "binop": BinOp}
+_TAG_OF = {cls: tag for tag, cls in _EXPR_TAGS.items()}
+
+
+def expr_to_json(expr: Expr):
+    """A JSON value for ``expr``: ints stay ints, nodes become ``[tag, fields...]``."""
+    if isinstance(expr, bool) or not isinstance(expr, (int, *_TAG_OF)):
+        raise TypeError(f"not a plan value: {expr!r}")
+    if isinstance(expr, int):
+        return expr
+    if isinstance(expr, Var):
+        return ["var", expr.name, expr.text, expr.kind]
+    if isinstance(expr, Special):
+        return ["special", expr.register]
+    if isinstance(expr, SharedAddress):
+        return ["shared", expr.buffer, expr_to_json(expr.offset)]
+    if isinstance(expr, GlobalAddress):
+        return ["global", expr.tensor, [expr_to_json(i) for i in expr.index]]
+    if isinstance(expr, HostParam):
+        return ["host", expr.name, expr.text]
+    return ["binop", expr.op, expr_to_json(expr.left), expr_to_json(expr.right)]
+
+
+def expr_from_json(data) -> Expr:
+    """The inverse of :func:`expr_to_json`; raises ValueError on anything it did not write."""
+    if isinstance(data, int) and not isinstance(data, bool):
+        return data
+    if not isinstance(data, list) or not data or data[0] not in _EXPR_TAGS:
+        raise ValueError(f"not a recorded plan value: {data!r}")
+    tag, *rest = data
+    try:
+        if tag == "var":
+            name, text, kind = rest
+            return Var(_str(name), _str(text), _str(kind))
+        if tag == "special":
+            (register,) = rest
+            return Special(_str(register))
+        if tag == "shared":
+            buffer, offset = rest
+            return SharedAddress(_str(buffer), expr_from_json(offset))
+        if tag == "global":
+            tensor, index = rest
+            return GlobalAddress(_str(tensor), tuple(expr_from_json(i) for i in index))
+        if tag == "host":
+            name, text = rest
+            return HostParam(_str(name), _str(text))
+        op, left, right = rest
+        return BinOp(_str(op), expr_from_json(left), expr_from_json(right))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"not a recorded plan value: {data!r} ({exc})") from None
+
+
+def _str(value) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"expected a string, got {value!r}")
+    return value
+
+
+# --------------------------------------------------------------------------- instructions
+
+
+@dataclass(frozen=True)
+class Asm:
+    """One inline-asm statement: PTX template with ``$N`` placeholders (outputs first, then
+    inputs, as LLVM numbers them), one constraint letter per operand, and whether it touches
+    memory."""
+
+    template: str
+    outputs: tuple[str, ...] = ()
+    inputs: tuple[str, ...] = ()
+    memory: bool = True
+    comment: str = field(default="", compare=False)
+
+    @property
+    def constraint_string(self) -> str:
+        parts = [f"={c}" for c in self.outputs] + list(self.inputs)
+        if self.memory:
+            parts.append("~{memory}")
+        return ",".join(parts)
+
+
+# How an asynchronous instruction completes (the pattern declares it per opcode).
+COMPLETIONS = ("mbarrier", "bulk_group", "tcgen05_commit", "none")
+
+
+@dataclass(frozen=True)
+class PlanRecord:
+    """One native instruction of a call site's expansion.
+
+    ``operands`` are the instruction's inputs in asm order, as ``(role, value)`` pairs; ``asm``
+    issues them. ``coords`` are the TMA/TMEM coordinates in PTX order (innermost first),
+    ``shared_offset`` the static byte offset of its shared operand from the shared block base,
+    ``bytes`` its payload. ``completion`` says how it completes and ``barrier`` is the mbarrier
+    whose transaction count it completes (``completion == "mbarrier"``). ``fields`` are the static
+    descriptor facts of its family (JSON scalars and lists)."""
+
+    opcode: str
+    instance: tuple[int, ...]
+    coords: tuple
+    shared_offset: int
+    bytes: int
+    operands: tuple = ()
+    asm: Asm | None = None
+    completion: str = "none"
+    barrier: Expr | None = None
+    fields: dict = field(default_factory=dict)
+
+    def operand(self, role: str) -> Expr:
+        for name, value in self.operands:
+            if name == role:
+                return value
+        raise KeyError(role)
+
+    def __getitem__(self, key: str):
+        """Mapping-style access, as ``ck.plan`` entries were dicts before plans were typed
+        (deprecated alias): the record's attributes, ``mbar`` (the barrier's text),
+        ``tensormap`` and the family's ``fields``."""
+        if key in ("opcode", "instance", "coords", "shared_offset", "bytes"):
+            return getattr(self, key)
+        if key == "mbar":
+            return None if self.barrier is None else str(self.barrier)
+        if key == "tensormap":
+            return str(self.operand("tensormap"))
+        return self.fields[key]
+
+    def __str__(self) -> str:
+        parts = []
+        if self.instance:
+            parts.append(f"[{', '.join(map(str, self.instance))}]")
+        if self.coords:
+            parts.append("ptx coords {" + ", ".join(str(c) for c in self.coords) + "}")
+        parts.append(f"shared +{self.shared_offset}")
+        parts.append(f"{self.bytes} B")
+        if self.barrier is not None:
+            parts.append(f"barrier {self.barrier}")
+        elif self.completion != "none":
+            parts.append(f"completes via {self.completion.replace('_', ' ')}")
+        for role, value in self.operands:
+            if role == "barrier" or role.startswith("coord") or (
+                    role == "shared" and isinstance(value, SharedAddress)
+                    and isinstance(value.offset, int)):
+                continue  # shown above
+            parts.append(str(value) if isinstance(value, HostParam) else
+                         f"{'shared address' if role == 'shared' else role} {value}")
+        parts += [f"{k}={_field_text(v)}" for k, v in self.fields.items()]
+        return "  ".join(parts)
+
+    def to_json(self) -> dict:
+        return {"opcode": self.opcode, "instance": list(self.instance),
+                "coords": [expr_to_json(c) for c in self.coords],
+                "shared_offset": self.shared_offset, "bytes": self.bytes,
+                "operands": [[role, expr_to_json(v)] for role, v in self.operands],
+                "asm": None if self.asm is None else {
+                    "template": self.asm.template, "outputs": list(self.asm.outputs),
+                    "inputs": list(self.asm.inputs), "memory": self.asm.memory,
+                    "comment": self.asm.comment},
+                "completion": self.completion,
+                "barrier": None if self.barrier is None else expr_to_json(self.barrier),
+                "fields": _jsonable(self.fields)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> PlanRecord:
+        asm = data["asm"]
+        if data["completion"] not in COMPLETIONS:
+            raise ValueError(f"unknown completion {data['completion']!r}")
+        return cls(
+            opcode=_str(data["opcode"]), instance=tuple(_int(i) for i in data["instance"]),
+            coords=tuple(expr_from_json(c) for c in data["coords"]),
+            shared_offset=_int(data["shared_offset"]), bytes=_int(data["bytes"]),
+            operands=tuple((_str(role), expr_from_json(v)) for role, v in data["operands"]),
+            asm=None if asm is None else Asm(
+                _str(asm["template"]), tuple(map(_str, asm["outputs"])),
+                tuple(map(_str, asm["inputs"])), bool(asm["memory"]), _str(asm["comment"])),
+            completion=data["completion"],
+            barrier=None if data["barrier"] is None else expr_from_json(data["barrier"]),
+            fields=_tuples(data["fields"]))
+
+
+def _int(value) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ValueError(f"expected an integer, got {value!r}")
+    return value
+
+
+def _field_text(value) -> str:
+    if isinstance(value, tuple):
+        return "(" + ", ".join(_field_text(v) for v in value) + ("," if len(value) == 1 else "") + ")"
+    return str(value)
+
+
+def _jsonable(value):
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def _tuples(value):
+    """JSON data with its lists turned back into the tuples the IR holds."""
+    if isinstance(value, dict):
+        return {k: _tuples(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return tuple(_tuples(v) for v in value)
+    return value
+
+
+@dataclass(frozen=True)
+class SiteRecord:
+    """One tile call site after checking: its location, opcode, family and instruction plan;
+    ``predicate`` (a runtime bool) gates every instruction of the site."""
+
+    location: Location
+    opcode: str
+    family: str
+    plan: list
+    predicate: Expr | None = None
+
+    def __getitem__(self, key: str):
+        """Mapping-style access, as ``ck.plan`` entries were dicts before plans were typed
+        (deprecated alias): ``location`` (text), ``opcode``, ``family``, ``instructions``."""
+        if key == "location":
+            return str(self.location)
+        if key == "instructions":
+            return self.plan
+        if key in ("opcode", "family"):
+            return getattr(self, key)
+        raise KeyError(key)
+
+    def __str__(self) -> str:
+        head = f"{self.location}: {self.opcode}  [{self.family}]"
+        if self.predicate is not None:
+            head += f"  if {self.predicate}"
+        if not self.plan:
+            return head + "\n  (no instruction issued)"
+        return head + "".join(f"\n  {record}" for record in self.plan)
+
+
+class Plan(list):
+    """``ck.plan``: the kernel's tile call sites (:class:`SiteRecord`), in program order."""
+
+    def __str__(self) -> str:
+        return "\n".join(str(site) for site in self) or "(no tile calls)"
+
+
+# ------------------------------------------------------------------------------- parameters
+
+
+@dataclass(frozen=True)
+class ArrayParam:
+    """A tensor argument: element type, rank, static extents (None = dynamic), memory layout."""
+
+    name: str
+    dtype: DType
+    ndim: int
+    static_shape: tuple
+    layout: str  # numba layout: "C" (contiguous) or "A" (strided)
+
+
+@dataclass(frozen=True)
+class ScalarParam:
+    name: str
+    dtype: DType
+
+
+@dataclass(frozen=True)
+class ConstexprParam:
+    name: str
+    value: object
+
+
+@dataclass(frozen=True)
+class TensorMapParam:
+    """A caller-encoded ``jittile.TensorMap`` argument, passed as a grid-constant parameter."""
+
+    name: str
+
+
+# ------------------------------------------------------------------------------ host setup
+
+
+@dataclass(frozen=True)
+class HostTensorMap:
+    """A TensorMap jittile encodes on the host at launch for a global region, passed as the kernel's
+    grid-constant parameter ``param``."""
+
+    param: str
+    tensor: str
+    region_starts: tuple[int, ...]
+    region_extents: tuple
+    data_type: str  # descriptor format: a dtype name, "tf32", "float4_e2m1fn"
+    box: tuple[int, ...]  # outer-to-inner, as written
+    element_strides: tuple[int, ...]
+    interleave: int
+    swizzle: int
+    l2_promotion: int
+    oob_fill: int
+
+
+@dataclass(frozen=True)
+class ArgumentAlignment:
+    """A tensor argument whose data pointer must be ``bytes``-aligned at launch (a bulk copy reads
+    it at 16-byte granules); ``why`` names the instruction that needs it."""
+
+    tensor: str
+    bytes: int
+    why: str
+
+
+# --------------------------------------------------------------------------------- launch
+
+
+def _dims(value, what: str) -> tuple[int, int, int]:
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = (value,)
+    try:
+        value = tuple(value)
+    except TypeError:
+        raise JittileError(f"{what} must be a positive int or a tuple of 1-3 positive ints, "
+                           f"got {value!r}") from None
+    if not 1 <= len(value) <= 3 or not all(isinstance(v, int) and not isinstance(v, bool)
+                                           and v >= 1 for v in value):
+        raise JittileError(f"{what} must be a positive int or a tuple of 1-3 positive ints, got "
+                           f"{value!r}")
+    return value + (1,) * (3 - len(value))
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    """Grid, block and cluster dimensions (each an int or a 1-3 tuple), normalised to 3-tuples."""
+
+    grid: tuple = (1, 1, 1)
+    block: tuple = (1, 1, 1)
+    cluster: tuple | None = None
+
+    def __init__(self, grid=1, block=1, cluster=None):
+        object.__setattr__(self, "grid", _dims(grid, "grid"))
+        object.__setattr__(self, "block", _dims(block, "block"))
+        object.__setattr__(self, "cluster", None if cluster is None else _dims(cluster, "cluster"))
+        object.__setattr__(self, "_hash", hash((self.grid, self.block, self.cluster)))
+
+    def __hash__(self) -> int:  # launches look configs up in a dict: hash once
+        return self._hash
+
+    @property
+    def threads(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+
+# ------------------------------------------------------------------------------ kernel IR
+
+
+@dataclass
+class KernelIR:
+    """Everything later stages need besides the lowered function itself.
+
+    It is also what a disk-cache entry keeps besides the cubin (as JSON, see :meth:`record`), so a
+    cache hit can launch and report a kernel without lowering it again."""
+
+    name: str
+    params: list  # ArrayParam | ScalarParam | ConstexprParam | TensorMapParam, in call order
+    host_tensormaps: list[HostTensorMap] = field(default_factory=list)
+    alignments: list[ArgumentAlignment] = field(default_factory=list)
+    shared_bytes: int = 0
+    shared_align: int = 16
+    launch: LaunchConfig | None = None  # from T.device_entry, or None
+    sites: list[SiteRecord] = field(default_factory=list)
+
+    @property
+    def dynamic_shared(self) -> bool:
+        """Above 48 KB jittile places its buffers in dynamic shared memory."""
+        return self.shared_bytes > 48 * 1024
+
+    @property
+    def runtime_params(self) -> list:
+        return [p for p in self.params if not isinstance(p, ConstexprParam)]
+
+    @property
+    def plan(self) -> Plan:
+        return Plan(self.sites)
+
+    def record(self, site_nodes: dict) -> dict:
+        """Everything but the parameters as JSON data. ``site_nodes`` maps a site's location to
+        the index of its call in the kernel's AST walk (or -1 for a site inlined from another
+        file), which :meth:`restore` maps back to where that call is now."""
+        launch = self.launch
+        return {
+            "name": self.name,
+            "host_tensormaps": [asdict(t) for t in self.host_tensormaps],
+            "alignments": [asdict(a) for a in self.alignments],
+            "shared_bytes": self.shared_bytes,
+            "shared_align": self.shared_align,
+            "launch": None if launch is None else {"grid": list(launch.grid),
+                                                   "block": list(launch.block),
+                                                   "cluster": launch.cluster and list(launch.cluster)},
+            "sites": [{"node": site_nodes.get(s.location, -1),
+                       "location": [s.location.filename, s.location.lineno, s.location.col_offset],
+                       "opcode": s.opcode, "family": s.family,
+                       "predicate": None if s.predicate is None else expr_to_json(s.predicate),
+                       "plan": [r.to_json() for r in s.plan]} for s in self.sites],
+        }
+
+    @classmethod
+    def restore(cls, data: dict, params: list, locate) -> KernelIR:
+        """The IR :meth:`record` wrote, for ``params`` (equal to those it was lowered for: they are
+        part of the cache key); ``locate(node_index, recorded_location)`` gives a site's current
+        location. Raises ValueError, KeyError or TypeError on data it did not write."""
+        launch = data["launch"]
+
+        def site(s: dict) -> SiteRecord:
+            recorded = Location(_str(s["location"][0]), _int(s["location"][1]),
+                                _int(s["location"][2]))
+            return SiteRecord(locate(s["node"], recorded), _str(s["opcode"]), _str(s["family"]),
+                              [PlanRecord.from_json(r) for r in s["plan"]],
+                              None if s["predicate"] is None else expr_from_json(s["predicate"]))
+
+        return cls(
+            name=_str(data["name"]), params=list(params),
+            host_tensormaps=[HostTensorMap(**_tuples(t)) for t in data["host_tensormaps"]],
+            alignments=[ArgumentAlignment(**a) for a in data["alignments"]],
+            shared_bytes=_int(data["shared_bytes"]), shared_align=_int(data["shared_align"]),
+            launch=None if launch is None else LaunchConfig(**launch),
+            sites=[site(s) for s in data["sites"]])
