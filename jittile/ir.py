@@ -299,7 +299,7 @@ class PlanRecord:
         elif self.completion != "none":
             parts.append(f"completes via {self.completion.replace('_', ' ')}")
         for role, value in self.operands:
-            if role == "barrier" or role.startswith("coord") or (
+            if role in ("barrier", "size") or role.startswith("coord") or (
                     role == "shared" and isinstance(value, SharedAddress)
                     and isinstance(value.offset, int)):
                 continue  # shown above

@@ -784,8 +784,10 @@ class KernelLowering:
         opcode = instr.opcode
         pattern = registry.pattern_for(opcode)
         if pattern is None:
+            near = registry.closest_family(opcode)
+            mean = f" (did you mean '{near}...'?)" if near else ""
             raise ContractError(
-                f"no tile pattern handles this opcode; known families: "
+                f"no tile pattern handles this opcode{mean}; known families: "
                 f"{', '.join(registry.family_names())}", location, opcode=opcode, parameter="opcode")
         prelude: list[ast.stmt] = []
         operands = [self.tile_operand(a, opcode, i, prelude) for i, a in enumerate(node.args[1:])]

@@ -283,3 +283,30 @@ def static_tuple(site: CallSite, name: str, value, length: int | None = None,
             if not check(v):
                 raise site.error(f"{rule}, got {v} in {value!r}", name)
     return value
+
+
+def runtime_index_step(site: CallSite, shared: SharedRegion, axis: int, need: int) -> int:
+    """Bytes one step of a runtime-indexed buffer axis moves the (unswizzled) origin. It must
+    be the same for every index, so that the offset is index * step, and a multiple of the
+    origin alignment (the swizzle period when swizzled), so that every origin is legal and
+    the statically undone swizzle stays right."""
+    buf = shared.buffer
+    inner = getattr(buf.layout, "tile_layout", buf.layout)
+
+    def at(index: int) -> int:
+        coords = list(shared.origin)
+        coords[axis] = index
+        return inner.memory_offset(tuple(coords), buf.shape) * buf.dtype.bytes
+
+    base = at(0)
+    step = at(1) - base if buf.shape[axis] > 1 else 0
+    for index in range(buf.shape[axis]):
+        if at(index) - base != index * step:
+            raise site.error(f"axis {axis} of shared buffer {buf.name!r} is indexed at run "
+                             f"time but is not evenly strided: index {index} is at byte "
+                             f"{at(index) - base}, expected {index * step}", "operands")
+    if step % need:
+        raise site.error(f"a runtime index on axis {axis} of shared buffer {buf.name!r} steps "
+                         f"the origin by {step} bytes; every origin must be {need}-byte "
+                         f"aligned, so the step must be a multiple of {need}", "operands")
+    return step

@@ -49,6 +49,20 @@ def pattern_for(opcode: str) -> TilePattern | None:
     return None
 
 
+def closest_family(opcode: str) -> str | None:
+    """The declared prefix nearest to ``opcode``'s leading words, for a did-you-mean."""
+    import difflib
+
+    words = opcode.strip().split(".")
+    best, score = None, 0.0
+    for prefix in family_names():
+        head = ".".join(words[:prefix.count(".") + 1])
+        ratio = difflib.SequenceMatcher(None, head, prefix).ratio()
+        if ratio > score:
+            best, score = prefix, ratio
+    return best if score >= 0.75 else None
+
+
 def family_names() -> list[str]:
     """The opcode prefixes tile calls accept, for error messages."""
     return [prefix for pattern in patterns() for prefix in pattern.prefixes]

@@ -21,7 +21,7 @@ from ..ptx.opcodes import BulkTensorOpcode, parse_bulk_tensor
 from ..targets import satisfies
 from .base import (SCOPE_GROUP_AXES, CallSite, GlobalRegion, Lowering, LoweringContext,
                    OperandRole, Parameter, SharedRegion, TensorMapOperand, TilePattern,
-                   static_tuple)
+                   runtime_index_step, static_tuple)
 from .swizzle import SWIZZLE_SPAN, swizzle_period
 
 # ---------------------------------------------------------------------------- call parameters
@@ -383,7 +383,7 @@ class TmaPattern(TilePattern):
         linear, need = self._check_image(site, shared, lead_rank, rep.atom, d["swizzle"])
         steps_of = _axis_steps(site, shared, linear, lead_rank)
         # Runtime buffer indices (a pipeline stage) move the origin by index * step at run time.
-        stage_offset = add(*(mul(value, _runtime_index_step(site, shared, axis, need))
+        stage_offset = add(*(mul(value, runtime_index_step(site, shared, axis, need))
                              for value, axis in shared.runtime_indices))
         steps = _coord_steps(site, site.params.get("coord_steps", ()), rank, lead_rank,
                              group_shape, repeat_shape)
@@ -496,33 +496,6 @@ def _axis_steps(site: CallSite, shared: SharedRegion, linear, lead_rank: int) ->
                              f"bytes; every origin must be 128-byte aligned", "operands")
         steps.append(step)
     return steps
-
-
-def _runtime_index_step(site: CallSite, shared: SharedRegion, axis: int, need: int) -> int:
-    """Bytes one step of a runtime-indexed buffer axis moves the (unswizzled) origin. It must
-    be the same for every index, so that the offset is index * step, and a multiple of the
-    origin alignment (the swizzle period when swizzled), so that every origin is legal and
-    the statically undone swizzle stays right."""
-    buf = shared.buffer
-    inner = getattr(buf.layout, "tile_layout", buf.layout)
-
-    def at(index: int) -> int:
-        coords = list(shared.origin)
-        coords[axis] = index
-        return inner.memory_offset(tuple(coords), buf.shape) * buf.dtype.bytes
-
-    base = at(0)
-    step = at(1) - base if buf.shape[axis] > 1 else 0
-    for index in range(buf.shape[axis]):
-        if at(index) - base != index * step:
-            raise site.error(f"axis {axis} of shared buffer {buf.name!r} is indexed at run "
-                             f"time but is not evenly strided: index {index} is at byte "
-                             f"{at(index) - base}, expected {index * step}", "operands")
-    if step % need:
-        raise site.error(f"a runtime index on axis {axis} of shared buffer {buf.name!r} steps "
-                         f"the origin by {step} bytes; every origin must be {need}-byte "
-                         f"aligned, so the step must be a multiple of {need}", "operands")
-    return step
 
 
 def _coord_steps(site: CallSite, steps, rank: int, lead_rank: int, group_shape,

@@ -132,6 +132,8 @@ class Launcher:
             static = [(axis, extent) for axis, extent in enumerate(param.static_shape)
                       if extent is not None]
             contiguous = param.layout == "C"
+            needs = [a for a in self.ir.alignments if a.tensor == param.name]
+            align = max((a.bytes for a in needs), default=1)
 
             def write_array(view):
                 if type(view) is not DeviceView:
@@ -139,8 +141,8 @@ class Launcher:
                 shape = view.shape
                 if (view.dtype is not dtype or len(shape) != ndim
                         or (static and any(shape[a] != e for a, e in static))
-                        or (contiguous and not view.c_contiguous)):
-                    check_array(param, view)
+                        or (contiguous and not view.c_contiguous) or view.ptr % align):
+                    check_array(param, view, needs)
                 layout.pack_into(buf, offset, 0, 0, math.prod(shape), itemsize, view.ptr, *shape,
                                  *view.strides)
                 return view
@@ -209,8 +211,9 @@ def check_device(target: str | None, capability: tuple[int, int] | None, name: s
                           f"target='sm_{capability[0]}{capability[1]}a' or leave target unset")
 
 
-def check_array(param: ArrayParam, view: DeviceView) -> None:
-    """Dtype, rank and static extents of an array argument against its specialization."""
+def check_array(param: ArrayParam, view: DeviceView, alignments: list = ()) -> None:
+    """Dtype, rank, static extents and data alignment of an array argument against its
+    specialization."""
     if view.dtype.name != param.dtype.name:
         raise LaunchError(f"argument {param.name!r}: dtype {view.dtype.name} does not match the "
                           f"kernel's {param.dtype.name}")
@@ -224,5 +227,10 @@ def check_array(param: ArrayParam, view: DeviceView) -> None:
     if param.layout == "C" and not view.c_contiguous:
         raise LaunchError(f"argument {param.name!r} is not C-contiguous but the kernel was "
                           f"specialised for a contiguous array")
+    for need in alignments:
+        if view.ptr % need.bytes:
+            raise LaunchError(f"argument {param.name!r}: its data at {view.ptr:#x} is not "
+                              f"{need.bytes}-byte aligned, which {need.why} needs; pass an array "
+                              f"whose data starts on a {need.bytes}-byte boundary")
 
 
