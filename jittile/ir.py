@@ -292,7 +292,8 @@ class PlanRecord:
             parts.append(f"[{', '.join(map(str, self.instance))}]")
         if self.coords:
             parts.append("ptx coords {" + ", ".join(str(c) for c in self.coords) + "}")
-        parts.append(f"shared +{self.shared_offset}")
+        if any(role in ("shared", "descriptor") for role, _ in self.operands):
+            parts.append(f"shared +{self.shared_offset}")
         parts.append(f"{self.bytes} B")
         if self.barrier is not None:
             parts.append(f"barrier {self.barrier}")

@@ -792,7 +792,7 @@ class KernelLowering:
         prelude: list[ast.stmt] = []
         operands = [self.tile_operand(a, opcode, i, prelude) for i, a in enumerate(node.args[1:])]
         params: dict[str, object] = {}
-        param_locations: dict[str, Location] = {}
+        param_locations = {f"operand {i}": self.loc(a) for i, a in enumerate(node.args[1:])}
         scope = "thread"
         for kw in node.keywords:
             if kw.arg is None:
