@@ -84,18 +84,21 @@ def reduction_reference(op: str, before, src):
     return ufunc(before, src)
 
 
-def run_reduction(op: str, dtype: str, rng) -> tuple:
+def run_reduction(op: str, dtype: str, rng, reduce=None) -> tuple:
     """Reduce a random (16, 32) tile into rows 8..23, columns 32..63 of a random (32, 64) array
-    with ``tma_reduce``; returns (result, expected) as NumPy arrays (bfloat16 travels through
-    torch, which has the type, and is compared as float32)."""
+    with ``reduce(src, out)`` (default: ``tma_reduce``); returns (result, expected) as NumPy
+    arrays (bfloat16 travels through torch, which has the type, and is compared as float32)."""
     opcode = f"cp.reduce.async.bulk.tensor.2d.global.shared::cta.{op}.tile.bulk_group"
+    if reduce is None:
+        def reduce(src, out):
+            tma_reduce(src, out, opcode, dtype)
     if dtype == "bfloat16":
         import torch
 
         src = torch.randn(16, 32, device="cuda").bfloat16()
         out = torch.randn(32, 64, device="cuda").bfloat16()
         before = out.float().cpu().numpy()
-        tma_reduce(src, out, opcode, dtype)
+        reduce(src, out)
         torch.cuda.synchronize()
         region = reduction_reference(op, before[8:24, 32:64], src.float().cpu().numpy())
         expected = before.copy()
@@ -114,7 +117,7 @@ def run_reduction(op: str, dtype: str, rng) -> tuple:
         src = rng.standard_normal((16, 32)).astype(dtype)
         out = rng.standard_normal((32, 64)).astype(dtype)
     before = out.copy()
-    tma_reduce(src, out, opcode, dtype)
+    reduce(src, out)
     expected = before.copy()
     expected[8:24, 32:64] = reduction_reference(op, before[8:24, 32:64], src)
     return out, expected

@@ -15,6 +15,7 @@ from .base import TilePattern, check_completions
 FAMILY_MODULES = (
     "tma",
     "tmem_copy",
+    "bulk_copy",
 )
 
 _patterns: list[TilePattern] | None = None
