@@ -11,6 +11,7 @@ from typing import Callable
 
 from ..ir import BinOp, Expr, GlobalAddress, HostParam, SharedAddress, Special, Var
 from ..ptx import builtins
+from .syntax import name as _name
 
 CUDA = "__jt_cuda"
 SHARED_ADDRESS = "__jt_saddr"
@@ -20,12 +21,8 @@ _OPERATORS = {"+": ast.Add, "*": ast.Mult, "%": ast.Mod, ">>": ast.RShift, "&": 
               "|": ast.BitOr}
 
 
-def name(id_: str, ctx=None) -> ast.Name:
-    return ast.Name(id=id_, ctx=ctx or ast.Load())
-
-
 def cuda_attribute(*attrs: str) -> ast.expr:
-    node: ast.expr = name(CUDA)
+    node: ast.expr = _name(CUDA)
     for attr in attrs:
         node = ast.Attribute(value=node, attr=attr, ctx=ast.Load())
     return node
@@ -46,23 +43,23 @@ def render(expr: Expr, asm_name: Callable) -> ast.expr:
     if isinstance(expr, int):
         return ast.Constant(value=expr)
     if isinstance(expr, (Var, HostParam)):
-        return name(expr.name)
+        return _name(expr.name)
     if isinstance(expr, BinOp):
         return ast.BinOp(left=render(expr.left, asm_name), op=_OPERATORS[expr.op](),
                          right=render(expr.right, asm_name))
     if isinstance(expr, SharedAddress):
-        base = ast.Call(func=name(SHARED_ADDRESS), args=[name(expr.buffer), ast.Constant(value=0)],
+        base = ast.Call(func=_name(SHARED_ADDRESS), args=[_name(expr.buffer), ast.Constant(value=0)],
                         keywords=[])
         if expr.offset == 0:
             return base
         return ast.BinOp(left=base, op=ast.Add(), right=render(expr.offset, asm_name))
     if isinstance(expr, GlobalAddress):
         index = ast.Tuple(elts=[render(i, asm_name) for i in expr.index], ctx=ast.Load())
-        return ast.Call(func=name(GLOBAL_ADDRESS), args=[name(expr.tensor), index], keywords=[])
+        return ast.Call(func=_name(GLOBAL_ADDRESS), args=[_name(expr.tensor), index], keywords=[])
     if isinstance(expr, Special):
         if expr.register == "lane":
             return cuda_attribute("laneid")
         if expr.register == "thread":
             return linear_index("threadIdx", "blockDim")
-        return ast.Call(func=name(asm_name(builtins.CLUSTER_CTARANK)), args=[], keywords=[])
+        return ast.Call(func=_name(asm_name(builtins.CLUSTER_CTARANK)), args=[], keywords=[])
     raise TypeError(f"not a plan value: {expr!r}")

@@ -14,6 +14,11 @@ import ast
 import copy
 from dataclasses import dataclass
 
+from ..errors import CompileError
+from ..language.markers import DeviceFunction
+from .static import RUNTIME, StaticScope, evaluate
+from .syntax import name as _name
+
 
 class InlineError(ValueError):
     """A helper call or body that cannot be inlined; ``node`` is where."""
@@ -115,3 +120,133 @@ def inline_body(tree: ast.FunctionDef, call: ast.Call, renames: dict[str, str],
     elif targets:
         raise InlineError(call, f"helper {tree.name} returns no value to assign")
     return out
+
+
+def assignment_counts(tree: ast.FunctionDef) -> dict[str, int]:
+    counts: dict[str, int] = {}
+
+    def add(target):
+        if isinstance(target, ast.Name):
+            counts[target.id] = counts.get(target.id, 0) + 1
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for elt in target.elts:
+                add(elt)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                add(t)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            add(node.target)
+            if isinstance(node, ast.AugAssign):
+                add(node.target)
+        elif isinstance(node, ast.For):
+            add(node.target)
+            add(node.target)
+    return counts
+
+
+class HelperInlining:
+    """``@jittile.func`` calls inlined into the kernel (a part of :class:`KernelLowering`)."""
+
+    # ------------------------------------------------------------------- @jittile.func helpers
+    def inline(self, call: ast.Call, helper: DeviceFunction, targets) -> list[ast.stmt]:
+        """A helper call, replaced by the helper's body lowered in place.
+
+        Arguments that name a shared buffer, tensor, TMEM tensor or TensorMap, or a region of one,
+        are substituted; compile-time values become statics; runtime values are evaluated once,
+        into a temporary. The helper's free names resolve in its own module; its locals are
+        renamed apart; errors and plan entries point into its file.
+        """
+        if helper in self._inlining:
+            raise self.error(call, f"helper {helper.__qualname__} calls itself; helpers are "
+                                   f"inlined, so they cannot recurse")
+        source = helper.source
+        tree = source.tree
+
+        def located(exc: InlineError) -> CompileError:
+            where = source if any(n is exc.node for n in ast.walk(tree)) else self.source
+            return CompileError(str(exc), where.location(exc.node))
+
+        try:
+            binding = bind(tree, call)
+            names = names_of(tree)
+        except InlineError as exc:
+            raise located(exc) from None
+        prefix = self.fresh("h") + "_"
+        own_scope = StaticScope(source.globals, source.closure, {}, set())
+        renames: dict[str, str] = {}
+        substitutions: dict[str, ast.expr] = {}
+        prelude: list[ast.stmt] = []
+        for param, arg in binding.arguments.items():
+            if param not in names.assigned and self._is_operand(arg):
+                substitutions[param] = arg
+                continue
+            renames[param] = prefix + param
+            value = self.static(arg)
+            if value is not RUNTIME and param not in names.assigned:
+                self.scope.statics[renames[param]] = value
+            else:
+                self.scope.runtime_names.add(renames[param])
+                prelude += self.statement(ast.copy_location(
+                    ast.Assign(targets=[_name(renames[param], ast.Store())], value=arg), call))
+        for param, default in binding.defaults.items():
+            renames[param] = prefix + param
+            try:
+                value = evaluate(default, own_scope)
+            except NameError as exc:
+                raise CompileError(f"name {exc.args[0]!r} is not defined",
+                                   source.location(default)) from None
+            if value is RUNTIME or param in names.assigned:
+                raise CompileError(f"helper {tree.name}: the default of {param!r} must be a "
+                                   f"compile-time value the body does not rebind",
+                                   source.location(default))
+            self.scope.statics[renames[param]] = value
+        counts = assignment_counts(tree)
+        for name in names.assigned - set(renames):
+            renames[name] = prefix + name
+            self.scope.runtime_names.add(renames[name])
+            if counts.get(name) == 1:
+                self._static_candidates.add(renames[name])
+        for name in names.free:
+            try:
+                value = own_scope.lookup(name)
+            except NameError:
+                use = next(n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name)
+                raise CompileError(f"name {name!r} is not defined", source.location(use)) from None
+            renames[name] = prefix + name
+            self.scope.statics[renames[name]] = value
+        try:
+            body = inline_body(tree, call, renames, substitutions, targets)
+        except InlineError as exc:
+            raise located(exc) from None
+        caller, self.source = self.source, source
+        self._inlining.append(helper)
+        try:
+            return prelude + self.block(body)
+        finally:
+            self.source = caller
+            self._inlining.pop()
+
+    def _is_operand(self, node: ast.expr) -> bool:
+        """Whether a helper argument is a shared buffer, tensor, TMEM tensor or TensorMap, a region
+        of one (slices, or fewer indices than a shared buffer has axes) or an address in one
+        (``buf.ptr_to([...])``): those are substituted into the helper (so tile calls see the
+        operand, and byte accounting the barrier, as written); anything else, an element
+        included, is a value."""
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "ptr_to"):
+            node = node.func.value
+        base = node.value if isinstance(node, ast.Subscript) else node
+        if not isinstance(base, ast.Name):
+            return False
+        name = base.id
+        if not (name in self.shared or name in self.arrays or name in self.tmem
+                or name in self.tensormaps):
+            return False
+        if base is node:
+            return True
+        indices = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if any(isinstance(i, ast.Slice) for i in indices) or name in self.tmem:
+            return True
+        return name in self.shared and len(indices) < len(self.shared[name].buffer.shape)

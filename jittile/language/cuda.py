@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from ..ir import LaunchConfig
+from ..ir import LaunchConfig  # re-exported: T.cuda.LaunchConfig
 from .markers import Intrinsic
 
 

@@ -1,0 +1,132 @@
+"""Lowering allocations and launch declarations: shared buffers planned by jittile, local arrays,
+TMEM tensors, ``T.device_entry``."""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+
+from ..dtypes import DType, dtype as lookup_dtype
+from ..language import cuda as Lcuda
+from ..language.types import Tensor
+from ..patterns.base import SharedBuffer
+from .emit import CUDA
+from .static import RUNTIME
+from .syntax import align_up, name as _name
+
+
+@dataclass
+class SharedVar:
+    buffer: SharedBuffer
+    view: str  # global name of the view intrinsic
+
+
+@dataclass
+class TmemVar:
+    tensor: Tensor
+    base: str
+
+
+class AllocationLowering:
+    """Allocations of the kernel body (a part of :class:`KernelLowering`)."""
+
+    # ------------------------------------------------------------------------------ allocations
+    def alloc_shared(self, name: str, call: ast.Call) -> list[ast.stmt]:
+        from ..layout import resolve_layout
+
+        args = self.static_args(call, ("shape", "dtype", "layout", "align"),
+                                {"layout": "default", "align": None}, "T.alloc_shared")
+        shape = args["shape"]
+        if isinstance(shape, int):
+            shape = (shape,)
+        if not isinstance(shape, tuple) or not shape or not all(
+                isinstance(e, int) and e > 0 for e in shape):
+            raise self.error(call, f"T.alloc_shared shape must be a static tuple of positive ints, "
+                                   f"got {shape!r}")
+        dtype = self.dtype_arg(call, args["dtype"])
+        align = args["align"]
+        if align is None:
+            align = max(dtype.bytes, 8)
+        if not isinstance(align, int) or align <= 0 or align & (align - 1):
+            raise self.error(call, f"T.alloc_shared align= must be a positive power of two, got "
+                                   f"{align!r}")
+        try:
+            layout = resolve_layout(args["layout"], shape, dtype)
+        except ValueError as exc:
+            raise self.error(call, f"T.alloc_shared layout: {exc}") from None
+        offset = align_up(self._shared_cursor, align)
+        probe = SharedBuffer(name, shape, dtype, layout, align, offset, self.loc(call))
+        self._shared_cursor = offset + probe.nbytes
+        self.ir.shared_align = max(self.ir.shared_align, align)
+        view = f"__jt_smem_{name}_{len(self.shared)}"
+        self.shared[name] = SharedVar(probe, view)
+        self._buffers.append(probe)
+        return [ast.Assign(targets=[_name(name, ast.Store())], value=self.call(view))]
+
+    def alloc_local(self, name: str, call: ast.Call) -> list[ast.stmt]:
+        args = self.static_args(call, ("shape", "dtype", "layout"), {"layout": "default"},
+                                "T.alloc_local")
+        shape = args["shape"] if isinstance(args["shape"], tuple) else (args["shape"],)
+        dtype = self.dtype_arg(call, args["dtype"])
+        self.locals.add(name)
+        alloc = ast.Call(
+            func=ast.Attribute(value=ast.Attribute(value=_name(CUDA), attr="local", ctx=ast.Load()),
+                               attr="array", ctx=ast.Load()),
+            args=[ast.Constant(value=shape), _name(self.type_name(dtype))], keywords=[])
+        return [ast.Assign(targets=[_name(name, ast.Store())], value=alloc)]
+
+    def decl_tmem(self, name: str, call: ast.Call) -> list[ast.stmt]:
+        if len(call.args) != 1:
+            raise self.error(call, "T.cuda.decl_tmem(address, ty_args=[T.Tensor(...)]) takes one "
+                                   "address")
+        kw = {k.arg: k.value for k in call.keywords}
+        ty_args = self.static(kw["ty_args"]) if "ty_args" in kw else RUNTIME
+        if (ty_args is RUNTIME or not isinstance(ty_args, tuple) or len(ty_args) != 1
+                or not isinstance(ty_args[0], Tensor)):
+            raise self.error(call, "T.cuda.decl_tmem needs ty_args=[T.Tensor(shape, dtype, "
+                                   "scope='tmem', layout=...)]")
+        tensor = ty_args[0]
+        if tensor.scope != "tmem":
+            raise self.error(call, f"T.cuda.decl_tmem tensor scope must be 'tmem', got "
+                                   f"{tensor.scope!r}")
+        self.tmem[name] = TmemVar(tensor, name)
+        self.locals.add(name)
+        return [ast.Assign(targets=[_name(name, ast.Store())],
+                           value=self.cast(lookup_dtype("uint32"), self.expr(call.args[0])))]
+
+    def device_entry(self, call: ast.Call) -> None:
+        kw = {k.arg: k.value for k in call.keywords}
+        if "launch" not in kw:
+            raise self.error(call, "T.device_entry needs launch=T.cuda.LaunchConfig(grid=..., "
+                                   "block=...)")
+        launch = self.static(kw["launch"])
+        if not isinstance(launch, Lcuda.LaunchConfig):
+            raise self.error(call, "T.device_entry launch= must be a static T.cuda.LaunchConfig")
+        self.ir.launch = launch
+
+    def static_args(self, call: ast.Call, names: tuple, defaults: dict, what: str) -> dict:
+        values = dict(defaults)
+        if len(call.args) > len(names):
+            raise self.error(call, f"{what} takes at most {len(names)} positional arguments")
+        for name, arg in zip(names, call.args):
+            values[name] = arg
+        for kw in call.keywords:
+            if kw.arg not in names:
+                raise self.error(kw, f"{what} has no parameter {kw.arg!r}")
+            values[kw.arg] = kw.value
+        out = {}
+        for name in names:
+            if name not in values:
+                raise self.error(call, f"{what} needs {name}=")
+            node = values[name]
+            value = self.static(node) if isinstance(node, ast.AST) else node
+            if value is RUNTIME:
+                raise self.error(node, f"{what} {name}= must be a compile-time value")
+            out[name] = value
+        return out
+
+    def dtype_arg(self, node: ast.AST, value) -> DType:
+        try:
+            return lookup_dtype(value)
+        except Exception as exc:
+            raise self.error(node, str(exc)) from None

@@ -1,0 +1,172 @@
+"""Lowering kernel expressions: values, indexing, calls of the kernel language's functions."""
+from __future__ import annotations
+
+import ast
+import types as pytypes
+
+
+from .. import language as L
+from ..language import cuda as Lcuda
+from ..language.markers import DeviceFunction, Intrinsic, PtxInstruction
+from ..language.types import ScalarType
+from ..patterns.base import SharedBuffer
+from ..ptx import builtins
+from .emit import CUDA, GLOBAL_ADDRESS, SHARED_ADDRESS, linear_index
+from .static import RUNTIME
+from .syntax import name as _name, parse_expr, src
+
+_AXES = ("x", "y", "z")
+
+
+class ExpressionLowering:
+    """Expressions of the kernel body (a part of :class:`KernelLowering`)."""
+
+    # ------------------------------------------------------------------------------ expressions
+    def expr(self, node: ast.expr) -> ast.expr:
+        if isinstance(node, ast.Call):
+            return self.call_expr(node)
+        if isinstance(node, ast.Name) and node.id in self.shared:
+            raise self.error(node, f"shared buffer {node.id!r} cannot be used as a value; index it "
+                                   f"or take buf.ptr_to([...])")
+        value = self.static(node)
+        if isinstance(value, (bool, int, float)):
+            return ast.Constant(value=value)
+        if isinstance(node, ast.Name):
+            if value is RUNTIME:
+                return _name(node.id)
+            raise self.error(node, f"{node.id!r} ({type(value).__name__}) is not a kernel value")
+        if isinstance(node, ast.Subscript):
+            return self.subscript(node)
+        if isinstance(node, ast.BinOp):
+            return ast.BinOp(left=self.expr(node.left), op=node.op, right=self.expr(node.right))
+        if isinstance(node, ast.UnaryOp):
+            return ast.UnaryOp(op=node.op, operand=self.expr(node.operand))
+        if isinstance(node, ast.BoolOp):
+            return ast.BoolOp(op=node.op, values=[self.expr(v) for v in node.values])
+        if isinstance(node, ast.Compare):
+            return ast.Compare(left=self.expr(node.left), ops=node.ops,
+                               comparators=[self.expr(c) for c in node.comparators])
+        if isinstance(node, ast.IfExp):
+            return ast.IfExp(test=self.expr(node.test), body=self.expr(node.body),
+                             orelse=self.expr(node.orelse))
+        if isinstance(node, ast.Tuple):
+            return ast.Tuple(elts=[self.expr(e) for e in node.elts], ctx=ast.Load())
+        if isinstance(node, ast.Attribute):
+            raise self.error(node, f"attribute {src(node)!r} is not a kernel value")
+        raise self.error(node, f"{type(node).__name__} expressions are not supported in kernels")
+
+    def subscript(self, node: ast.Subscript) -> ast.Subscript:
+        base = node.value
+        indices = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if isinstance(base, ast.Name) and base.id in self.shared:
+            buf = self.shared[base.id].buffer
+            flat = self.shared_index(node, buf, indices)
+            return ast.Subscript(value=_name(base.id), slice=flat, ctx=ast.Load())
+        if isinstance(base, ast.Name) and (base.id in self.arrays or base.id in self.locals):
+            if any(isinstance(i, ast.Slice) for i in indices):
+                raise self.error(node, "slices of tensors are only allowed as tile-call operands")
+            lowered = [self.expr(i) for i in indices]
+            index = lowered[0] if len(lowered) == 1 else ast.Tuple(elts=lowered, ctx=ast.Load())
+            return ast.Subscript(value=_name(base.id), slice=index, ctx=ast.Load())
+        raise self.error(node, f"cannot index {src(base)!r}")
+
+    def shared_index(self, node: ast.AST, buf: SharedBuffer, indices: list[ast.expr]) -> ast.expr:
+        if len(indices) != len(buf.shape):
+            raise self.error(node, f"shared buffer {buf.name!r} has rank {len(buf.shape)}, indexed "
+                                   f"with {len(indices)} indices")
+        if any(isinstance(i, ast.Slice) for i in indices):
+            raise self.error(node, "shared-buffer slices are only allowed as tile-call operands")
+        sources = [src(self.expr(i)) for i in indices]
+        return parse_expr(buf.layout.index_source(sources, buf.shape))
+
+    def call_expr(self, node: ast.Call) -> ast.expr:
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "ptr_to":
+            return self.ptr_to(node)
+        target = self.resolve(func)
+        if isinstance(target, ScalarType):
+            if len(node.args) != 1:
+                raise self.error(node, f"{target!r}(x) converts one value")
+            return self.cast(target.dtype, self.expr(node.args[0]))
+        if isinstance(target, PtxInstruction):
+            return self.raw_ptx(node, target, statement=False)
+        if isinstance(target, Intrinsic):
+            return self.intrinsic_expr(node, target)
+        if target in (min, max, abs):
+            return ast.Call(func=_name(target.__name__), args=[self.expr(a) for a in node.args],
+                            keywords=[])
+        if target is RUNTIME:
+            raise self.error(node, f"cannot resolve call target {src(func)!r}")
+        if isinstance(target, DeviceFunction):
+            raise self.error(node, f"call the helper {src(func)} as a statement or as the whole "
+                                   f"right side of an assignment")
+        if isinstance(target, pytypes.FunctionType):
+            raise self.error(node, f"{src(func)!r} cannot be called inside a kernel; decorate it "
+                                   f"with @jittile.func to inline it")
+        raise self.error(node, f"{src(func)!r} cannot be called inside a kernel")
+
+    def intrinsic_expr(self, node: ast.Call, target: Intrinsic) -> ast.expr:
+        reg = lambda obj, attr: ast.Attribute(  # noqa: E731
+            value=ast.Attribute(value=_name(CUDA), attr=obj, ctx=ast.Load()), attr=attr,
+            ctx=ast.Load())
+        axis = None
+        if node.args:
+            axis = self.static(node.args[0])
+        if target is Lcuda.lane_id:
+            return ast.Attribute(value=_name(CUDA), attr="laneid", ctx=ast.Load())
+        if target in (Lcuda.thread_idx, Lcuda.block_idx, Lcuda.block_dim, Lcuda.grid_dim):
+            obj = {Lcuda.thread_idx: "threadIdx", Lcuda.block_idx: "blockIdx",
+                   Lcuda.block_dim: "blockDim", Lcuda.grid_dim: "gridDim"}[target]
+            if axis is None and target in (Lcuda.thread_idx, Lcuda.block_idx):
+                return linear_index(obj, "blockDim" if obj == "threadIdx" else "gridDim")
+            if axis not in _AXES:
+                raise self.error(node, f"{target.qualname} axis must be 'x', 'y' or 'z', got "
+                                       f"{axis!r}")
+            return reg(obj, axis)
+        if target is Lcuda.warp_id:
+            return ast.BinOp(left=linear_index("threadIdx", "blockDim"), op=ast.FloorDiv(),
+                             right=ast.Constant(value=32))
+        if target is Lcuda.cluster_ctarank:
+            return self.call(self.asm_name(builtins.CLUSTER_CTARANK))
+        if target is Lcuda.cta_sync:
+            return ast.Call(func=ast.Attribute(value=_name(CUDA), attr="syncthreads",
+                                               ctx=ast.Load()), args=[], keywords=[])
+        if target is Lcuda.cluster_sync:
+            return self.call(self.asm_name(builtins.CLUSTER_SYNC))
+        if target is Lcuda.mbarrier_wait:
+            if len(node.args) != 2:
+                raise self.error(node, "T.cuda.mbarrier_wait(mbar_ptr, phase) takes two arguments")
+            return self.call(self.asm_name(builtins.MBARRIER_WAIT), *[self.expr(a) for a in node.args])
+        if target is L.address_of:
+            return self.address_of(node)
+        raise self.error(node, f"{target.qualname} cannot be used here")
+
+    def ptr_to(self, node: ast.Call) -> ast.expr:
+        base = node.func.value
+        if len(node.args) != 1 or not isinstance(node.args[0], (ast.List, ast.Tuple)):
+            raise self.error(node, "buf.ptr_to([i, j, ...]) takes one list of indices")
+        indices = node.args[0].elts
+        if isinstance(base, ast.Name) and base.id in self.shared:
+            buf = self.shared[base.id].buffer
+            return self.call(SHARED_ADDRESS, _name(base.id), self.shared_index(node, buf, indices))
+        if isinstance(base, ast.Name) and base.id in self.arrays:
+            return self.call(GLOBAL_ADDRESS, _name(base.id),
+                             ast.Tuple(elts=[self.expr(i) for i in indices], ctx=ast.Load()))
+        raise self.error(node, f"{src(base)!r} has no ptr_to: only shared buffers and tensor "
+                               f"parameters do")
+
+    def address_of(self, node: ast.Call) -> ast.expr:
+        if len(node.args) != 1:
+            raise self.error(node, "T.address_of(x) takes one buffer or element")
+        arg = node.args[0]
+        if isinstance(arg, ast.Name) and arg.id in self.shared:
+            return self.call(SHARED_ADDRESS, _name(arg.id), ast.Constant(value=0))
+        if isinstance(arg, ast.Subscript) and isinstance(arg.value, ast.Name) and \
+                arg.value.id in self.shared:
+            lowered = self.subscript(arg)
+            return self.call(SHARED_ADDRESS, lowered.value, lowered.slice)
+        if isinstance(arg, ast.Name) and arg.id in self.arrays:
+            zeros = [ast.Constant(value=0)] * self.arrays[arg.id].ndim
+            return self.call(GLOBAL_ADDRESS, _name(arg.id), ast.Tuple(elts=zeros, ctx=ast.Load()))
+        raise self.error(node, f"T.address_of({src(arg)}) needs a shared buffer, a shared element "
+                               f"or a tensor parameter")

@@ -1,0 +1,103 @@
+"""Lowering raw PTX calls (``T.ptx.a.b.c(...)``): the instruction table's operand kinds, targets
+and expected-transaction counts."""
+from __future__ import annotations
+
+import ast
+
+import numpy as np
+
+from ..errors import ContractError
+from ..language.markers import PtxInstruction
+from ..patterns import registry
+from ..ptx import instructions as ptx_table
+from .emit import GLOBAL_ADDRESS, SHARED_ADDRESS
+from .syntax import located, name as _name, src
+
+
+class RawPtxLowering:
+    """Raw PTX instructions (a part of :class:`KernelLowering`)."""
+
+    # ------------------------------------------------------------------------------- raw PTX
+    def raw_ptx(self, node: ast.Call, instr: PtxInstruction, statement: bool):
+        location = self.loc(node)
+        opcode = instr.opcode
+        try:
+            spec = ptx_table.lookup(opcode, self.target.name)
+        except ContractError as exc:
+            pattern = registry.pattern_for(opcode) if exc.parameter == "opcode" else None
+            if pattern is not None:
+                raise ContractError(f"is a tile-pattern opcode of the {pattern.family} family: "
+                                    f"issue it with T.cuda.tile.apply(T.ptx[...], ...), which "
+                                    f"plans and checks its operands, not as a raw T.ptx call",
+                                    location, opcode=opcode, parameter="opcode") from None
+            raise located(exc, location) from None
+        n_in, n_out = len(spec.inputs), len(spec.outputs)
+        args = list(node.args)
+        if node.keywords:
+            raise ContractError("raw PTX instructions take positional operands only", location,
+                                opcode=opcode, parameter=node.keywords[0].arg)
+        dests: list[ast.expr] = []
+        if n_out and len(args) == n_in + n_out:
+            dests, args = args[:n_out], args[n_out:]
+        elif n_out > 1 and len(args) == n_in + 1 and isinstance(args[0], ast.Name) and \
+                args[0].id in self.locals:
+            dests = [ast.Subscript(value=_name(args[0].id), slice=ast.Constant(value=i),
+                                   ctx=ast.Load()) for i in range(n_out)]
+            args = args[1:]
+        try:
+            ptx_table.check_operands(spec, len(args))
+        except ContractError as exc:
+            raise located(exc, location) from None
+        operands = [self.ptx_operand(a, kind, opcode, i) for i, (a, kind) in
+                    enumerate(zip(args, spec.inputs))]
+        call = self.call(self.asm_name(spec.asm()), *operands)
+        if spec.tx_count is not None:
+            barrier, count_index = spec.tx_count
+            count = self.static(args[count_index])
+            self.tx_counts.append((location, spec.opcode, src(operands[barrier]),
+                                   self.display(args[barrier]),
+                                   int(count) if isinstance(count, (int, np.integer)) else None))
+        if not statement:
+            if dests:
+                raise self.error(node, f"{opcode} with destination operands is a statement")
+            return call
+        if not dests:
+            return [ast.Expr(value=call)]
+        if len(dests) == 1:
+            return [ast.Assign(targets=[self.store_target(dests[0])], value=call)]
+        tmp = self.fresh("out")
+        stmts = [ast.Assign(targets=[_name(tmp, ast.Store())], value=call)]
+        for i, dest in enumerate(dests):
+            stmts.append(ast.Assign(targets=[self.store_target(dest)],
+                                    value=ast.Subscript(value=_name(tmp),
+                                                        slice=ast.Constant(value=i),
+                                                        ctx=ast.Load())))
+        return stmts
+
+    def ptx_operand(self, node: ast.expr, kind, opcode: str, index: int) -> ast.expr:
+        kind_name = getattr(kind, "name", str(kind))
+        if kind_name == "IMM":
+            value = self.static(node)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ContractError(f"operand {index} must be a compile-time integer, got "
+                                    f"{src(node)!r}", self.loc(node), opcode=opcode,
+                                    parameter=f"operand {index}")
+            return ast.Constant(value=value)
+        if isinstance(node, ast.Name):
+            if node.id in self.shared:
+                if kind_name != "SHARED_ADDR":
+                    raise ContractError(f"operand {index} expects {kind_name}, got shared buffer "
+                                        f"{node.id!r}", self.loc(node), opcode=opcode,
+                                        parameter=f"operand {index}")
+                return self.call(SHARED_ADDRESS, _name(node.id), ast.Constant(value=0))
+            if node.id in self.tensormaps:
+                return _name(node.id)
+            if node.id in self.arrays:
+                if kind_name != "GENERIC_PTR":
+                    raise ContractError(f"operand {index} expects {kind_name}, got tensor "
+                                        f"{node.id!r}", self.loc(node), opcode=opcode,
+                                        parameter=f"operand {index}")
+                zeros = [ast.Constant(value=0)] * self.arrays[node.id].ndim
+                return self.call(GLOBAL_ADDRESS, _name(node.id),
+                                 ast.Tuple(elts=zeros, ctx=ast.Load()))
+        return self.expr(node)
