@@ -15,7 +15,14 @@ from .dtypes import dtype as lookup_dtype
 from .errors import CompileError, LaunchError
 from .frontend.ir import ArrayParam, ConstexprParam, ScalarParam, TensorMapParam
 from .language.types import ScalarType, Tensor, _Constexpr
-from .targets import Target, default_target
+from .targets import Target, device_target
+
+
+def default_target() -> str:
+    """The current GPU's target, or ``sm_90a`` without one (compiling needs no GPU)."""
+    from .runtime import driver
+
+    return device_target(driver.current_device_capability())
 
 
 def resolve_target(requested: str | Target | None, default: str | Target | None) -> Target:
