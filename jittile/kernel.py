@@ -99,7 +99,7 @@ def func(fn):
     """Decorator: ``@jittile.func`` marks a device helper that kernels inline where they call it."""
     from .language.markers import DeviceFunction
 
-    return DeviceFunction(fn)
+    return DeviceFunction(fn, load_source)
 
 
 def kernel(fn=None, *, target: str | None = None, cache: bool = True):
