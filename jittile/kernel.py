@@ -19,6 +19,7 @@ from .language.cuda import LaunchConfig
 from .launch import Configured, launch
 from .specialize import Specializer, resolve_target
 from .targets import Target
+from .watch import GlobalsWatch
 
 __all__ = ["CompiledKernel", "Kernel", "func", "kernel", "toolchain_versions"]
 
@@ -27,7 +28,8 @@ class Kernel:
     """A JIT kernel; call it (``k(*args)`` or ``k[grid, block](*args)``) or ``k.compile(...)``.
 
     State shared with jittile/launch.py: ``_specializer``, ``_prepared`` (launches by argument
-    kinds), ``_launch_target`` and ``_compiled`` (the in-memory specializations).
+    kinds), ``_launch_target``, ``_compiled`` (the in-memory specializations) and
+    ``_drop_if_stale``.
     """
 
     def __init__(self, pyfunc, target: str | None = None, cache: bool = True):
@@ -42,6 +44,7 @@ class Kernel:
         self._memory: dict = {}
         self._prepared: dict = {}
         self._launch_target: Target | None = None
+        self._watch: GlobalsWatch | None = None  # made with the first specialization
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -62,17 +65,34 @@ class Kernel:
         return self._compiled(params, resolve_target(target, self.target), launch)
 
     def _compiled(self, params: list, target: Target, launch) -> CompiledKernel:
+        self._drop_if_stale()
         memo_key = (target.name, tuple(params), launch)
         found = self._memory.get(memo_key)
         if found is not None:
             return found
         with self._lock:
+            if self._watch is None:
+                self._watch = GlobalsWatch(self.source)
             found = self._memory.get(memo_key)
             if found is None:
                 found = build(self.__name__, self.__qualname__, self.source, params, target,
                               launch, self.use_disk_cache)
                 self._memory[memo_key] = found
         return found
+
+    def _drop_if_stale(self) -> None:
+        """Forget every specialization when a global or closure variable the kernel's code reads
+        has changed since it was compiled; the next use keys and compiles with the current
+        values (issue #13: never run code compiled for old values)."""
+        watch = self._watch
+        if watch is None or not watch.changed():
+            return
+        with self._lock:
+            if self._watch is watch:
+                for helper in watch.helpers:
+                    helper.reread()
+                self._source = self._watch = None  # a re-read source captures the closure anew
+                self._memory, self._prepared = {}, {}
 
     @property
     def cache(self) -> list:

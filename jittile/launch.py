@@ -55,6 +55,9 @@ def launch(kernel: Kernel, args: tuple, kwargs: dict, config: LaunchConfig | Non
     else:
         kinds = [v.kind if type(v) is view_type else type(v) for v in converted]
     key = (config, cluster, *kinds)
+    watch = kernel._watch
+    if watch is not None and watch.changed():
+        kernel._drop_if_stale()
     try:
         prepared = kernel._prepared.get(key)
         if prepared is None:

@@ -109,6 +109,10 @@ class DeviceFunction:
             self._source = self._load_source(self.pyfunc)
         return self._source
 
+    def reread(self) -> None:
+        """Read the definition again on next use: a parsed source holds the closure's values."""
+        self._source = None
+
     def __call__(self, *args, **kwargs):
         raise JittileError(f"{self.__qualname__} is a @jittile.func helper: call it inside a "
                            f"@jittile.kernel function")
