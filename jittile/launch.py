@@ -6,7 +6,7 @@ specializes, compiles (or hits a cache) and resolves the launch configuration.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from .errors import LaunchError
 from .frontend.ir import ConstexprParam
@@ -47,7 +47,10 @@ def launch(kernel: Kernel, args: tuple, kwargs: dict, config: LaunchConfig | Non
     specializer = kernel._specializer
     if kwargs:
         args = specializer.bind(args, kwargs)
-    converted = [arrays.convert_argument(a) for a in args]
+    try:
+        converted = [arrays.convert_argument(a) for a in args]
+    except LaunchError as problem:  # e.g. a NumPy array and no device to copy it to
+        _raise_argument_error_first(specializer, args, problem)
     static = specializer.static_positions
     if static:
         kinds = [("static", v) if i in static else (v.kind if type(v) is view_type else type(v))
@@ -70,6 +73,17 @@ def launch(kernel: Kernel, args: tuple, kwargs: dict, config: LaunchConfig | Non
         for value in converted:
             if type(value) is view_type and value.owned:
                 value.finish()
+
+
+def _raise_argument_error_first(specializer, args: tuple, problem: LaunchError) -> NoReturn:
+    """Raise what is wrong with the arguments (count, kind, rank, dtype, static extents), checked
+    without the device, before ``problem``: so that without a GPU a mistake reads as it does with
+    one, not as the missing device."""
+    try:
+        specializer.params(specializer.example_specs(args))
+    except LaunchError as error:
+        raise error from None
+    raise problem
 
 
 def prepare(kernel: Kernel, converted: tuple, config: LaunchConfig | None, cluster) -> tuple:

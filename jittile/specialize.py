@@ -69,7 +69,9 @@ class Specializer:
         (and a disk hit) does not import it.
         """
         if len(args) != len(self.names):
-            raise LaunchError(f"{self.name} takes {len(self.names)} arguments, got {len(args)}")
+            missing = ", ".join(repr(n) for n in self.names[len(args):])
+            raise LaunchError(f"{self.name} takes {len(self.names)} arguments, got {len(args)}"
+                              + (f": {missing} missing" if missing else ""))
         return [self._param(name, ann, value)
                 for name, ann, value in zip(self.names, self.annotations, args)]
 
