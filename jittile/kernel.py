@@ -16,7 +16,7 @@ from .errors import LaunchError
 from .frontend.source import KernelSource, load_source
 from .keying import source_digest, toolchain_versions
 from .language.cuda import LaunchConfig
-from .launch import Configured, launch
+from .launch import Configured, launch_kernel
 from .specialize import Specializer, resolve_target
 from .targets import Target
 from .watch import GlobalsWatch
@@ -52,6 +52,7 @@ class Kernel:
 
     @property
     def source(self) -> KernelSource:
+        """The kernel's parsed definition; read again after a closure variable changed."""
         if self._source is None:
             self._source = load_source(self.pyfunc)
         return self._source
@@ -65,6 +66,9 @@ class Kernel:
         return self._compiled(params, resolve_target(target, self.target), launch)
 
     def _compiled(self, params: list, target: Target, launch) -> CompiledKernel:
+        """The specialization for ``params``: from memory, else built (disk cache or compile).
+        The globals watch is made before the first build keys the kernel, so that a change
+        during a build is noticed later rather than missed."""
         self._drop_if_stale()
         memo_key = (target.name, tuple(params), launch)
         found = self._memory.get(memo_key)
@@ -112,7 +116,7 @@ class Kernel:
         return Configured(self, LaunchConfig(grid=config[0], block=config[1]))
 
     def __call__(self, *args, stream=None, cluster=None, shared_bytes=None, **kwargs) -> None:
-        launch(self, args, kwargs, None, stream, cluster, shared_bytes)
+        launch_kernel(self, args, kwargs, None, stream, cluster, shared_bytes)
 
 
 def func(fn):

@@ -35,10 +35,10 @@ class Configured:
         self.config = config
 
     def __call__(self, *args, stream=None, cluster=None, shared_bytes=None, **kwargs) -> None:
-        launch(self.kernel, args, kwargs, self.config, stream, cluster, shared_bytes)
+        launch_kernel(self.kernel, args, kwargs, self.config, stream, cluster, shared_bytes)
 
 
-def launch(kernel: Kernel, args: tuple, kwargs: dict, config: LaunchConfig | None, stream,
+def launch_kernel(kernel: Kernel, args: tuple, kwargs: dict, config: LaunchConfig | None, stream,
            cluster, shared_bytes: int | None) -> None:
     """Launch ``kernel`` with ``config`` (None: its ``T.device_entry`` launch); NumPy arguments are
     copied to the device and back."""

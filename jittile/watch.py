@@ -75,7 +75,7 @@ class GlobalsWatch:
         """``source``: the kernel's KernelSource; the helpers it calls are found through it."""
         scopes: dict[int, str] = {}  # id of a globals dict or closure cell -> its name in _scope
         objects: dict[str, object] = {}
-        names: list[str] = []
+        names: dict[str, None] = {}  # attribute paths into _scope; helpers of a module share
         self.helpers: list[DeviceFunction] = []  # their parsed sources capture closure values
 
         def scope_name(obj, make) -> str:
@@ -100,12 +100,12 @@ class GlobalsWatch:
                     path = (scope_name(cells[chain[0]], lambda c: c), "cell_contents", *chain[1:])
                 else:
                     path = (scope_name(unit.globals, _Scope), *chain)
-                names.append(".".join(path))
+                names[".".join(path)] = None
                 if isinstance(value, DeviceFunction) and value not in self.helpers:
                     self.helpers.append(value)
                     pending.append(value.source)
         self._scope = types.SimpleNamespace(**objects)
-        self._read = _reader(names)
+        self._read = _reader(list(names))
         self._values = self._read(self._scope)
         self._texts = tuple(value_text(v) for v in self._values)
         self._in_place = any(t is not None and not _immutable(v)
