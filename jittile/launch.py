@@ -1,8 +1,9 @@
 """Launching a kernel: arguments to device values, the prepared-launch table, the launch.
 
 Repeated launches with the same argument kinds take a dictionary lookup to find the compiled
-kernel, its launch dimensions and its parameter buffer; only the first launch of a kind
-specializes, compiles (or hits a cache) and resolves the launch configuration.
+kernel, its launch dimensions and its parameter buffer, after an identity check of the globals
+the kernel reads (jittile/watch.py); only the first launch of a kind specializes, compiles (or
+hits a cache) and resolves the launch configuration.
 """
 from __future__ import annotations
 
