@@ -70,11 +70,8 @@ def satisfies(target: "str | Target", requirement: str) -> bool:
     return target.name in _FAMILY.get(req.name, {req.name})
 
 
-def default_target() -> str:
-    """The current GPU's ``a`` target when a driver and device are present, else ``sm_90a``."""
-    from .runtime import driver
-
-    capability = driver.current_device_capability()
+def device_target(capability: tuple[int, int] | None) -> str:
+    """The ``a`` target of a device of compute ``capability``; ``sm_90a`` when there is no device."""
     if capability is None:
         return "sm_90a"
     major, minor = capability

@@ -50,8 +50,8 @@ CASES = [
 
 
 def _lowered(kernel, args, target: str):
-    specs = tuple(kernel._annotation_specs()) if args is None else args
-    params, _ = kernel._params(specs)
+    specs = kernel._specializer.annotation_specs() if args is None else args
+    params = kernel._specializer.params(specs)
     return lower_kernel(kernel.source, params, Target.parse(target)), params
 
 

@@ -12,6 +12,7 @@ import jittile
 from jittile import CompileError, ContractError, JittileError, JittileWarning
 from jittile.cache.keys import differing_components
 from jittile.frontend.lower import lower_kernel
+from jittile.keying import key_components
 from jittile.targets import Target
 
 LOAD = "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
@@ -96,7 +97,7 @@ def _modules(tmp_path, monkeypatch, expect=1024, rows=8, comment="", kernels=KER
 
 
 def _lower(kernel, target="sm_90a"):
-    params, _ = kernel._params(tuple(kernel._annotation_specs()))
+    params = kernel._specializer.params(kernel._specializer.annotation_specs())
     return lower_kernel(kernel.source, params, Target.parse(target))
 
 
@@ -233,8 +234,8 @@ def test_a_helper_called_on_the_host_explains_itself(tmp_path, monkeypatch):
 
 
 def _components(kernel):
-    params, _ = kernel._params(tuple(kernel._annotation_specs()))
-    return kernel._components(params, Target.parse("sm_90a"), None)
+    params = kernel._specializer.params(kernel._specializer.annotation_specs())
+    return key_components(kernel.__qualname__, kernel.source, params, Target.parse("sm_90a"), None)
 
 
 def test_helper_code_and_data_enter_the_key(tmp_path, monkeypatch):

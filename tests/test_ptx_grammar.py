@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jittile.errors import ContractError, Location
-from jittile.ptx.grammar import (Slot, match_slots, opcode_from_attributes, split_opcode, suggest,
-                                 syntax)
+from jittile.language.markers import opcode_from_attributes
+from jittile.ptx.grammar import Slot, match_slots, split_opcode, suggest, syntax
 
 
 def test_split_opcode_keeps_sub_qualifiers_inside_words() -> None:

@@ -19,7 +19,7 @@ import pytest
 
 from jittile.errors import ContractError, Location
 from jittile.ptx.asm import AsmCall
-from jittile.ptx.grammar import opcode_from_attributes
+from jittile.language.markers import opcode_from_attributes
 from jittile.ptx.instructions import (INSTRUCTIONS, InstructionSpec, OperandKind, check_operands,
                                       lookup)
 from jittile.ptx.opcodes import BulkTensorOpcode, parse_bulk_tensor, parse_tcgen05_cp

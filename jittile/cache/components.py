@@ -251,6 +251,31 @@ def helper_components(tree: ast.AST, globals_: dict, closure: dict) -> dict[str,
     return dict(sorted(found.items()))
 
 
+def terminal_reads(tree: ast.AST, globals_: dict, closure: dict,
+                   opaque) -> list[tuple[tuple[str, ...], object]]:
+    """Per name chain the body reads, the prefix whose value its code depends on, with that value.
+
+    A prefix ends at the first data value (the one :func:`referenced_globals` records), at code (a
+    helper, a function), at a namespace that ``opaque(value)`` says not to look into, or where the
+    chain ends or stops resolving. Chains of names bound nowhere (builtins) are left out.
+    """
+    found: dict[tuple[str, ...], object] = {}
+    for chain in _facts(tree)[1]:
+        scope = closure if chain[0] in closure else globals_
+        if chain[0] not in scope:
+            continue
+        value, depth = scope[chain[0]], 1
+        while (depth < len(chain) and value_text(value) is None and not opaque(value)
+               and (_is_namespace(value) or _default_repr(value))):
+            try:
+                value = _attribute(value, chain[depth])
+            except Exception:
+                break
+            depth += 1
+        found[chain[:depth]] = value
+    return list(found.items())
+
+
 # -- versions --------------------------------------------------------------------------------------
 
 def _normalize_distribution(name: str) -> str:

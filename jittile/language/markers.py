@@ -5,7 +5,9 @@ identity after resolving names through the kernel function's globals, so aliases
 """
 from __future__ import annotations
 
-from ..errors import JittileError
+from typing import Callable, Sequence
+
+from ..errors import ContractError, JittileError
 
 
 class Intrinsic:
@@ -22,6 +24,25 @@ class Intrinsic:
         return f"<jittile intrinsic {self.qualname}>"
 
 
+def _attribute_word(word: str) -> str:
+    """One attribute name in PTX spelling: a single trailing ``_`` drops (it only dodges Python
+    keywords such as ``async``), then every ``__`` becomes ``::``."""
+    if word.endswith("_") and not word.endswith("__"):
+        word = word[:-1]
+    return word.replace("__", "::")
+
+
+def opcode_from_attributes(parts: Sequence[str]) -> str:
+    """The PTX opcode spelled by the attribute chain ``T.ptx.<parts[0]>.<parts[1]>...``.
+
+    ``["fence", "proxy", "async_", "shared__cta"]`` -> ``"fence.proxy.async.shared::cta"``.
+    """
+    if not parts:
+        raise ContractError("T.ptx needs an opcode, e.g. T.ptx.fence.proxy.async_()",
+                            parameter="opcode")
+    return ".".join(_attribute_word(part) for part in parts)
+
+
 class PtxInstruction:
     """``T.ptx.a.b.c`` or ``T.ptx["a.b.c"]``: a raw PTX instruction (or a tile opcode) by name."""
 
@@ -33,9 +54,7 @@ class PtxInstruction:
     def opcode(self) -> str:
         if self._text is not None:
             return self._text
-        from ..ptx.grammar import opcode_from_attributes
-
-        return opcode_from_attributes(list(self._parts))
+        return opcode_from_attributes(self._parts)
 
     def __getattr__(self, name: str) -> "PtxInstruction":
         if name.startswith("__") and name.endswith("__"):
@@ -72,8 +91,11 @@ class DeviceFunction:
 
     __jittile_helper__ = True
 
-    def __init__(self, pyfunc):
+    def __init__(self, pyfunc, load_source: Callable):
+        """``load_source`` is the frontend's source reader, handed in by ``jittile.func`` so that
+        the kernel language does not import the frontend."""
         self.pyfunc = pyfunc
+        self._load_source = load_source
         self.__name__ = pyfunc.__name__
         self.__qualname__ = pyfunc.__qualname__
         self.__module__ = pyfunc.__module__
@@ -84,10 +106,12 @@ class DeviceFunction:
     def source(self):
         """The helper's parsed definition (a ``KernelSource``), read once."""
         if self._source is None:
-            from ..frontend.source import load_source
-
-            self._source = load_source(self.pyfunc)
+            self._source = self._load_source(self.pyfunc)
         return self._source
+
+    def reread(self) -> None:
+        """Read the definition again on next use: a parsed source holds the closure's values."""
+        self._source = None
 
     def __call__(self, *args, **kwargs):
         raise JittileError(f"{self.__qualname__} is a @jittile.func helper: call it inside a "

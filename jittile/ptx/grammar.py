@@ -2,9 +2,8 @@
 
 PTX opcodes are dot-separated words whose sub-qualifiers use ``::`` (``shared::cta``,
 ``mbarrier::complete_tx::bytes``); a word never contains a dot, so splitting on dots keeps every
-``::`` part inside its word. Kernels may also spell an opcode as Python attributes
-(``T.ptx.fence.proxy.async_.shared__cta``), which :func:`opcode_from_attributes` turns back into
-PTX.
+``::`` part inside its word. (Kernels may also spell an opcode as Python attributes, which
+``jittile.language.markers.opcode_from_attributes`` turns into this PTX spelling.)
 
 :func:`match_slots` checks words against an ordered list of qualifier slots, the form in which the
 PTX ISA writes its syntax (``.dim.dst.src{.load_mode}.completion_mechanism{.multicast}...``), so
@@ -33,25 +32,6 @@ def split_opcode(text: str, location: Location | None = None) -> list[str]:
         raise ContractError(f"{stripped!r} has an empty or blank qualifier between dots",
                             location, opcode=text, parameter="opcode")
     return words
-
-
-def _attribute_word(word: str) -> str:
-    """One attribute name in PTX spelling: a single trailing ``_`` drops (it only dodges Python
-    keywords such as ``async``), then every ``__`` becomes ``::``."""
-    if word.endswith("_") and not word.endswith("__"):
-        word = word[:-1]
-    return word.replace("__", "::")
-
-
-def opcode_from_attributes(parts: Sequence[str]) -> str:
-    """The PTX opcode spelled by the attribute chain ``T.ptx.<parts[0]>.<parts[1]>...``.
-
-    ``["fence", "proxy", "async_", "shared__cta"]`` -> ``"fence.proxy.async.shared::cta"``.
-    """
-    if not parts:
-        raise ContractError("T.ptx needs an opcode, e.g. T.ptx.fence.proxy.async_()",
-                            parameter="opcode")
-    return ".".join(_attribute_word(part) for part in parts)
 
 
 def suggest(word: str, candidates: Iterable[str]) -> str | None:

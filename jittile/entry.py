@@ -1,0 +1,109 @@
+"""A compiled specialization and the metadata codec of its cache entry.
+
+The metadata (``meta.json`` of a disk entry) records, besides what ``jittile cache`` reports, the
+kernel's IR and parameter layout, so that a disk hit can launch and report a kernel without
+lowering it again.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .ir import KernelIR, Plan
+from .frontend.source import KernelSource
+from .targets import Target
+
+
+@dataclass
+class CompiledKernel:
+    """One specialization: PTX, cubin, metadata and the per-call-site instruction plan."""
+
+    ptx: str
+    cubin: bytes
+    metadata: dict
+    ir: KernelIR
+    lowered_source: str
+    entry: str
+    param_layout: list
+    _sass: str | None = field(default=None, repr=False)
+    _launcher: object = field(default=None, repr=False)
+
+    @property
+    def sass(self) -> str:
+        if self._sass is None:
+            from .backend.toolchain import disassemble
+
+            self._sass = disassemble(self.cubin)
+        return self._sass
+
+    @property
+    def plan(self) -> Plan:
+        """Per tile call site (:class:`jittile.ir.SiteRecord`): location, opcode, family and its
+        native instructions (:class:`jittile.ir.PlanRecord`); ``print(ck.plan)`` reads them in
+        the kernel's own names."""
+        return self.ir.plan
+
+    def launcher(self):
+        """The runtime launcher of this cubin, made on first use (it imports the driver)."""
+        if self._launcher is None:
+            from .runtime.launcher import Launcher
+
+            self._launcher = Launcher(self.ir, self.cubin, self.entry, self.param_layout,
+                                      target=self.metadata.get("target"))
+        return self._launcher
+
+
+def encode(name: str, qualname: str, source: KernelSource, target: Target, key: str,
+           components: dict, lowered, artifact, seconds: float) -> dict:
+    """The metadata of a freshly compiled specialization (``lowered`` from the frontend,
+    ``artifact`` from the backend)."""
+    ir = lowered.ir
+    return {
+        "name": name, "qualname": qualname, "target": target.name,
+        "key": key, "key_components": components, "static_params": components["static_params"],
+        "source_file": source.filename, "source_line": source.firstlineno,
+        "entry": artifact.entry, "registers": artifact.usage["registers"],
+        "shared_bytes": ir.shared_bytes,
+        "static_shared_bytes": artifact.usage["static_shared_bytes"],
+        "dynamic_shared": ir.dynamic_shared,
+        "local_bytes": artifact.usage["local_bytes"],
+        "spill_stores": artifact.usage["spill_stores"],
+        "spill_loads": artifact.usage["spill_loads"],
+        "compile_seconds": round(seconds, 4),
+        "param_layout": [list(p) for p in artifact.param_layout],
+        "toolchain": artifact.toolchain,
+        "kernel_ir": ir.record(source.node_indices()),
+        "lowered_source": lowered.source,
+        "lowering_warnings": lowered.warnings,
+    }
+
+
+class BrokenEntry(Exception):
+    """A disk entry whose metadata cannot describe the kernel it is keyed for."""
+
+
+def decode(metadata: dict, cubin: bytes, ptx: str, source: KernelSource, params: list,
+           target: Target, launch, key: str) -> CompiledKernel:
+    """The compiled kernel of a disk entry, its IR restored from the metadata; raises
+    :class:`BrokenEntry` when the metadata lacks or garbles what it needs.
+
+    A kernel whose lowering warned is lowered again, so that the warnings are issued again, at
+    the kernel's current lines.
+    """
+    meta = dict(metadata)
+    try:
+        layout = [tuple(p) for p in meta["param_layout"]]
+        ir = KernelIR.restore(meta["kernel_ir"], params, source.locate)
+        lowered_source = meta["lowered_source"]
+        if (not isinstance(meta["entry"], str) or meta.get("key") != key or not cubin
+                or not isinstance(lowered_source, str)):
+            raise ValueError("entry name, key, cubin or lowered source")
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise BrokenEntry(f"metadata lacks or garbles {exc}") from None
+    if meta.get("lowering_warnings"):
+        from .frontend.lower import lower_kernel
+
+        lowered = lower_kernel(source, params, target, launch)
+        ir, lowered_source = lowered.ir, lowered.source
+    # The file and line are not part of the key: report where this kernel is now.
+    meta.update(cache="hit", source_file=source.filename, source_line=source.firstlineno)
+    return CompiledKernel(ptx, cubin, meta, ir, lowered_source, meta["entry"], layout)

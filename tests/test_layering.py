@@ -1,0 +1,163 @@
+"""Package layering: what may import what, at any level (function-level imports included).
+
+The kernel language is what kernels are written in; it must not depend on the PTX tables or the
+frontend that consume it. Target rules are pure data; the device query that picks a default
+target lives with the code that launches. ``ir.py`` is plain data every stage shares; patterns
+are pure Python (no numba, no driver); the runtime launches what it is given and knows neither the
+frontend nor the patterns. The frontend holds no opcode text: the patterns and the PTX tables do.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from jittile.targets import device_target
+
+PACKAGE = Path(__file__).resolve().parents[1] / "jittile"
+
+# (files, forbidden module prefixes)
+RULES = [
+    (["jittile/targets.py"], ("jittile.runtime",)),
+    (sorted(p.relative_to(PACKAGE.parent).as_posix() for p in (PACKAGE / "language").rglob("*.py")),
+     ("jittile.ptx", "jittile.frontend")),
+]
+
+
+def imported_modules(source: str, package: str) -> set[str]:
+    """Every module that ``source``, a module of ``package``, imports, relative imports resolved;
+    ``from a import b`` counts as both ``a`` and ``a.b``."""
+    parts = package.split(".")
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = parts[:len(parts) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            found.add(module)
+            found.update(f"{module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def _package_of(relative: str) -> str:
+    return relative.rsplit("/", 1)[0].replace("/", ".")
+
+
+@pytest.mark.parametrize("files, forbidden", RULES, ids=["targets", "language"])
+def test_layers_import_nothing_above_them(files, forbidden):
+    assert files
+    bad = {}
+    for relative in files:
+        modules = imported_modules((PACKAGE.parent / relative).read_text(), _package_of(relative))
+        bad[relative] = sorted(m for m in modules if m.startswith(forbidden))
+    assert not {f: m for f, m in bad.items() if m}
+
+
+def test_imported_modules_resolves_relative_and_nested_imports():
+    source = ("from . import cuda\nfrom ..errors import X\n"
+              "def f():\n    from ..ptx.grammar import split_opcode\n    import numpy\n")
+    assert imported_modules(source, "jittile.language") == {
+        "jittile.language", "jittile.language.cuda", "jittile.errors", "jittile.errors.X",
+        "jittile.ptx.grammar", "jittile.ptx.grammar.split_opcode", "numpy"}
+
+
+def _module_name(path: Path) -> str:
+    relative = path.relative_to(PACKAGE.parent).with_suffix("")
+    parts = list(relative.parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """jittile module -> the modules it imports explicitly, at any level. ``from a import b``
+    names ``a.b`` where that is a module of jittile, else ``a`` (importing a module does not count
+    as importing its package's ``__init__``, which Python runs but the layering ignores)."""
+    files = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph = {}
+    for module, path in files.items():
+        package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+        names = imported_modules(path.read_text(), package)
+        edges = set()
+        for name in names:
+            if not name.startswith("jittile"):
+                edges.add(name if name.startswith("cuda") else name.split(".")[0])
+            elif name in files and not any(other.startswith(name + ".") and other in files
+                                           for other in names):
+                edges.add(name)
+        graph[module] = edges - {module}
+    return graph
+
+
+def reachable(graph: dict, start: str) -> dict[str, list[str]]:
+    """Every module reachable from ``start``, with one import path to it."""
+    paths, todo = {start: [start]}, [start]
+    while todo:
+        current = todo.pop()
+        for target in sorted(graph.get(current, ())):
+            if target not in paths:
+                paths[target] = paths[current] + [target]
+                todo.append(target)
+    return paths
+
+
+# (modules whose name starts with, may never reach a module starting with)
+REACHABILITY_RULES = [
+    ("jittile.runtime", ("jittile.frontend", "jittile.patterns", "jittile.backend")),
+    ("jittile.language", ("jittile.frontend", "jittile.ptx", "jittile.backend", "numba")),
+    ("jittile.patterns", ("jittile.runtime", "jittile.backend", "jittile.frontend", "numba",
+                          "llvmlite", "cuda")),
+    ("jittile.ir", tuple(f"jittile.{p}" for p in ("frontend", "patterns", "ptx", "backend",
+                                                  "runtime", "cache", "language", "layout",
+                                                  "targets", "kernel"))),
+    ("jittile.targets", ("jittile.runtime", "cuda")),
+]
+
+
+@pytest.mark.parametrize("owner, forbidden", REACHABILITY_RULES,
+                         ids=[owner for owner, _ in REACHABILITY_RULES])
+def test_import_graph_holds(owner, forbidden):
+    graph = import_graph()
+    owned = [m for m in graph if m == owner or m.startswith(owner + ".")]
+    assert owned
+    broken = {}
+    for module in owned:
+        for target, path in reachable(graph, module).items():
+            if target.startswith(forbidden):
+                broken[module] = " -> ".join(path)
+    assert not broken, broken
+
+
+def test_import_graph_sees_function_level_edges():
+    graph = import_graph()
+    assert "jittile.runtime.driver" in reachable(graph, "jittile.specialize")  # inside a function
+    assert "jittile.ir" in graph["jittile.runtime.launcher"]
+
+
+OPCODE_TEXT = ("mbarrier.", "cp.async", "cp.reduce", "tcgen05.", "expect_tx")
+
+
+def test_frontend_holds_no_opcode_text():
+    for path in (PACKAGE / "frontend").rglob("*.py"):
+        text = path.read_text()
+        assert not [w for w in OPCODE_TEXT if w in text], path
+
+
+def test_a_raw_call_of_a_tile_opcode_points_to_tile_apply(tmp_path):
+    from test_tma_contract import Spec, load_kernel
+
+    from jittile import ContractError
+
+    opcode = "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
+    spec = Spec(extra=f'T.ptx["{opcode}"](T.address_of(s), mbar.ptr_to([0]))')
+    kernel, _, _ = load_kernel(spec, tmp_path)
+    with pytest.raises(ContractError, match=r"tile-pattern opcode of the cp.async.bulk.tensor "
+                                            r"family: issue it with T.cuda.tile.apply"):
+        kernel.compile(target="sm_90a")
+
+
+@pytest.mark.parametrize("capability, target", [(None, "sm_90a"), ((9, 0), "sm_90a"),
+                                                ((10, 0), "sm_100a"), ((10, 3), "sm_103a"),
+                                                ((12, 0), "sm_120a")])
+def test_device_target(capability, target):
+    assert device_target(capability) == target
