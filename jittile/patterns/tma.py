@@ -173,7 +173,6 @@ class TmaPattern(TilePattern):
     def _descriptor(self, site: CallSite, op: BulkTensorOpcode, shared: SharedRegion, glob) -> dict:
         p = site.params
         rank = op.rank
-        gathered = op.mode in ("tile::gather4", "tile::scatter4")
         if "box" not in p:
             raise site.error("is required: one extent per opcode dimension, outer to inner", "box")
         box = static_tuple(site, "box", p["box"], rank, lambda b: 1 <= b <= 256,
@@ -194,103 +193,11 @@ class TmaPattern(TilePattern):
         except Exception:
             raise site.error(f"unknown descriptor format {fmt!r}", "format") from None
 
-        # Data representation: no reinterpretation of the storage type.
-        if fmt == "tf32":
-            if dtype.name != "float32":
-                raise site.error(f"tf32 reads float32 storage, but the shared operand is "
-                                 f"{dtype.name}", "format")
-        elif fmt == "float4_e2m1fn":
-            if op.kind != "load":
-                raise site.error("float4_e2m1fn (16U4_ALIGN16B) is a load-only format", "format")
-            if site.target.major < 10:
-                # The sub-byte descriptor types are Blackwell's: the H200's driver refuses to
-                # encode them (bench/results/gpu_tests_run19_failed.log).
-                raise site.error(f"float4_e2m1fn (16U4_ALIGN16B) descriptors need sm_100a or "
-                                 f"newer; the kernel is compiled for {site.target.name}", "format")
-            if dtype.name != "uint8":
-                raise site.error(f"packed FP4 is stored as uint8 (two values a byte), got "
-                                 f"{dtype.name}", "format")
-            if box[-1] != 128:
-                raise site.error(f"packed FP4 needs an inner box of 128, got {box[-1]}", "box")
-            if swizzle not in (0, 3):
-                raise site.error(f"packed FP4 images use swizzle 0 or 3, got {swizzle}", "swizzle")
-            if interleave:
-                raise site.error("packed FP4 does not combine with interleave", "interleave")
-        elif fmt != dtype.name:
-            raise site.error(f"format {fmt!r} differs from the operand dtype {dtype.name!r}; "
-                             f"jittile does not reinterpret storage (only tf32 over float32 and "
-                             f"float4_e2m1fn over uint8 are alternative formats)", "format")
-        if dtype.name not in TMA_STORAGE:
-            raise site.error(f"TMA cannot move {dtype.name} elements", "format")
-        if isinstance(glob, GlobalRegion) and glob.dtype != dtype:
-            raise site.error(f"global operand is {glob.dtype.name} but shared operand is "
-                             f"{dtype.name}; both sides must have one element type", "operands")
-        if oob_fill == 1 and fmt not in FLOAT_FORMATS:
-            raise site.error(f"NaN fill needs a floating-point format, got {fmt}", "oob_fill")
-        if op.kind == "reduce":
-            # The element type of a tensor reduction is the descriptor's format.
-            allowed = REDUCTION_TYPES[op.redop]
-            if fmt not in allowed:
-                raise site.error(f".{op.redop} reductions support {', '.join(sorted(allowed))}; "
-                                 f"got {fmt}", "opcode")
-
-        # Interleave.
-        if interleave:
-            if gathered:
-                raise site.error("gather4/scatter4 do not use interleave", "interleave")
-            if rank < 3:
-                raise site.error(f"interleave needs a rank-3..5 opcode, got .{rank}d", "interleave")
-            if interleave == 2 and swizzle != 1:
-                raise site.error(f"interleave=2 (32B) requires swizzle=1 (32B), got swizzle="
-                                 f"{swizzle}", "swizzle")
-            if interleave == 1 and swizzle and site.target.major >= 10:
-                raise site.error(f"16B interleave with swizzle {swizzle} can trap on "
-                                 f"{site.target.name} (B200); use swizzle=0", "swizzle")
-            if element_strides[1] != 1 or element_strides[-1] != 1:
-                raise site.error(f"with interleave the channel (axis 1) and innermost spatial "
-                                 f"element strides must be 1, got {element_strides}",
-                                 "element_strides")
-            if (box[-1] * dtype.bits) % 128:
-                # The encoder's boxDim[0] rule holds with interleave too, boxDim[0] being the
-                # innermost spatial extent: the H200's driver refuses e.g. two float32 or one
-                # uint64 there (bench/results/probe_tma_interleave_box.log).
-                raise site.error(f"with interleave the innermost spatial box extent is "
-                                 f"{box[-1] * dtype.bits / 8:g} bytes ({box[-1]} x "
-                                 f"{dtype.bytes} B); it must be a multiple of 16 bytes", "box")
-        elif element_strides[-1] != 1:
-            # "Without interleave, the innermost step is one": the hardware ignores it and moves
-            # whole box rows (on the H200 a stride-2 inner box wrote box[-1] elements per row,
-            # overrunning the ceil(box / stride) image).
-            raise site.error(f"without interleave the innermost element stride must be 1, got "
-                             f"{element_strides[-1]} in {element_strides}", "element_strides")
-        if gathered:
-            if box[0] != 1:
-                raise site.error(f"gather4/scatter4 use box=(1, width), got {box}", "box")
-            if any(s != 1 for s in element_strides):
-                raise site.error("gather4/scatter4 take unit element strides", "element_strides")
-
+        _check_format(site, op, dtype, fmt, box, swizzle, interleave, oob_fill, glob)
+        _check_interleave(site, op, dtype, box, element_strides, swizzle, interleave)
         rep = representation(op, site, dtype, fmt, box, element_strides, interleave)
         if not interleave:
-            # The encoder's rule: boxDim[0] x element size is a multiple of 16 bytes (the inner
-            # element stride is one here, so this is also the image row's payload).
-            fmt_bits = 4 if fmt == "float4_e2m1fn" else dtype.bits
-            if (box[-1] * fmt_bits) % 128:
-                raise site.error(f"the inner box is {box[-1] * fmt_bits / 8:g} bytes ({box[-1]} x "
-                                 f"{fmt_bits // 8 or 0.5} B); it must be a multiple of 16 bytes",
-                                 "box")
-            row = rep.inner_box_bytes  # one shared image row: box bytes, or 2x for packed FP4
-            span = SWIZZLE_SPAN[swizzle]
-            if swizzle and row > span:
-                raise site.error(f"the inner box is {row} bytes, wider than the {span}-byte "
-                                 f"span of swizzle={swizzle}", "box")
-            if swizzle and row != span:
-                # The hardware writes swizzled box rows at the span pitch (H200: a 64-byte inner
-                # box under swizzle=3 lands every 128 bytes), which the compact image cannot hold.
-                narrower = {32: 1, 64: 2, 128: 3}.get(row)
-                hint = f"use swizzle={narrower}" if narrower else "use swizzle=0"
-                raise site.error(f"the inner box is {row} bytes but swizzle={swizzle} lays each "
-                                 f"box row out at its {span}-byte span, leaving gaps in the "
-                                 f"compact shared image; {hint} or a {span}-byte inner box", "box")
+            _check_inner_box(site, dtype, fmt, box, swizzle, rep)
         return dict(box=box, element_strides=element_strides, swizzle=swizzle,
                     interleave=interleave, l2_promotion=l2_promotion, oob_fill=oob_fill,
                     format=fmt, rep=rep)
@@ -467,6 +374,114 @@ class TmaPattern(TilePattern):
             interleave=d["interleave"], swizzle=d["swizzle"], l2_promotion=d["l2_promotion"],
             oob_fill=d["oob_fill"])
         return ctx.host_setup(spec, _region_text(glob))
+
+
+def _check_format(site: CallSite, op: BulkTensorOpcode, dtype: DType, fmt: str, box: tuple,
+                  swizzle: int, interleave: int, oob_fill: int, glob) -> None:
+    """Data representation: the format reads the storage type without reinterpreting it."""
+    if fmt == "tf32":
+        if dtype.name != "float32":
+            raise site.error(f"tf32 reads float32 storage, but the shared operand is "
+                             f"{dtype.name}", "format")
+    elif fmt == "float4_e2m1fn":
+        if op.kind != "load":
+            raise site.error("float4_e2m1fn (16U4_ALIGN16B) is a load-only format", "format")
+        if site.target.major < 10:
+            # The sub-byte descriptor types are Blackwell's: the H200's driver refuses to
+            # encode them (bench/results/gpu_tests_run19_failed.log).
+            raise site.error(f"float4_e2m1fn (16U4_ALIGN16B) descriptors need sm_100a or "
+                             f"newer; the kernel is compiled for {site.target.name}", "format")
+        if dtype.name != "uint8":
+            raise site.error(f"packed FP4 is stored as uint8 (two values a byte), got "
+                             f"{dtype.name}", "format")
+        if box[-1] != 128:
+            raise site.error(f"packed FP4 needs an inner box of 128, got {box[-1]}", "box")
+        if swizzle not in (0, 3):
+            raise site.error(f"packed FP4 images use swizzle 0 or 3, got {swizzle}", "swizzle")
+        if interleave:
+            raise site.error("packed FP4 does not combine with interleave", "interleave")
+    elif fmt != dtype.name:
+        raise site.error(f"format {fmt!r} differs from the operand dtype {dtype.name!r}; "
+                         f"jittile does not reinterpret storage (only tf32 over float32 and "
+                         f"float4_e2m1fn over uint8 are alternative formats)", "format")
+    if dtype.name not in TMA_STORAGE:
+        raise site.error(f"TMA cannot move {dtype.name} elements", "format")
+    if isinstance(glob, GlobalRegion) and glob.dtype != dtype:
+        raise site.error(f"global operand is {glob.dtype.name} but shared operand is "
+                         f"{dtype.name}; both sides must have one element type", "operands")
+    if oob_fill == 1 and fmt not in FLOAT_FORMATS:
+        raise site.error(f"NaN fill needs a floating-point format, got {fmt}", "oob_fill")
+    if op.kind == "reduce":
+        # The element type of a tensor reduction is the descriptor's format.
+        allowed = REDUCTION_TYPES[op.redop]
+        if fmt not in allowed:
+            raise site.error(f".{op.redop} reductions support {', '.join(sorted(allowed))}; "
+                             f"got {fmt}", "opcode")
+
+
+def _check_interleave(site: CallSite, op: BulkTensorOpcode, dtype: DType, box: tuple,
+                      element_strides: tuple, swizzle: int, interleave: int) -> None:
+    """Interleave, element-stride and gather4/scatter4 box rules."""
+    rank = op.rank
+    gathered = op.mode in ("tile::gather4", "tile::scatter4")
+    if interleave:
+        if gathered:
+            raise site.error("gather4/scatter4 do not use interleave", "interleave")
+        if rank < 3:
+            raise site.error(f"interleave needs a rank-3..5 opcode, got .{rank}d", "interleave")
+        if interleave == 2 and swizzle != 1:
+            raise site.error(f"interleave=2 (32B) requires swizzle=1 (32B), got swizzle="
+                             f"{swizzle}", "swizzle")
+        if interleave == 1 and swizzle and site.target.major >= 10:
+            raise site.error(f"16B interleave with swizzle {swizzle} can trap on "
+                             f"{site.target.name} (B200); use swizzle=0", "swizzle")
+        if element_strides[1] != 1 or element_strides[-1] != 1:
+            raise site.error(f"with interleave the channel (axis 1) and innermost spatial "
+                             f"element strides must be 1, got {element_strides}",
+                             "element_strides")
+        if (box[-1] * dtype.bits) % 128:
+            # The encoder's boxDim[0] rule holds with interleave too, boxDim[0] being the
+            # innermost spatial extent: the H200's driver refuses e.g. two float32 or one
+            # uint64 there (bench/results/probe_tma_interleave_box.log).
+            raise site.error(f"with interleave the innermost spatial box extent is "
+                             f"{box[-1] * dtype.bits / 8:g} bytes ({box[-1]} x "
+                             f"{dtype.bytes} B); it must be a multiple of 16 bytes", "box")
+    elif element_strides[-1] != 1:
+        # "Without interleave, the innermost step is one": the hardware ignores it and moves
+        # whole box rows (on the H200 a stride-2 inner box wrote box[-1] elements per row,
+        # overrunning the ceil(box / stride) image).
+        raise site.error(f"without interleave the innermost element stride must be 1, got "
+                         f"{element_strides[-1]} in {element_strides}", "element_strides")
+    if gathered:
+        if box[0] != 1:
+            raise site.error(f"gather4/scatter4 use box=(1, width), got {box}", "box")
+        if any(s != 1 for s in element_strides):
+            raise site.error("gather4/scatter4 take unit element strides", "element_strides")
+
+
+def _check_inner_box(site: CallSite, dtype: DType, fmt: str, box: tuple, swizzle: int,
+                     rep: Representation) -> None:
+    """Without interleave: the inner box is a multiple of 16 bytes and, swizzled, exactly the span."""
+    # The encoder's rule: boxDim[0] x element size is a multiple of 16 bytes (the inner
+    # element stride is one here, so this is also the image row's payload).
+    fmt_bits = 4 if fmt == "float4_e2m1fn" else dtype.bits
+    if (box[-1] * fmt_bits) % 128:
+        raise site.error(f"the inner box is {box[-1] * fmt_bits / 8:g} bytes ({box[-1]} x "
+                         f"{fmt_bits // 8 or 0.5} B); it must be a multiple of 16 bytes",
+                         "box")
+    row = rep.inner_box_bytes  # one shared image row: box bytes, or 2x for packed FP4
+    span = SWIZZLE_SPAN[swizzle]
+    if swizzle and row > span:
+        raise site.error(f"the inner box is {row} bytes, wider than the {span}-byte "
+                         f"span of swizzle={swizzle}", "box")
+    if swizzle and row != span:
+        # The hardware writes swizzled box rows at the span pitch (H200: a 64-byte inner
+        # box under swizzle=3 lands every 128 bytes), which the compact image cannot hold.
+        narrower = {32: 1, 64: 2, 128: 3}.get(row)
+        hint = f"use swizzle={narrower}" if narrower else "use swizzle=0"
+        raise site.error(f"the inner box is {row} bytes but swizzle={swizzle} lays each "
+                         f"box row out at its {span}-byte span, leaving gaps in the "
+                         f"compact shared image; {hint} or a {span}-byte inner box", "box")
 
 
 def _region_text(glob: GlobalRegion) -> str:
