@@ -48,7 +48,7 @@ def put(name: str = "tma_load", extra: dict | None = None, **kw) -> str:
 
 
 def set_last_used(key: str, when: float) -> None:
-    path = cache.default_store().entry_dir(key) / "meta.json"
+    path = cache.default_store().entry_dir(key) / "usage.json"
     path.write_text(json.dumps(dict(json.loads(path.read_text()), last_used=when)))
 
 
@@ -92,7 +92,7 @@ def test_show_prints_metadata_ptx_and_sass_summary(capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "jittile.backend.toolchain", toolchain)
     assert main(["cache", "show", key[:8]]) == 0
     out = capsys.readouterr().out
-    assert f"entry {key}" in out and '"registers": 24' in out and '"hits": 0' in out
+    assert f"entry {key}" in out and '"registers": 24' in out and "\nhits  0, last used " in out
     assert PTX.strip() in out
     summary = out.split("--- SASS summary ---\n", 1)[1]
     assert summary.startswith("4 instructions\n")
