@@ -238,15 +238,15 @@ def test_store_survives_a_clear_emptying_the_shard_meanwhile(tmp_path, monkeypat
     """Another process's clear may remove the empty shard folder between its creation and the
     temporary directory made in it: the store makes it again instead of giving up writing."""
     store, removed = DiskStore(tmp_path / "cache"), []
-    real_mkdtemp = store_module.tempfile.mkdtemp
+    real_new_directory = store_module._new_directory
 
-    def mkdtemp(prefix: str, dir: Path) -> str:
+    def new_directory(parent: Path, prefix: str) -> Path:
         if not removed and prefix.startswith(".tmp-"):
-            os.rmdir(dir)
-            removed.append(dir)
-        return real_mkdtemp(prefix=prefix, dir=dir)
+            os.rmdir(parent)
+            removed.append(parent)
+        return real_new_directory(parent, prefix)
 
-    monkeypatch.setattr(store_module.tempfile, "mkdtemp", mkdtemp)
+    monkeypatch.setattr(store_module, "_new_directory", new_directory)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert store.store(KEY, CUBIN, PTX, METADATA) is not None

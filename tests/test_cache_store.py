@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 import textwrap
@@ -126,6 +127,21 @@ def test_store_then_load_counts_hits(store):
     assert meta["source_line"] == 3 and meta["registers"] == 24
     assert leftovers(store.directory) == []
     assert store.load("0" * 64) is None
+
+
+@pytest.mark.parametrize("umask, directories, files", [(0o022, 0o755, 0o644), (0o077, 0o700, 0o600)])
+def test_entries_follow_the_umask(store, umask, directories, files):
+    """Entries other users may read (a shared cache) when the umask says so, private when it does not."""
+    old = os.umask(umask)
+    try:
+        key = put(store)
+        assert store.load(key).hits == 1  # usage.json is rewritten too
+    finally:
+        os.umask(old)
+    path = store.entry_dir(key)
+    assert [stat.S_IMODE(p.stat().st_mode) for p in (path.parent, path)] == [directories] * 2
+    assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in path.iterdir()} == {
+        name: files for name in ("kernel.cubin", "kernel.ptx", "meta.json", "usage.json")}
 
 
 def test_store_requires_consistent_metadata(store):

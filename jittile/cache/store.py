@@ -39,6 +39,7 @@ import json
 import math
 import os
 import re
+import secrets
 import shutil
 import stat
 import sys
@@ -277,6 +278,20 @@ def _write_file(path: Path, data: bytes) -> None:
         handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())
+
+
+def _new_directory(parent: Path, prefix: str) -> Path:
+    """A new directory with a random name, its mode from the umask like ``mkdir``'s (``mkdtemp`` makes
+    it private, which would hide the entry from the other users of a shared cache)."""
+    path = parent / f"{prefix}{secrets.token_hex(8)}"
+    os.mkdir(path, 0o777)
+    return path
+
+
+def _new_file(parent: Path, prefix: str, suffix: str) -> tuple[int, Path]:
+    """A new file with a random name, open for writing, its mode from the umask (``mkstemp``: private)."""
+    path = parent / f"{prefix}{secrets.token_hex(8)}{suffix}"
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), path
 
 
 def _sync_directory(path: Path) -> None:
@@ -608,7 +623,7 @@ class DiskStore:
     def _write_usage(self, path: Path, hits: int, when: float) -> None:
         """Atomically swap in new use counts; a vanished or unwritable entry is left as it is."""
         try:
-            handle, temp = tempfile.mkstemp(prefix=_TMP_PREFIX, suffix=".json", dir=path)
+            handle, temp = _new_file(path, _TMP_PREFIX, ".json")
         except OSError as exc:
             self._debug(f"hit not counted in {path} ({_why(exc)})")
             return
@@ -618,7 +633,7 @@ class DiskStore:
             os.replace(temp, path / USAGE_FILE)
         except OSError as exc:
             self._debug(f"hit not counted in {path} ({_why(exc)})")
-            Path(temp).unlink(missing_ok=True)
+            temp.unlink(missing_ok=True)
 
     def inspect(self, key: str) -> Entry | Damaged:
         """The fully verified entry of ``key``, or what is wrong with it; nothing is counted or removed."""
@@ -737,7 +752,7 @@ class DiskStore:
         while True:
             self._make_shard(shard)
             try:
-                return Path(tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{key[:16]}-", dir=shard))
+                return _new_directory(shard, f"{_TMP_PREFIX}{key[:16]}-")
             except FileNotFoundError:  # another process's clear removed the empty shard folder meanwhile
                 attempts -= 1
                 if not attempts:
@@ -787,7 +802,7 @@ class DiskStore:
         """Remove the entry (or stray) at ``path``, renaming it away first; the error if it stays."""
         try:
             os.lstat(path)
-            trash = Path(tempfile.mkdtemp(prefix=f"{_TRASH_PREFIX}{path.name[:16]}-", dir=path.parent))
+            trash = _new_directory(path.parent, f"{_TRASH_PREFIX}{path.name[:16]}-")
         except FileNotFoundError:
             return None
         except OSError as exc:
