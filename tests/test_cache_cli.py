@@ -158,6 +158,18 @@ def test_prune_parses_sizes(capsys):
     assert "invalid size 'lots'" in capsys.readouterr().err
 
 
+def test_output_into_a_closed_pipe_ends_quietly(cache_dir):
+    """``jittile cache show KEY | head -1``: the reader leaves early, the command ends without a traceback."""
+    key = put(extra={"lowered_source": "x = 1\n" * 100000})
+    env = dict(os.environ, JITTILE_CACHE_DIR=str(cache_dir), PYTHONPATH=str(REPO))
+    child = subprocess.Popen([sys.executable, "-m", "jittile", "cache", "show", key], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=env)
+    child.stdout.readline()
+    child.stdout.close()
+    assert child.wait(timeout=120) == 1
+    assert child.stderr.read() == b""
+
+
 # -- cache why -------------------------------------------------------------------------------------
 
 def test_why_names_static_param(capsys):
