@@ -27,7 +27,7 @@ COMPONENTS = {"source": "def k(A):\n    pass\n", "static_params": {"BLOCK": 64},
 KEY = make_key(COMPONENTS)
 METADATA = {"name": "k", "target": "sm_90a", "key_components": COMPONENTS, "shared_bytes": 0}
 
-fork = pytest.importorskip("multiprocessing").get_context("fork")
+fork = multiprocessing.get_context("fork")
 
 
 def cubin_of(writer: int) -> bytes:

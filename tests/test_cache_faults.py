@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-import jittile.cache as cache
 from jittile.cache.keys import make_key
 from jittile.cache.store import FORMAT_VERSION, DiskStore, metadata_digest
 from jittile.cli import main
