@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import re
 import sys
 import time
@@ -17,7 +18,7 @@ from typing import Any
 
 from . import cache
 from .cache.keys import describe, differing_components, lookup
-from .cache.store import DiskStore, Entry
+from .cache.store import CUBIN_FILE, PTX_FILE, Damaged, DiskStore, Entry
 from .errors import JittileError
 
 KEY_PREFIX = 12
@@ -66,22 +67,35 @@ def _sass_summary(sass: str) -> str:
 
 def _store() -> DiskStore:
     store = cache.default_store()
-    if not store.enabled:
+    if store.disabled_reason is not None:
         raise JittileError(f"the disk cache is off: {store.disabled_reason}")
     return store
 
 
+def _say_damaged(damaged: list[Damaged]) -> None:
+    """One line per damaged entry, on stderr: the table on stdout stays parseable."""
+    for item in damaged:
+        print(f"jittile: damaged {item.label}: {item.reason}", file=sys.stderr)
+
+
+def _where(store: DiskStore) -> str:
+    return f"{store.directory}" + ("" if store.writable else " (read-only)")
+
+
 def _cache_list(args: argparse.Namespace) -> int:
     store = _store()
-    found = store.entries()
-    if not found:
-        print(f"no entries in {store.directory}")
-        return 0
-    rows = [[e.key[:KEY_PREFIX], e.qualname, e.target, _statics(e.static_params), _human_size(e.size),
-             str(e.hits), _when(e.last_used)] for e in found]
-    print(_table(["KEY", "KERNEL", "TARGET", "STATICS", "SIZE", "HITS", "LAST USED"], rows))
-    total = sum(e.size for e in found)
-    print(f"\n{len(found)} entries, {_human_size(total)} in {store.directory}")
+    survey = store.survey()
+    found = survey.entries
+    if found:
+        rows = [[e.key[:KEY_PREFIX], e.qualname, e.target, _statics(e.static_params), _human_size(e.size),
+                 str(e.hits), _when(e.last_used)] for e in found]
+        print(_table(["KEY", "KERNEL", "TARGET", "STATICS", "SIZE", "HITS", "LAST USED"], rows))
+        print(f"\n{len(found)} entries, {_human_size(sum(e.size for e in found))} in {_where(store)}")
+    else:
+        print(f"no entries in {_where(store)}")
+    if survey.damaged:
+        print(f"{len(survey.damaged)} damaged (`jittile cache prune` or `clear` removes them)")
+        _say_damaged(survey.damaged)
     return 0
 
 
@@ -108,40 +122,81 @@ def _plan_lines(kernel_ir: dict) -> list[str]:
     return lines or ["(no tile calls)"]
 
 
+def _plan(kernel_ir: dict) -> str:
+    """The plan lines, or a note when the record has a form this command does not know."""
+    try:
+        return "\n".join(_plan_lines(kernel_ir))
+    except (KeyError, TypeError, AttributeError) as exc:
+        return f"(the recorded plan has an unexpected form: {exc!r})"
+
+
+def _part(found: Entry | Damaged, name: str) -> bytes | str:
+    """The bytes of one file of the entry, or why there are none."""
+    if isinstance(found, Entry):
+        return found.verified[name]
+    try:
+        return found.read(name)
+    except FileNotFoundError:
+        return f"{name} is missing"
+    except OSError as exc:
+        return f"cannot read {name}: {exc.strerror or exc}"
+
+
 def _cache_show(args: argparse.Namespace) -> int:
-    entry = _store().find(args.key)
-    metadata = dict(entry.metadata)
+    found = _store().find(args.key)
+    damaged = isinstance(found, Damaged)
+    print(f"entry {found.key}\npath  {found.path}")
+    if damaged:
+        print(f"DAMAGED: {found.reason} (shown unverified)")
+    else:
+        print(f"hits  {found.hits}, last used {_when(found.last_used)}")
+    metadata = dict(found.metadata or {})
     kernel_ir, lowered = metadata.pop("kernel_ir", None), metadata.pop("lowered_source", None)
-    print(f"entry {entry.key}\npath  {entry.path}\n\n--- metadata ---")
-    print(json.dumps(metadata, indent=2, sort_keys=True))
+    print("\n--- metadata ---")
+    print(json.dumps(metadata, indent=2, sort_keys=True) if found.metadata is not None else "(unreadable)")
     if isinstance(kernel_ir, dict):
         print("\n--- plan ---")
-        print("\n".join(_plan_lines(kernel_ir)))
+        print(_plan(kernel_ir))
     if isinstance(lowered, str):
         print("\n--- lowered kernel ---")
         print(lowered.rstrip("\n"))
+    ptx, cubin = _part(found, PTX_FILE), _part(found, CUBIN_FILE)
     print("\n--- PTX ---")
-    print(entry.ptx().rstrip("\n"))
+    print(ptx.decode("utf-8", "replace").rstrip("\n") if isinstance(ptx, bytes) else f"({ptx})")
     print("\n--- SASS summary ---")
-    print(_disassemble(entry.cubin()))
+    print(_disassemble(cubin) if isinstance(cubin, bytes) else f"(SASS unavailable: {cubin})")
+    if damaged:
+        _say_damaged([found])
+        return 1
     return 0
 
 
 def _cache_clear(args: argparse.Namespace) -> int:
     store = _store()
-    print(f"removed {store.clear()} entries from {store.directory}")
-    return 0
+    cleared = store.clear()
+    print(f"removed {cleared.removed} entries from {store.directory}")
+    for failure in cleared.failures:
+        print(f"jittile: {failure}", file=sys.stderr)
+    return 1 if cleared.failures else 0
 
 
 def _cache_prune(args: argparse.Namespace) -> int:
     store = _store()
     limit = cache.parse_size(args.max_size)
     removed = store.prune(limit)
-    for entry in removed:
-        print(f"removed {entry.key[:KEY_PREFIX]}  {entry.qualname}  {_human_size(entry.size)}  "
-              f"last used {_when(entry.last_used)}")
-    total = sum(e.size for e in store.entries())
+    for item in removed:
+        if isinstance(item, Damaged):
+            print(f"removed damaged {item.label}: {item.reason}")
+        else:
+            print(f"removed {item.key[:KEY_PREFIX]}  {item.qualname}  {_human_size(item.size)}  "
+                  f"last used {_when(item.last_used)}")
+    left = store.survey()
+    total = sum(e.size for e in left.entries)
     print(f"{len(removed)} entries removed; {_human_size(total)} left (limit {_human_size(limit)})")
+    if total > limit or left.damaged:
+        _say_damaged(left.damaged)
+        print(f"jittile: some entries could not be removed from {_where(store)}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -150,8 +205,11 @@ def _components(entry: Entry) -> dict:
 
 
 def _cache_why(args: argparse.Namespace) -> int:
-    _store()
-    found = cache.entries(args.kernel)
+    survey = _store().survey()
+    found = [e for e in survey.entries if args.kernel in (e.kernel, e.qualname)]
+    # Damaged entries of this kernel, or of no kernel one can tell.
+    _say_damaged([d for d in survey.damaged if d.metadata is None
+                  or args.kernel in (d.metadata.get("name"), d.metadata.get("qualname"))])
     if not found:
         raise JittileError(f"no cache entries for kernel {args.kernel!r}")
     if len(found) == 1:
@@ -263,8 +321,9 @@ def _parser() -> argparse.ArgumentParser:
     show = actions.add_parser("show", help="metadata, PTX and SASS summary of one entry")
     show.add_argument("key", help="the key or a unique prefix of it")
     show.set_defaults(run=_cache_show)
-    actions.add_parser("clear", help="remove every entry").set_defaults(run=_cache_clear)
-    prune = actions.add_parser("prune", help="remove least recently used entries down to a size")
+    actions.add_parser("clear", help="remove every entry, damaged ones included").set_defaults(run=_cache_clear)
+    prune = actions.add_parser("prune", help="remove damaged entries, then least recently used ones "
+                                             "down to a size")
     prune.add_argument("--max-size", required=True, help="e.g. 500M (K/M/G/T are powers of 1024)")
     prune.set_defaults(run=_cache_prune)
     why = actions.add_parser("why", help="which key components differ between a kernel's entries")
@@ -288,7 +347,13 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = _parser().parse_args(argv)
     try:
-        return args.run(args)
+        status = args.run(args)
+        sys.stdout.flush()  # here, so that a closed pipe is met below rather than at exit
+        return status
     except JittileError as exc:
         print(f"jittile: error: {exc}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        # The reader went away (`jittile cache show KEY | head`): stop quietly, as other tools do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1

@@ -48,7 +48,7 @@ def put(name: str = "tma_load", extra: dict | None = None, **kw) -> str:
 
 
 def set_last_used(key: str, when: float) -> None:
-    path = cache.default_store().entry_dir(key) / "meta.json"
+    path = cache.default_store().entry_dir(key) / "usage.json"
     path.write_text(json.dumps(dict(json.loads(path.read_text()), last_used=when)))
 
 
@@ -92,7 +92,7 @@ def test_show_prints_metadata_ptx_and_sass_summary(capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "jittile.backend.toolchain", toolchain)
     assert main(["cache", "show", key[:8]]) == 0
     out = capsys.readouterr().out
-    assert f"entry {key}" in out and '"registers": 24' in out and '"hits": 0' in out
+    assert f"entry {key}" in out and '"registers": 24' in out and "\nhits  0, last used " in out
     assert PTX.strip() in out
     summary = out.split("--- SASS summary ---\n", 1)[1]
     assert summary.startswith("4 instructions\n")
@@ -156,6 +156,18 @@ def test_prune_parses_sizes(capsys):
     assert "0 entries removed" in capsys.readouterr().out and len(cache.entries()) == 1
     assert main(["cache", "prune", "--max-size", "lots"]) == 1
     assert "invalid size 'lots'" in capsys.readouterr().err
+
+
+def test_output_into_a_closed_pipe_ends_quietly(cache_dir):
+    """``jittile cache show KEY | head -1``: the reader leaves early, the command ends without a traceback."""
+    key = put(extra={"lowered_source": "x = 1\n" * 100000})
+    env = dict(os.environ, JITTILE_CACHE_DIR=str(cache_dir), PYTHONPATH=str(REPO))
+    child = subprocess.Popen([sys.executable, "-m", "jittile", "cache", "show", key], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=env)
+    child.stdout.readline()
+    child.stdout.close()
+    assert child.wait(timeout=120) == 1
+    assert child.stderr.read() == b""
 
 
 # -- cache why -------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from jittile import JittileWarning, T
+from jittile.cache.store import metadata_digest
 from jittile.frontend import lower as frontend_lower
 from jittile.ir import KernelIR
 from jittile.frontend.lower import lower_kernel
@@ -134,17 +135,25 @@ def test_hit_does_not_lower_and_reports_current_lines(tmp_path, cache_dir, monke
     assert hit.metadata["source_file"] == str(path)
 
 
-def test_hit_without_a_recorded_ir_is_rebuilt(tmp_path, cache_dir):
+@pytest.mark.parametrize("signed, reason", [
+    (False, "does not match its digest"),  # an edit: the store rejects it
+    (True, "kernel_ir"),  # metadata that verifies but cannot describe the launch: the kernel rejects it
+])
+def test_hit_without_a_recorded_ir_is_rebuilt(tmp_path, cache_dir, signed, reason):
     kernel, _ = _load(tmp_path)
     built = kernel.compile(target="sm_90a")
     (meta_file,) = cache_dir.rglob("meta.json")
     meta = json.loads(meta_file.read_text())
     del meta["kernel_ir"]
+    if signed:
+        meta["digest"] = metadata_digest(meta)
     meta_file.write_text(json.dumps(meta))
     again, _ = _load(tmp_path)
-    with pytest.warns(JittileWarning, match="broken entry .*kernel_ir.*rebuilt"):
+    with pytest.warns(JittileWarning, match=f"broken entry .*{reason}.*rebuilt") as record:
         rebuilt = again.compile(target="sm_90a")
+    assert len([w for w in record if issubclass(w.category, JittileWarning)]) == 1
     assert rebuilt.metadata["cache"] == "stored" and rebuilt.metadata["key"] == built.metadata["key"]
+    assert "kernel_ir" in json.loads(meta_file.read_text())
 
 
 def test_hit_issues_the_lowering_warnings_again(tmp_path, cache_dir):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 import textwrap
@@ -108,7 +109,8 @@ def test_store_then_load_counts_hits(store):
     key = make_key(comps)
     stored = store.store(key, CUBIN, PTX, metadata(comps))
     assert stored.hits == 0 and stored.key == key and stored.kernel == "tma_load"
-    assert sorted(p.name for p in stored.path.iterdir()) == ["kernel.cubin", "kernel.ptx", "meta.json"]
+    assert sorted(p.name for p in stored.path.iterdir()) == ["kernel.cubin", "kernel.ptx", "meta.json",
+                                                             "usage.json"]
     assert stored.path == store.directory / key[:2] / key
     assert stored.size == sum(p.stat().st_size for p in stored.path.iterdir())
 
@@ -119,11 +121,27 @@ def test_store_then_load_counts_hits(store):
     assert second.cubin() == CUBIN and second.ptx() == PTX
     assert second.static_params == {"BLOCK": 64} and second.target == "sm_90a"
     meta = json.loads((stored.path / "meta.json").read_text())
-    assert meta["hits"] == 2 and meta["format_version"] == FORMAT_VERSION
+    assert meta["format_version"] == FORMAT_VERSION and "hits" not in meta
+    assert json.loads((stored.path / "usage.json").read_text())["hits"] == 2
     assert meta["key_components"] == json.loads(json.dumps(comps))
     assert meta["source_line"] == 3 and meta["registers"] == 24
     assert leftovers(store.directory) == []
     assert store.load("0" * 64) is None
+
+
+@pytest.mark.parametrize("umask, directories, files", [(0o022, 0o755, 0o644), (0o077, 0o700, 0o600)])
+def test_entries_follow_the_umask(store, umask, directories, files):
+    """Entries other users may read (a shared cache) when the umask says so, private when it does not."""
+    old = os.umask(umask)
+    try:
+        key = put(store)
+        assert store.load(key).hits == 1  # usage.json is rewritten too
+    finally:
+        os.umask(old)
+    path = store.entry_dir(key)
+    assert [stat.S_IMODE(p.stat().st_mode) for p in (path.parent, path)] == [directories] * 2
+    assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in path.iterdir()} == {
+        name: files for name in ("kernel.cubin", "kernel.ptx", "meta.json", "usage.json")}
 
 
 def test_store_requires_consistent_metadata(store):
@@ -132,6 +150,11 @@ def test_store_requires_consistent_metadata(store):
         store.store(make_key(comps), CUBIN, PTX, {"name": "k", "target": "sm_90a"})
     with pytest.raises(JittileError, match="not the hash"):
         store.store("a" * 64, CUBIN, PTX, metadata(comps))
+    with pytest.raises(JittileError, match="'static_params' is not a dict"):
+        store.store(make_key(comps), CUBIN, PTX, dict(metadata(comps), static_params=[64]))
+    with pytest.raises(JittileError, match="static parameters that are not an object"):
+        odd = dict(comps, static_params=[64])
+        store.store(make_key(odd), CUBIN, PTX, {"name": "k", "target": "sm_90a", "key_components": odd})
 
 
 def test_incomplete_write_is_invisible(store):
@@ -158,7 +181,8 @@ def test_second_process_reuses_entry(store):
                                 env=dict(os.environ, PYTHONPATH=str(REPO)), check=True)
         assert result.stdout.strip() == str(expected), result.stderr
     meta = json.loads((store.entry_dir(key) / "meta.json").read_text())
-    assert meta["hits"] == 2 and meta["last_used"] > meta["created"] - 1
+    usage = json.loads((store.entry_dir(key) / "usage.json").read_text())
+    assert usage["hits"] == 2 and usage["last_used"] > meta["created"] - 1
 
 
 def test_processes_storing_together_leave_one_entry(tmp_path):
@@ -233,20 +257,9 @@ def test_broken_entry_is_dropped_and_rebuilt(store, damage):
     assert store.load(key).cubin() == CUBIN
 
 
-def _unwritable(tmp_path: Path, how: str) -> Path:
-    if how == "under-a-file":
-        (tmp_path / "file").write_text("not a directory")
-        return tmp_path / "file" / "cache"
-    if os.geteuid() == 0:
-        pytest.skip("root ignores directory permissions")
-    directory = tmp_path / "readonly"
-    directory.mkdir(mode=0o555)
-    return directory
-
-
-@pytest.mark.parametrize("how", ["under-a-file", "chmod"])
-def test_unwritable_directory_degrades_to_memory_only(tmp_path, how):
-    directory = _unwritable(tmp_path, how)
+def test_uncreatable_directory_degrades_to_memory_only(tmp_path):
+    (tmp_path / "file").write_text("not a directory")
+    directory = tmp_path / "file" / "cache"
     comps = components()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -257,7 +270,7 @@ def test_unwritable_directory_degrades_to_memory_only(tmp_path, how):
         assert store.entries() == [] and store.enabled is False
     assert len(caught) == 1 and issubclass(caught[0].category, JittileWarning)
     assert "memory only" in str(caught[0].message) and str(directory) in str(caught[0].message)
-    assert "cannot write" in store.disabled_reason
+    assert "cannot create the cache directory" in store.disabled_reason
 
 
 def test_cache_switched_off_without_warning(tmp_path, monkeypatch):
@@ -274,7 +287,7 @@ def test_cache_switched_off_without_warning(tmp_path, monkeypatch):
 # -- inspection and removal ------------------------------------------------------------------------
 
 def _set_last_used(store: DiskStore, key: str, when: float) -> None:
-    path = store.entry_dir(key) / "meta.json"
+    path = store.entry_dir(key) / "usage.json"
     path.write_text(json.dumps(dict(json.loads(path.read_text()), last_used=when)))
 
 
@@ -293,7 +306,8 @@ def test_prune_removes_least_recently_used(store):
 def test_prune_drops_unreadable_entries_first(store):
     good, bad = put(store, block=16), put(store, block=32)
     _garbage_meta(store.entry_dir(bad))
-    assert store.prune(store.entries()[0].size) == []
+    (removed,) = store.prune(store.entries()[0].size)
+    assert removed.key == bad and "not valid JSON" in removed.reason
     assert not store.entry_dir(bad).exists() and store.entry_dir(good).exists()
 
 
@@ -302,7 +316,8 @@ def test_entries_and_clear(store):
     _set_last_used(store, min(keys), 1.0)
     listed = store.entries()
     assert {e.key for e in listed} == keys and listed[-1].key == min(keys)
-    assert store.clear() == 2 and store.entries() == [] and leftovers(store.directory) == []
+    assert store.clear().removed == 2 and store.entries() == [] and leftovers(store.directory) == []
+    assert list(store.directory.iterdir()) == []  # the emptied shard folders went too
 
 
 def test_find_by_prefix(store):
@@ -331,6 +346,8 @@ def test_parse_size(text, size):
 def test_parse_size_rejects_garbage():
     with pytest.raises(JittileError, match="invalid size"):
         parse_size("lots")
+    with pytest.raises(JittileError, match="too large"):
+        parse_size("9" * 400 + "T")
 
 
 # -- module-level API ------------------------------------------------------------------------------

@@ -7,15 +7,14 @@ where no CUDA toolchain is installed.
 from __future__ import annotations
 
 import os
-import re
-import sys
 import threading
 
 from .keys import differing_components, explain_miss, make_key
-from .store import DiskStore, Entry, default_directory, disk_cache_requested, parse_size
+from .store import (Damaged, DiskStore, Entry, debug_enabled, disk_cache_requested, log, parse_size,
+                    resolve_directory)
 
-__all__ = ["DiskStore", "Entry", "clear", "debug_enabled", "default_store", "differing_components",
-           "entries", "explain_miss", "log", "make_key", "parse_size", "prune"]
+__all__ = ["Damaged", "DiskStore", "Entry", "clear", "debug_enabled", "default_store",
+           "differing_components", "entries", "explain_miss", "log", "make_key", "parse_size", "prune"]
 
 _lock = threading.Lock()
 _store: DiskStore | None = None
@@ -25,10 +24,10 @@ _store_config: tuple | None = None
 def default_store() -> DiskStore:
     """This process's store; made anew when ``JITTILE_CACHE_DIR`` or ``JITTILE_CACHE`` changes."""
     global _store, _store_config
-    config = (default_directory(), disk_cache_requested())
+    config = (resolve_directory(os.environ.get("JITTILE_CACHE_DIR")), disk_cache_requested())
     with _lock:
         if _store is None or config != _store_config:
-            _store, _store_config = DiskStore(config[0]), config
+            _store, _store_config = DiskStore(), config
         return _store
 
 
@@ -41,20 +40,11 @@ def entries(kernel: str | None = None) -> list[Entry]:
 
 
 def clear() -> int:
-    """Remove every disk entry; returns how many went."""
-    return default_store().clear()
+    """Remove every disk entry (damaged ones included); returns how many went."""
+    return default_store().clear().removed
 
 
-def prune(max_size: int | str) -> list[Entry]:
-    """Remove least recently used entries until the disk cache holds at most ``max_size`` (``"500M"``)."""
+def prune(max_size: int | str) -> list[Entry | Damaged]:
+    """Remove damaged entries, then least recently used ones until the disk cache holds at most
+    ``max_size`` (``"500M"``); returns what went."""
     return default_store().prune(parse_size(max_size))
-
-
-def debug_enabled() -> bool:
-    """Whether ``JITTILE_DEBUG`` (a comma- or space-separated list) names ``cache``."""
-    return "cache" in re.split(r"[,\s]+", os.environ.get("JITTILE_DEBUG", "").lower())
-
-
-def log(message: str) -> None:
-    """One cache debug line on stderr."""
-    print(f"jittile cache: {message}", file=sys.stderr, flush=True)
