@@ -141,6 +141,8 @@ class Launcher:
                         or (static and any(shape[a] != e for a, e in static))
                         or (contiguous and not view.c_contiguous)):
                     check_array(param, view)
+                if view.host is not None and not view.owned:
+                    view.upload()
                 layout.pack_into(buf, offset, 0, 0, math.prod(shape), itemsize, view.ptr, *shape,
                                  *view.strides)
                 return view
