@@ -1,5 +1,5 @@
 """GPU tests: bfloat16 and float8 arrays from torch (directly, through DLPack, from the CPU) launch,
-and TMA moves their bytes exactly (issue #13).
+and TMA moves their bytes exactly; a changed array re-encodes its TensorMap (issue #13).
 
 Run on the H200 with ``pytest -m gpu tests/test_gpu_torch_dtypes.py``; skipped without a device.
 """
@@ -82,3 +82,20 @@ def test_torch_low_precision_tensors_copy_bit_exactly(name, route):
         torch.cuda.synchronize()
         out = out.cpu()
     assert torch.equal(out.view(torch.uint8), expected.view(torch.uint8))
+
+
+def test_a_new_array_re_encodes_its_tensormap():
+    """Launches alternate between two bfloat16 sources and two outputs: each launch must read and
+    write the arrays it was given (a TensorMap kept for another pointer would not)."""
+    torch = pytest.importorskip("torch")
+    generator = torch.Generator().manual_seed(14)
+    sources = [_random_bits(torch, torch.bfloat16, generator).cuda() for _ in range(2)]
+    poison = _random_bits(torch, torch.bfloat16, generator)
+    outs = [poison.cuda() for _ in range(2)]
+    for step in range(4):
+        src, out = sources[step % 2], outs[step // 2 % 2]
+        out.copy_(poison)
+        tma_copy_box(src, out, "bfloat16", BOX[0] * BOX[1] * 2)
+        torch.cuda.synchronize()
+        expected = _expected(src.cpu(), poison)
+        assert torch.equal(out.cpu().view(torch.uint8), expected.view(torch.uint8)), step

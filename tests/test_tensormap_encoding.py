@@ -1,12 +1,15 @@
 """Host TensorMaps on the CPU: the cuTensorMapEncodeTiled arguments jittile derives from a spec and
-an array (packed FP4 counts its inner dimension in values; issue #13)."""
+an array (packed FP4 counts its inner dimension in values), and launches that reuse an encoding
+while the array's pointer, extents and strides stay the same (issue #13)."""
 import pytest
 
 import jittile
 from jittile import LaunchError, T
 from jittile.dtypes import dtype
 from jittile.patterns.base import HostTensorMap
+from jittile.runtime import launcher as launcher_module
 from jittile.runtime.arrays import DeviceView
+from jittile.runtime.launcher import Launcher
 from jittile.runtime.tensormap import region_fields
 
 BASE = 0x7000_0000  # 256-byte aligned, like an allocation
@@ -84,3 +87,94 @@ def test_other_formats_count_elements():
     fields = region_fields(_spec("bfloat16", box=(8, 64)), DeviceView(BASE, (64, 96), (192, 2),
                                                                       dtype("bfloat16")))
     assert fields.dims == (96, 64) and fields.strides == (192,)
+
+
+# --------------------------------------------------------------------------- kept encodings
+@jittile.kernel
+def copy_box(A, Out):
+    """TMA-load an (8, 32) box of A, TMA-store it into Out: two host TensorMaps."""
+    T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))
+    buf = T.alloc_shared((8, 32), "float32", align=128)
+    mbar = T.alloc_shared((1,), "uint64")
+    if T.cuda.thread_idx("x") == 0:
+        T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), T.uint32(1))
+        T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(1024))
+        T.cuda.tile.apply(
+            T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"],
+            buf, A, box=(8, 32), coords=(0, 0), mbar=mbar.ptr_to([0]))
+    T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
+    if T.cuda.thread_idx("x") == 0:
+        T.ptx.fence.proxy.async_.shared__cta()
+        T.cuda.tile.apply(T.ptx["cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"],
+                          Out, buf, box=(8, 32), coords=(0, 0))
+        T.ptx.cp.async_.bulk.commit_group()
+        T.ptx.cp.async_.bulk.wait_group(0)
+
+
+class _CountingEncoder:
+    """Stands in for cuTensorMapEncodeTiled: 128 bytes naming the fields, one count per call."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, fields):
+        self.calls.append(fields)
+        return self.bytes_for(fields)
+
+    @staticmethod
+    def bytes_for(fields):
+        return repr((fields.address, fields.dims, fields.strides)).encode().ljust(128, b"\0")[:128]
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    encoder = _CountingEncoder()
+    monkeypatch.setattr(launcher_module, "encode", encoder)
+    ck = copy_box.compile(_array(BASE), _array(BASE), target="sm_90a")  # any row pitch
+    assert [s.tensor for s in ck.ir.host_tensormaps] == ["A", "Out"]
+    return Launcher(ck.ir, ck.cubin, ck.entry, ck.param_layout), encoder
+
+
+def _array(ptr, rows=16, pitch=512):
+    return DeviceView(ptr, (rows, 64), (pitch, 4), dtype("float32"))
+
+
+def _tensormap_bytes(launcher, which):
+    offset, size = launcher.params.slots[launcher.params.fields[2 + which]]
+    return bytes(launcher.params.view[offset:offset + size])
+
+
+def test_repeated_launches_reuse_encodings_and_changes_re_encode(counted):
+    launcher, encoder = counted
+    a, out = _array(BASE), _array(BASE + 0x10000)
+    for _ in range(3):
+        launcher._pack((a, out))
+    assert len(encoder.calls) == 2  # one per TensorMap, not per launch
+    first = _tensormap_bytes(launcher, 0)
+    assert first == encoder.bytes_for(region_fields(launcher.ir.host_tensormaps[0], a))
+
+    moved = _array(BASE + 0x20000)
+    launcher._pack((moved, out))
+    assert len(encoder.calls) == 3 and encoder.calls[2].address == BASE + 0x20000
+    assert _tensormap_bytes(launcher, 0) == encoder.bytes_for(encoder.calls[2]) != first
+
+    launcher._pack((a, out))  # back to the first array: its encoding is still kept
+    assert len(encoder.calls) == 3 and _tensormap_bytes(launcher, 0) == first
+
+    launcher._pack((_array(BASE, rows=32), out))  # same pointer, more rows
+    assert len(encoder.calls) == 4 and encoder.calls[3].dims == (64, 32)
+
+    launcher._pack((a, _array(BASE + 0x10000, pitch=1024)))
+    assert len(encoder.calls) == 5 and encoder.calls[4].strides == (1024,)  # a new row pitch
+    assert _tensormap_bytes(launcher, 1) == encoder.bytes_for(encoder.calls[4])
+
+
+def test_each_tensormap_keeps_its_own_encodings(counted):
+    """A and Out at the same address: the load's and the store's descriptors differ by spec and
+    are encoded separately."""
+    launcher, encoder = counted
+    launcher._pack((_array(BASE), _array(BASE)))
+    launcher._pack((_array(BASE), _array(BASE)))
+    specs = launcher.ir.host_tensormaps
+    assert len(encoder.calls) == 2
+    assert [c.address for c in encoder.calls] == [BASE, BASE] and specs[0] != specs[1]
