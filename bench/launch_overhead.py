@@ -1,5 +1,7 @@
 """Host cost per launch of a tiny kernel: jittile vs a raw prepacked cuLaunchKernel, CuPy
 RawKernel, Triton and numba-cuda, measured in one run (wall time over many asynchronous launches).
+jittile is also timed with a torch tensor argument (torch's own pointer/shape path), and launching a
+one-CTA TMA copy, whose two host TensorMaps are kept from launch to launch rather than re-encoded.
 
     PYTHONPATH=$PWD python3 bench/launch_overhead.py
 """
@@ -51,6 +53,19 @@ def main() -> None:
 
     launch = touch[1, 32]
     results["jittile"] = per_launch_us(lambda: launch(a), sync)
+    try:
+        import torch
+
+        ta = torch.as_tensor(a, device="cuda")
+        results["jittile_torch"] = per_launch_us(lambda: launch(ta), sync)
+    except ImportError as exc:
+        results["jittile_torch"] = repr(exc)
+
+    import tma_copy
+
+    tile, tile_out = cupy.zeros((64, 64), dtype=cupy.float32), cupy.zeros((64, 64), cupy.float32)
+    copy_tile = tma_copy.tma_copy[(1, 1), 32]
+    results["jittile_tma_copy_64x64"] = per_launch_us(lambda: copy_tile(tile, tile_out), sync)
 
     # Raw prepacked cuLaunchKernel on the same cubin and parameter buffer.
     ck = touch.compile(a, launch=jittile.T.cuda.LaunchConfig(grid=1, block=32))

@@ -23,6 +23,11 @@ _SCALAR_FORMATS = {"int8": "b", "uint8": "B", "int16": "h", "uint16": "H", "int3
                    "bool": "?", "float16": "e"}
 
 
+# Encoded TensorMaps kept per host TensorMap of a launcher: a launch whose array has the pointer,
+# extents and strides of a kept one reuses its 128 bytes instead of calling cuTensorMapEncodeTiled.
+_ENCODINGS_KEPT = 64
+
+
 class ParamBuffer:
     """One contiguous host buffer holding every kernel parameter, plus the ``void*[]`` the driver
     reads them through."""
@@ -90,10 +95,13 @@ class Launcher:
         self.params = ParamBuffer(param_layout)
         self._function = None
         self._context = None
-        self._tmap_cache: dict = {}
+        names = [p.name for p in ir.runtime_params]
+        # Per host TensorMap: its parameter slot, the argument it describes, its spec and the
+        # encodings already made, keyed by what of the array enters the encoding.
+        self._tensormaps = [(len(names) + offset, names.index(spec.tensor), spec, {})
+                            for offset, spec in enumerate(ir.host_tensormaps)]
         self._writers = [self._writer(index, param)
                          for index, param in enumerate(ir.runtime_params)]
-        self._has_tensormaps = bool(ir.host_tensormaps)
         slack = ir.shared_align - 16 if ir.dynamic_shared and ir.shared_align > 16 else 0
         self.dynamic_shared = ir.shared_bytes + slack if ir.dynamic_shared else 0
 
@@ -141,7 +149,11 @@ class Launcher:
                 shape = view.shape
                 if (view.dtype is not dtype or len(shape) != ndim
                         or (static and any(shape[a] != e for a, e in static))
-                        or (contiguous and not view.c_contiguous) or view.ptr % align):
+                        or (contiguous and not view.c_contiguous)):
+                    check_array(param, view)
+                if view.host is not None and not view.owned:
+                    view.upload()
+                if view.ptr % align:  # the device pointer: checked after an upload
                     check_array(param, view, needs)
                 layout.pack_into(buf, offset, 0, 0, math.prod(shape), itemsize, view.ptr, *shape,
                                  *view.strides)
@@ -162,20 +174,16 @@ class Launcher:
 
     def _pack(self, args: tuple) -> None:
         views = [write(value) for write, value in zip(self._writers, args)]
-        if not self._has_tensormaps:
-            return
-        by_name = {p.name: v for p, v in zip(self.ir.runtime_params, views)}
-        runtime = len(self.ir.runtime_params)
-        for offset, spec in enumerate(self.ir.host_tensormaps):
-            view = by_name[spec.tensor]
-            key = (offset, view.ptr, view.shape, view.strides)
-            data = self._tmap_cache.get(key)
+        for slot, argument, spec, encoded in self._tensormaps:
+            view = views[argument]
+            key = (view.ptr, view.shape, view.strides)
+            data = encoded.get(key)
             if data is None:
                 data = encode(region_fields(spec, view))
-                if len(self._tmap_cache) > 64:
-                    self._tmap_cache.clear()
-                self._tmap_cache[key] = data
-            self.params.put_bytes(runtime + offset, data)
+                if len(encoded) >= _ENCODINGS_KEPT:
+                    encoded.clear()
+                encoded[key] = data
+            self.params.put_bytes(slot, data)
 
     def _launch(self, function, grid, block, shared: int, stream: int, cluster):
         drv = driver._driver()

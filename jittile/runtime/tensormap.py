@@ -30,6 +30,8 @@ _ELEMENT_BYTES = {"UINT8": 1, "UINT16": 2, "UINT32": 4, "INT32": 4, "UINT64": 8,
                   "FLOAT16": 2, "BFLOAT16": 2, "FLOAT32": 4, "FLOAT64": 8, "TFLOAT32": 4,
                   "16U4_ALIGN16B": 1}
 _ELEMENT_BYTES = {name: _ELEMENT_BYTES[kind] for name, kind in _DATA_TYPES.items()}
+# Values a storage byte holds in the packed formats, whose globalDim[0] counts values.
+_VALUES_PER_BYTE = {"float4_e2m1fn": 2}
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,13 @@ class TensorMapFields:
 
 
 def region_fields(spec: HostTensorMap, view: DeviceView) -> TensorMapFields:
-    """The encoder fields for ``spec`` applied to an actual array, validated."""
+    """The encoder fields for ``spec`` applied to an actual array, validated.
+
+    Pure host arithmetic on the array's pointer, extents and byte strides: no driver call. Region
+    starts and extents are in the array's elements; for packed FP4 (a uint8 array, two values a
+    byte) the innermost ``globalDim`` counts 4-bit values, as the driver does for its packed types,
+    while the address and the strides stay in bytes.
+    """
     rank = len(spec.box)
     what = f"TensorMap of {spec.tensor!r}"
     if view.ndim != len(spec.region_starts):
@@ -78,7 +86,10 @@ def region_fields(spec: HostTensorMap, view: DeviceView) -> TensorMapFields:
         dims, strides = _interleaved(dims, strides, spec.interleave, what)
     if len(dims) != rank:
         raise LaunchError(f"{what}: the global region has rank {len(dims)}, the opcode rank is {rank}")
-    align = 32 if (spec.interleave == 2 or spec.data_type == "float4_e2m1fn") else 16
+    packed = spec.data_type == "float4_e2m1fn"
+    if packed:
+        dims[-1] *= _VALUES_PER_BYTE[spec.data_type]
+    align = 32 if (spec.interleave == 2 or packed) else 16
     if address % align:
         raise LaunchError(f"{what}: globalAddress {address:#x} must be {align}-byte aligned")
     outer_strides = tuple(reversed(strides[:-1]))
@@ -86,12 +97,13 @@ def region_fields(spec: HostTensorMap, view: DeviceView) -> TensorMapFields:
         if stride % align or not 0 < stride < 2 ** 40:
             raise LaunchError(f"{what}: globalStrides: {stride} bytes must be a positive multiple "
                               f"of {align} below 2^40")
-    for extent in dims:
+    for axis, extent in enumerate(dims):
         if not 1 <= extent <= 2 ** 32:
-            raise LaunchError(f"{what}: globalDim {extent} must be in 1..2^32")
-    if spec.data_type == "float4_e2m1fn" and dims[-1] % 128:
+            unit = " FP4 values" if packed and axis == len(dims) - 1 else ""
+            raise LaunchError(f"{what}: globalDim {extent}{unit} must be in 1..2^32")
+    if packed and dims[-1] % 128:
         raise LaunchError(f"{what}: packed FP4 needs the inner global dimension to be a multiple "
-                          f"of 128, got {dims[-1]}")
+                          f"of 128 values (64 bytes), got {dims[-1]} values ({dims[-1] // 2} bytes)")
     return TensorMapFields(spec.data_type, address, tuple(reversed(dims)), outer_strides,
                            tuple(reversed(spec.box)), tuple(reversed(spec.element_strides)),
                            spec.interleave, spec.swizzle, spec.l2_promotion, spec.oob_fill)
@@ -132,7 +144,9 @@ def encode(fields: TensorMapFields) -> bytes:
     u64, u32 = drv.cuuint64_t, drv.cuuint32_t
     # A rank-1 map has no outer strides; the driver still reads a non-null array, so pass one
     # (unused) entry rather than an empty list.
-    strides = list(fields.strides) or [fields.dims[0] * _ELEMENT_BYTES[fields.data_type]]
+    strides = list(fields.strides) or [
+        fields.dims[0] * _ELEMENT_BYTES[fields.data_type]
+        // _VALUES_PER_BYTE.get(fields.data_type, 1)]
     tmap = driver.check(drv.cuTensorMapEncodeTiled(
         dtype_enum, len(fields.dims), fields.address, [u64(d) for d in fields.dims],
         [u64(s) for s in strides], [u32(b) for b in fields.box],
