@@ -57,11 +57,7 @@ def main() -> None:
     if not driver.available():
         spec = T.Tensor((M, N), "float32")
         ck = swizzled_copy.compile(spec, spec, M, N, BM, BN, target="sm_90a")
-        for site in ck.plan:
-            print(site["location"], site["opcode"])
-            for ins in site["instructions"]:
-                print(f"  coords={ins['coords']} shared_offset={ins['shared_offset']} "
-                      f"bytes={ins['bytes']} swizzle={ins['swizzle']}")
+        print(ck.plan)
         print("tma_swizzled_copy: compiled for sm_90a (no GPU: not launched)")
         return
     a = np.random.default_rng(0).standard_normal((M, N), dtype=np.float32)

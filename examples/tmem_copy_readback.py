@@ -63,8 +63,7 @@ def main() -> None:
 
     x = np.arange(512, dtype="uint32").reshape(128, 4)
     ck = copy_to_tmem.compile(target="sm_100a")
-    for site in ck.plan:
-        print(site)
+    print(ck.plan)
     utccp = sum(n for name, n in sass_opcodes(ck.sass).items() if name.startswith("UTCCP"))
     print(f"UTCCP instructions: {utccp}")
     capability = current_device_capability()

@@ -84,8 +84,7 @@ def main() -> None:
     codes = (np.arange(128 * 16) % 16).astype(np.uint8).reshape(128, 16)
     x = pack_fp4(codes)
     ck = decompress_to_tmem.compile(target="sm_100a")
-    for site in ck.plan:
-        print(site)
+    print(ck.plan)
     utccp = sum(n for name, n in sass_opcodes(ck.sass).items() if name.startswith("UTCCP"))
     print(f"UTCCP instructions: {utccp}")
     capability = current_device_capability()

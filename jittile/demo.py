@@ -6,6 +6,7 @@ by nvJitLink and disassembled. With a GPU it also runs and checks the result.
 from __future__ import annotations
 
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -26,11 +27,7 @@ def main() -> int:
           f"{ck.metadata['target']} in {time.perf_counter() - start:.2f} s "
           f"(cache key {ck.metadata['key'][:12]})")
     print("\nInstruction plan:")
-    for site in ck.plan:
-        print(f"  {site['location']}: {site['opcode']}")
-        for ins in site["instructions"]:
-            print(f"    instance {ins['instance']}: coords {ins['coords']}, shared +"
-                  f"{ins['shared_offset']} B, {ins['bytes']} B")
+    print(textwrap.indent(str(ck.plan), "  "))
     print("\nPTX excerpt (TMA issue):")
     for line in ck.ptx.splitlines():
         if "cp.async.bulk.tensor" in line or "mbarrier" in line:

@@ -109,9 +109,22 @@ class BinOp:
             raise ValueError(f"unknown plan operator {self.op!r}")
 
     def __str__(self) -> str:
-        right = hex(self.right) if self.op in ("&", "|") and isinstance(self.right, int) \
-            else _operand(self.right)
-        return f"{_operand(self.left)} {self.op} {right}"
+        mine = _PRECEDENCE[self.op]
+
+        def side(expr: Expr, right: bool) -> str:
+            if self.op in ("&", "|") and isinstance(expr, int):
+                return hex(expr)
+            if isinstance(expr, BinOp):
+                theirs = _PRECEDENCE[expr.op]
+                if theirs < mine or (right and theirs == mine):
+                    return f"({expr})"
+                return str(expr)
+            return _operand(expr)
+
+        return f"{side(self.left, False)} {self.op} {side(self.right, True)}"
+
+
+_PRECEDENCE = {"|": 1, "&": 2, ">>": 3, "+": 4, "*": 5, "%": 5}
 
 
 Expr = Union[int, Var, Special, SharedAddress, GlobalAddress, HostParam, BinOp]
@@ -287,7 +300,7 @@ class PlanRecord:
         return self.fields[key]
 
     def __str__(self) -> str:
-        parts = []
+        parts = [self.opcode]
         if self.instance:
             parts.append(f"[{', '.join(map(str, self.instance))}]")
         if self.coords:
@@ -392,7 +405,7 @@ class SiteRecord:
         raise KeyError(key)
 
     def __str__(self) -> str:
-        head = f"{self.location}: {self.opcode}  [{self.family}]"
+        head = f"{self.location}: tile call of family {self.family}"
         if self.predicate is not None:
             head += f"  if {self.predicate}"
         if not self.plan:
