@@ -116,7 +116,9 @@ class BinOp:
                 return hex(expr)
             if isinstance(expr, BinOp):
                 theirs = _PRECEDENCE[expr.op]
-                if theirs < mine or (right and theirs == mine):
+                # bitwise mixes always get parentheses, as C compilers advise
+                if theirs < mine or (right and theirs == mine) or (
+                        mine <= _PRECEDENCE[">>"] and expr.op != self.op):
                     return f"({expr})"
                 return str(expr)
             return _operand(expr)
