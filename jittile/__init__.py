@@ -7,7 +7,8 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .errors import CompileError, ContractError, JittileError, JittileWarning, LaunchError  # noqa: E402
+from .errors import (CompileError, ContractError, InterpreterError, JittileError,  # noqa: E402
+                     JittileWarning, LaunchError)
 from .language import T  # noqa: E402
 from .kernel import CompiledKernel, Kernel, func, kernel  # noqa: E402
 from . import cache  # noqa: E402
@@ -22,4 +23,4 @@ def __getattr__(name: str):
 
 
 __all__ = ["kernel", "func", "Kernel", "CompiledKernel", "T", "TensorMap", "cache", "JittileError", "ContractError",
-           "CompileError", "LaunchError", "JittileWarning", "__version__"]
+           "CompileError", "LaunchError", "InterpreterError", "JittileWarning", "__version__"]

@@ -57,6 +57,11 @@ class LaunchError(JittileError):
     """Arguments that cannot be launched; raised before the launch, leaving the context usable."""
 
 
+class InterpreterError(JittileError):
+    """The interpreter saw what the GPU would fault or hang on, or a race it can see: names the
+    kernel's source line, the CTA and thread, and the values."""
+
+
 class ToolchainError(JittileError):
     """A CUDA compiler piece (NVVM, nvJitLink, nvdisasm...) is missing or failed."""
 

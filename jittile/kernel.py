@@ -51,6 +51,14 @@ class Kernel:
         return f"<jittile.kernel {self.__qualname__}>"
 
     @property
+    def interpret(self):
+        """``kernel.interpret(*args)`` / ``kernel.interpret[grid, block](*args)``: run this call
+        on the CPU interpreter (jittile/interpreter/) instead of the GPU."""
+        from .interpreter import Interpreting
+
+        return Interpreting(self)
+
+    @property
     def source(self) -> KernelSource:
         """The kernel's parsed definition; read again after a closure variable changed."""
         if self._source is None:

@@ -7,6 +7,7 @@ hits a cache) and resolves the launch configuration.
 """
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, NoReturn
 
 from .errors import LaunchError
@@ -28,6 +29,11 @@ def _import_runtime_arrays():
     return arrays
 
 
+def _interpreting() -> bool:
+    """``JITTILE_INTERPRET=1``: every launch runs on the CPU interpreter."""
+    return os.environ.get("JITTILE_INTERPRET", "") not in ("", "0")
+
+
 class Configured:
     """``kernel[grid, block]``: a kernel with its launch dimensions, called to launch."""
 
@@ -43,6 +49,11 @@ def launch_kernel(kernel: Kernel, args: tuple, kwargs: dict, config: LaunchConfi
            cluster, shared_bytes: int | None) -> None:
     """Launch ``kernel`` with ``config`` (None: its ``T.device_entry`` launch); NumPy arguments are
     copied to the device and back."""
+    if _interpreting():
+        from .interpreter import interpret
+
+        interpret(kernel, args, kwargs, config, cluster, shared_bytes)
+        return
     arrays = _runtime_arrays or _import_runtime_arrays()
     view_type = arrays.DeviceView
     specializer = kernel._specializer

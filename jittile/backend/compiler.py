@@ -63,6 +63,8 @@ def _namespace(lowered: Lowered) -> dict:
             out[name] = intrinsics.global_address
         elif kind == "asm":
             out[name] = intrinsics.make_asm(spec[1])
+        elif kind == "record":
+            out[name] = intrinsics.make_asm(ir.sites[spec[1]].plan[spec[2]].asm)
         elif kind == "type":
             out[name] = numba_scalar(spec[1].name)
         elif kind == "smem":

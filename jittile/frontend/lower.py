@@ -107,6 +107,13 @@ class KernelLowering(ExpressionLowering, AllocationLowering, HelperInlining, Raw
     def fresh(self, prefix: str = "v") -> str:
         return f"__jt_{prefix}{next(self._counter)}"
 
+    def record_name(self, site: int, index: int) -> str:
+        """The global that issues plan record ``index`` of tile call ``site``: the backend binds
+        it to the record's asm, the interpreter to the record's semantics."""
+        name = f"__jt_r{site}_{index}"
+        self.namespace[name] = ("record", site, index)
+        return name
+
     def asm_name(self, call: AsmCall) -> str:
         if call not in self._asm_names:
             name = f"__jt_asm{len(self._asm_names)}"

@@ -64,9 +64,10 @@ class TileCallLowering:
         lowering = pattern.lower(site, self)
         self.ir.sites.append(SiteRecord(location, opcode, pattern.family, lowering.plan,
                                         lowering.predicate))
-        emits = [ast.Expr(value=self.call(self.asm_name(record.asm),
+        site_index = len(self.ir.sites) - 1
+        emits = [ast.Expr(value=self.call(self.record_name(site_index, k),
                                           *[render(v, self.asm_name) for _, v in record.operands]))
-                 for record in lowering.plan]
+                 for k, record in enumerate(lowering.plan)]
         for stmt in emits:
             ast.copy_location(stmt, node)
         if lowering.predicate is not None and emits:

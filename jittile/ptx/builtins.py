@@ -10,5 +10,7 @@ jt_wait_loop:
 mbarrier.try_wait.parity.shared::cta.b64 jt_done, [$0], $1;
 @!jt_done bra jt_wait_loop;
 """), (), ("r", "r"), comment="T.cuda.mbarrier_wait")
-CLUSTER_CTARANK = AsmCall("mov.u32 $0, %cluster_ctarank;", ("r",), (), memory=False)
-CLUSTER_SYNC = AsmCall("barrier.cluster.arrive.aligned;\nbarrier.cluster.wait.aligned;")
+CLUSTER_CTARANK = AsmCall("mov.u32 $0, %cluster_ctarank;", ("r",), (), memory=False,
+                          comment="T.cuda.cluster_ctarank")
+CLUSTER_SYNC = AsmCall("barrier.cluster.arrive.aligned;\nbarrier.cluster.wait.aligned;",
+                       comment="T.cuda.cluster_sync")

@@ -1,0 +1,318 @@
+"""What each instruction of a lowered kernel does, for the interpreter.
+
+Tile-pattern instructions are the plan records themselves (``__jt_rS_K`` -> ``ir.sites[S].plan[K]``):
+their operands arrive in the record's role order, their completion (mbarrier transaction bytes,
+bulk group, tcgen05 commit) is the record's. Raw PTX and the language's built-ins arrive as their
+asm statement, named by the opcode it issues. Asynchronous copies complete when issued.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import PlanRecord
+from ..ptx.opcodes import parse_bulk_tensor, parse_tcgen05_cp
+from .machine import MBarrier, Block, Fault, Pending
+
+
+def execute(machine, thread, name: str, args: tuple):
+    """Carry out instruction global ``name`` for ``thread`` with operand ``args``."""
+    if name == "__jt_syncthreads":
+        return Block(("sync",))
+    spec = machine.namespace[name]
+    values = [_plain(a) for a in args]
+    if spec[0] == "record":
+        site = machine.ir.sites[spec[1]]
+        record = site.plan[spec[2]]
+        return RECORD_FAMILIES[site.family](machine, thread, record, dict(
+            zip([role for role, _ in record.operands], values)))
+    asm = spec[1]
+    opcode = asm.comment
+    for head, run in RAW:
+        if opcode.startswith(head):
+            return run(machine, thread, opcode, values, name)
+    raise Fault(f"the interpreter does not know the semantics of {opcode or asm.template!r}")
+
+
+def _plain(value):
+    if isinstance(value, (np.integer, np.bool_)):
+        return int(value)
+    return value
+
+
+# ---------------------------------------------------------------------------------- mbarriers
+def _barrier(cta, address: int) -> MBarrier:
+    barrier = cta.mbarriers.get(address)
+    if barrier is None:
+        raise Fault(f"no mbarrier was initialised at shared {address:#x} of CTA {cta.index}")
+    return barrier
+
+
+def arrive(machine, cta, address: int, count: int = 1) -> None:
+    barrier = _barrier(cta, address)
+    barrier.pending -= count
+    _maybe_complete(cta, address, barrier)
+
+
+def complete_tx(machine, cta, address: int, nbytes: int) -> None:
+    barrier = _barrier(cta, address)
+    barrier.tx -= nbytes
+    _maybe_complete(cta, address, barrier)
+
+
+def _maybe_complete(cta, address: int, barrier: MBarrier) -> None:
+    if barrier.pending < 0:
+        raise Fault(f"mbarrier at shared {address:#x} received more arrivals than its count "
+                    f"({barrier.count}) in phase {barrier.phase}")
+    if barrier.pending == 0 and barrier.tx == 0:
+        barrier.phase += 1
+        barrier.pending = barrier.count
+        cta.pending = [p for p in cta.pending if p.barrier != address]
+
+
+def _mbarrier_init(machine, thread, opcode, values, name):
+    address, count = values
+    if address % 8:
+        raise Fault(f"mbarrier at shared {address:#x} is not 8-byte aligned")
+    thread.cta.smem.check(address, 8)
+    if not 1 <= count < 2 ** 20:
+        raise Fault(f"mbarrier.init count {count} is outside 1..2^20-1")
+    thread.cta.mbarriers[address] = MBarrier(count, count)
+
+
+def _mbarrier_arrive(machine, thread, opcode, values, name):
+    address = values[0]
+    if ".expect_tx" in opcode:
+        _barrier(thread.cta, address).tx += values[1]
+    arrive(machine, thread.cta, address)
+
+
+def _mbarrier_expect_tx(machine, thread, opcode, values, name):
+    address, count = values
+    barrier = _barrier(thread.cta, address)
+    barrier.tx += count
+    _maybe_complete(thread.cta, address, barrier)
+
+
+def _mbarrier_wait(machine, thread, opcode, values, name):
+    """``try_wait`` returns once the phase completed (it may wait as long as it likes)."""
+    address, parity = values
+    barrier = _barrier(thread.cta, address)
+    done = 1 if opcode.startswith("mbarrier") else None
+    if barrier.completed(parity):
+        return done
+    return Block(("mbarrier", thread.cta, address, parity, done))
+
+
+def _mbarrier_inval(machine, thread, opcode, values, name):
+    thread.cta.mbarriers.pop(values[0], None)
+
+
+# ------------------------------------------------------------------------ collectives & misc
+def _warp_collective(run):
+    """A ``.sync.aligned`` instruction: the scheduler runs ``run(values_per_lane, threads)``
+    once every live lane of the warp has reached the same instruction."""
+    def issue(machine, thread, opcode, values, name):
+        line = thread.line(machine.code)
+        return Block(("warp", (opcode, line.lineno if line else 0),
+                      lambda per_lane, threads: run(machine, opcode, per_lane, threads), values))
+    return issue
+
+
+def _elect(machine, opcode, per_lane, threads):
+    mask = per_lane[0][0]
+    chosen = min((t.lane for t in threads if mask >> t.lane & 1), default=None)
+    return [1 if t.lane == chosen else 0 for t in threads]
+
+
+def _nothing(machine, thread, opcode, values, name):
+    return None
+
+
+def _policy(machine, thread, opcode, values, name):
+    return 0  # an opaque 64-bit cache policy: caches are not modelled
+
+
+def _cluster_rank(machine, thread, opcode, values, name):
+    return thread.cta.cluster_rank
+
+
+def _cluster_barrier(machine, thread, opcode, values, name):
+    if ".wait" in opcode or opcode == "T.cuda.cluster_sync":
+        return Block(("cluster",))
+    return None  # arrive: the wait that follows blocks until everyone arrived
+
+
+# ------------------------------------------------------------------------------ tcgen05
+def _tmem(cta):
+    if cta.tmem is None:
+        from .tmem import TensorMemory
+
+        cta.tmem = TensorMemory()
+    return cta.tmem
+
+
+def _tcgen05_alloc(machine, opcode, per_lane, threads):
+    address, ncols = per_lane[0]
+    cta = threads[0].cta
+    taddr = _tmem(cta).alloc(ncols)
+    cta.smem.write(address, np.array([taddr], dtype=np.uint32))
+    return [None] * len(threads)
+
+
+def _tcgen05_dealloc(machine, opcode, per_lane, threads):
+    taddr, ncols = per_lane[0]
+    _tmem(threads[0].cta).dealloc(taddr, ncols)
+    return [None] * len(threads)
+
+
+def _tcgen05_relinquish(machine, opcode, per_lane, threads):
+    _tmem(threads[0].cta).relinquish()
+    return [None] * len(threads)
+
+
+def _tcgen05_ld(machine, opcode, per_lane, threads):
+    shape, num, pack = _ldst_form(opcode)
+    tmem = _tmem(threads[0].cta)
+    out = []
+    for values, t in zip(per_lane, threads):
+        regs = tmem.load(shape, num, pack, values[0], t.warp, t.lane)
+        out.append(regs[0] if len(regs) == 1 else tuple(regs))
+    return out
+
+
+def _tcgen05_st(machine, opcode, per_lane, threads):
+    shape, num, pack = _ldst_form(opcode)
+    tmem = _tmem(threads[0].cta)
+    for values, t in zip(per_lane, threads):
+        tmem.store(shape, num, pack, values[0], t.warp, t.lane, list(values[1:]))
+    return [None] * len(threads)
+
+
+def _ldst_form(opcode: str) -> tuple[str, int, bool]:
+    words = opcode.split(".")
+    shape = next(w for w in words if "x" in w and w[0].isdigit() and "b" in w)
+    num = int(next(w for w in words if w.startswith("x") and w[1:].isdigit())[1:])
+    return shape, num, any(w in ("pack::16b", "unpack::16b") for w in words)
+
+
+def _tcgen05_commit(machine, thread, opcode, values, name):
+    """The copies issued before it already completed: arrive on the barrier (of every CTA in
+    the mask with .multicast::cluster)."""
+    address = values[0]
+    targets = [thread.cta]
+    if ".multicast::cluster" in opcode:
+        targets = [machine.cta_of_rank(r) for r in range(16) if values[1] >> r & 1]
+    for cta in targets:
+        arrive(machine, cta, address)
+
+
+def _tcgen05_cp(machine, thread, record: PlanRecord, ops: dict):
+    op = parse_tcgen05_cp(record.opcode)
+    _tmem(thread.cta).copy_from_shared(op, ops["taddr"], ops["descriptor"], thread.cta.smem)
+
+
+# --------------------------------------------------------------------------------- copies
+def _destinations(machine, thread, ops: dict) -> list:
+    if "cta_mask" in ops:
+        mask = ops["cta_mask"]
+        return [machine.cta_of_rank(r) for r in range(16) if mask >> r & 1]
+    return [thread.cta]
+
+
+def _tma(machine, thread, record: PlanRecord, ops: dict):
+    from .tma import tma_load, tma_store
+
+    op = parse_bulk_tensor(record.opcode)
+    count = op.rank if op.mode != "tile::gather4" and op.mode != "tile::scatter4" else 5
+    coords = tuple(ops[f"coord{i}"] for i in range(count))
+    rows = None
+    if op.mode in ("tile::gather4", "tile::scatter4"):
+        coords, rows = coords[:1], coords[1:]
+    fields = ops["tensormap"]
+    if op.kind != "load":
+        tma_store(fields, op, coords, rows, machine.memory, thread.cta.smem, ops["shared"])
+        return None
+    footprint = record.bytes * (2 if fields.data_type == "16U4_ALIGN16B" else 1)
+    for cta in _destinations(machine, thread, ops):
+        write = (lambda cta=cta: tma_load(fields, op, coords, rows, machine.memory, cta.smem,
+                                          ops["shared"]))
+        _issue_load(machine, thread, cta, ops["shared"], footprint, ops["barrier"], record, write)
+    return None
+
+
+def _issue_load(machine, thread, cta, address: int, footprint: int, barrier: int, record,
+                write) -> None:
+    """An asynchronous load into ``cta``'s shared memory: its bytes are unreadable until the
+    barrier phase completes; it lands (``write()`` -> bytes) and completes its transaction
+    bytes only when no thread can move without it (as late as the GPU may)."""
+    phase = _barrier(cta, barrier).phase
+    line = thread.line(machine.code)
+    cta.pending.append(Pending(address, address + footprint, barrier, phase,
+                               f"{record.opcode} at {line}"))
+    machine.inflight.append(lambda: complete_tx(machine, cta, barrier, write()))
+
+
+def _bulk(machine, thread, record: PlanRecord, ops: dict):
+    size = ops["size"]
+    words = record.opcode.split(".")
+    if words[:4] == ["cp", "async", "bulk", "prefetch"]:
+        machine.memory.read(ops["global"], size)  # faults like the GPU on a bad address
+        return None
+    _check_granule(ops["global"], "global")
+    _check_granule(ops["shared"], "shared")
+    if words[3] == "global" or words[1] == "reduce":
+        data = thread.cta.smem.read(ops["shared"], size).copy()
+        if words[1] == "reduce":
+            from .tma import reduce_values
+
+            redop, type_ = record.fields["reduction"].rsplit(".", 1)
+            old = machine.memory.read(ops["global"], size).copy()
+            data = reduce_values(redop.split(".")[0], type_, old, data)
+        machine.memory.write(ops["global"], data)
+        return None
+    data = machine.memory.read(ops["global"], size).copy()
+
+    def write(cta) -> int:
+        cta.smem.write(ops["shared"], data)
+        return size
+
+    for cta in _destinations(machine, thread, ops):
+        cta.smem.check(ops["shared"], size)
+        _issue_load(machine, thread, cta, ops["shared"], size, ops["barrier"], record,
+                    lambda cta=cta: write(cta))
+    return None
+
+
+def _check_granule(address: int, what: str) -> None:
+    if address % 16:
+        raise Fault(f"bulk copy {what} address {address:#x} is not 16-byte aligned")
+
+
+RECORD_FAMILIES = {"cp.async.bulk.tensor": _tma, "cp.async.bulk": _bulk, "tcgen05.cp": _tcgen05_cp}
+
+# Raw PTX and built-ins by opcode prefix (longest first where prefixes overlap).
+RAW = [
+    ("mbarrier.init", _mbarrier_init),
+    ("mbarrier.inval", _mbarrier_inval),
+    ("mbarrier.arrive", _mbarrier_arrive),
+    ("mbarrier.expect_tx", _mbarrier_expect_tx),
+    ("mbarrier.try_wait", _mbarrier_wait),
+    ("T.cuda.mbarrier_wait", _mbarrier_wait),
+    ("T.cuda.cluster_ctarank", _cluster_rank),
+    ("T.cuda.cluster_sync", _cluster_barrier),
+    ("barrier.cluster", _cluster_barrier),
+    ("fence.", _nothing),
+    ("prefetch.tensormap", _nothing),
+    ("cp.async.bulk.commit_group", _nothing),
+    ("cp.async.bulk.wait_group", _nothing),
+    ("createpolicy.", _policy),
+    ("elect.sync", _warp_collective(_elect)),
+    ("tcgen05.alloc", _warp_collective(_tcgen05_alloc)),
+    ("tcgen05.dealloc", _warp_collective(_tcgen05_dealloc)),
+    ("tcgen05.relinquish_alloc_permit", _warp_collective(_tcgen05_relinquish)),
+    ("tcgen05.ld", _warp_collective(_tcgen05_ld)),
+    ("tcgen05.st", _warp_collective(_tcgen05_st)),
+    ("tcgen05.commit", _tcgen05_commit),
+    ("tcgen05.wait", _nothing),
+    ("tcgen05.fence", _nothing),
+]

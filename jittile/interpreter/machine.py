@@ -1,0 +1,320 @@
+"""The machine the interpreter runs a launch on: clusters of CTAs of threads, each thread a
+generator stepping the lowered kernel, scheduled until it blocks.
+
+Threads block on what blocks them on the GPU: a CTA barrier (``cta_sync``), an mbarrier phase
+(``T.cuda.mbarrier_wait`` and ``mbarrier.try_wait``, which here waits until the phase completes),
+a cluster barrier, or a warp-collective ``.sync.aligned`` instruction, which runs once every live
+lane of the warp has reached the same instruction and is an error when only part of the warp
+does. When no thread can move, the launch has deadlocked: :class:`InterpreterError` lists every
+waiting thread and what it waits on (an mbarrier's pending arrivals and transaction bytes).
+Asynchronous copies complete when they are issued; reading their shared destination before the
+barrier phase they complete on has completed is reported as a race.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+from ..errors import InterpreterError, Location
+from .memory import GlobalMemory, MemoryFault, SharedMemory
+
+
+class Fault(Exception):
+    """An instruction the GPU would trap or hang on; the scheduler adds the thread and line."""
+
+
+@dataclass
+class MBarrier:
+    """An mbarrier object: expected arrivals per phase, arrivals and transaction bytes still
+    pending in the current phase, and the number of completed phases."""
+
+    count: int
+    pending: int
+    tx: int = 0
+    phase: int = 0
+
+    def completed(self, parity: int) -> bool:
+        """Whether the phase of ``parity`` has completed (``try_wait.parity`` semantics)."""
+        return (self.phase & 1) != (parity & 1)
+
+    def describe(self) -> str:
+        return (f"phase {self.phase}, {self.pending} of {self.count} arrivals and {self.tx} "
+                f"transaction bytes pending")
+
+
+@dataclass
+class Pending:
+    """Shared bytes an asynchronous copy wrote, not to be read before the phase completes."""
+
+    start: int
+    end: int
+    barrier: int
+    phase: int
+    where: str
+
+
+@dataclass
+class CTA:
+    index: tuple
+    linear: int
+    cluster_rank: int
+    smem: SharedMemory
+    mbarriers: dict = field(default_factory=dict)
+    pending: list = field(default_factory=list)
+    tmem: object = None
+    threads: list = field(default_factory=list)
+    sync_waiting: set = field(default_factory=set)
+
+
+@dataclass(eq=False)
+class Thread:
+    cta: CTA
+    index: tuple
+    linear: int
+    gen: object = None
+    waiting: tuple | None = None  # what blocks it
+    send: object = None
+    done: bool = False
+
+    @property
+    def warp(self) -> int:
+        return self.linear // 32
+
+    @property
+    def lane(self) -> int:
+        return self.linear % 32
+
+    def line(self, code) -> Location | None:
+        frame = getattr(self.gen, "gi_frame", None)
+        if frame is None:
+            return None
+        return Location(code.co_filename, frame.f_lineno, 0)
+
+
+class Machine:
+    """One launch: global memory, the grid's clusters, and the instruction executor."""
+
+    def __init__(self, grid: tuple, block: tuple, cluster: tuple | None, shared_bytes: int,
+                 memory: GlobalMemory, code, make_globals, args: list, execute):
+        self.grid, self.block = grid, block
+        self.cluster = cluster or (1, 1, 1)
+        self.shared_bytes = shared_bytes
+        self.memory = memory
+        self.code = code
+        self.make_globals = make_globals
+        self.args = args
+        self.execute = execute  # execute(machine, thread, name, args) -> value | Block
+
+    # ---------------------------------------------------------------------------------- run
+    def run(self) -> None:
+        for cluster in self._clusters():
+            self._run_cluster(cluster)
+
+    def _clusters(self):
+        cx, cy, cz = self.cluster
+        gx, gy, gz = self.grid
+        for z0, y0, x0 in itertools.product(range(0, gz, cz), range(0, gy, cy), range(0, gx, cx)):
+            ctas = []
+            for dz, dy, dx in itertools.product(range(cz), range(cy), range(cx)):
+                index = (x0 + dx, y0 + dy, z0 + dz)
+                linear = index[0] + index[1] * gx + index[2] * gx * gy
+                rank = dx + dy * cx + dz * cx * cy
+                ctas.append(CTA(index, linear, rank, SharedMemory(self.shared_bytes, index)))
+            yield ctas
+
+    def _run_cluster(self, ctas: list) -> None:
+        self.ctas = ctas
+        self.cluster_waiting: set = set()
+        self.inflight: list = []
+        bx, by, bz = self.block
+        threads = []
+        for cta in ctas:
+            for tz, ty, tx in itertools.product(range(bz), range(by), range(bx)):
+                linear = tx + ty * bx + tz * bx * by
+                thread = Thread(cta, (tx, ty, tz), linear)
+                thread.gen = self._start(thread)
+                cta.threads.append(thread)
+                threads.append(thread)
+        self.threads = threads
+        while True:
+            moved = False
+            for thread in threads:
+                if not thread.done and (thread.waiting is None or self._released(thread)):
+                    self._step(thread)
+                    moved = True
+            if all(t.done for t in threads) and not self.inflight:
+                return
+            if not moved and not self._land() and not self._release_collectives():
+                raise self._deadlock()
+
+    def _land(self) -> bool:
+        """Complete the asynchronous copies in flight; False if there were none."""
+        landed, self.inflight = self.inflight, []
+        for complete in landed:
+            try:
+                complete()
+            except (Fault, MemoryFault) as exc:
+                raise InterpreterError(f"an asynchronous copy faulted: {exc}") from None
+        return bool(landed)
+
+    def _start(self, thread: Thread):
+        from .program import start_thread
+
+        return start_thread(self.code, self.make_globals(self, thread), list(self.args))
+
+    def _step(self, thread: Thread) -> None:
+        """Run ``thread`` until it blocks or ends."""
+        value, thread.send, thread.waiting = thread.send, None, None
+        while True:
+            try:
+                request = thread.gen.send(value)
+            except StopIteration:
+                thread.done = True
+                self._release_barriers(thread.cta)
+                return
+            except (Fault, MemoryFault, IndexError, ZeroDivisionError, OverflowError) as exc:
+                raise self.error(thread, str(exc), self._raising_line(exc)) from None
+            if request is None:
+                value = None
+                continue
+            name, args = request
+            try:
+                result = self.execute(self, thread, name, args)
+            except (Fault, MemoryFault) as exc:
+                raise self.error(thread, str(exc)) from None
+            if isinstance(result, Block):
+                thread.waiting = result.reason
+                if result.reason[0] == "sync":
+                    thread.cta.sync_waiting.add(thread)
+                    self._release_barriers(thread.cta)
+                elif result.reason[0] == "cluster":
+                    self.cluster_waiting.add(thread)
+                    self._release_cluster()
+                return
+            value = result
+
+    # ------------------------------------------------------------------------------ waiting
+    def _released(self, thread: Thread) -> bool:
+        kind = thread.waiting[0]
+        if kind == "mbarrier":
+            _, cta, address, parity, result = thread.waiting
+            barrier = cta.mbarriers.get(address)
+            if barrier is not None and barrier.completed(parity):
+                thread.send = result
+                return True
+        return False
+
+    def _release_barriers(self, cta: CTA) -> None:
+        live = [t for t in cta.threads if not t.done]
+        if cta.sync_waiting and len(cta.sync_waiting) == len(live):
+            for t in cta.sync_waiting:
+                t.waiting = None
+            cta.sync_waiting = set()
+        self._release_cluster()
+
+    def _release_cluster(self) -> None:
+        live = [t for t in self.threads if not t.done]
+        if self.cluster_waiting and len(self.cluster_waiting) == len(live):
+            for t in self.cluster_waiting:
+                t.waiting = None
+            self.cluster_waiting = set()
+
+    def _release_collectives(self) -> bool:
+        """Run the warp-collective instructions every live lane of a warp has reached; False if
+        there were none."""
+        released = False
+        for cta in self.ctas:
+            warps: dict[int, list] = {}
+            for t in cta.threads:
+                if not t.done:
+                    warps.setdefault(t.warp, []).append(t)
+            for warp, lanes in warps.items():
+                waiting = [t for t in lanes if t.waiting and t.waiting[0] == "warp"]
+                if not waiting or len(waiting) != len(lanes):
+                    continue
+                keys = {t.waiting[1] for t in waiting}
+                if len(keys) != 1:
+                    where = ", ".join(f"lane {t.lane} at {t.line(self.code)}" for t in waiting)
+                    raise self.error(waiting[0], f"lanes of warp {warp} reached different "
+                                                 f"warp-collective instructions: {where}")
+                run = waiting[0].waiting[2]
+                results = run([t.waiting[3] for t in waiting], waiting)
+                for t, result in zip(waiting, results):
+                    t.waiting, t.send = None, result
+                released = True
+        return released
+
+    # ------------------------------------------------------------------------------- errors
+    def _raising_line(self, exc: BaseException) -> Location | None:
+        tb = exc.__traceback__
+        line = None
+        while tb is not None:
+            if tb.tb_frame.f_code is self.code:
+                line = Location(self.code.co_filename, tb.tb_lineno, 0)
+            tb = tb.tb_next
+        return line
+
+    def error(self, thread: Thread, message: str, location: Location | None = None):
+        location = location or thread.line(self.code)
+        return InterpreterError(f"CTA {thread.cta.index} thread {thread.index} (warp "
+                                f"{thread.warp}, lane {thread.lane}): {message}", location)
+
+    def _deadlock(self) -> InterpreterError:
+        groups: dict[tuple, list] = {}
+        for t in self.threads:
+            if not t.done and t.waiting is not None:
+                key = (t.cta.index, str(t.line(self.code)), self._describe_wait(t))
+                groups.setdefault(key, []).append(t.linear)
+        lines = [f"  CTA {cta} {_threads(linear)} at {line}: {what}"
+                 for (cta, line, what), linear in groups.items()]
+        partial = [t for t in self.threads if t.waiting and t.waiting[0] == "warp"]
+        head = ("deadlock: no thread can make progress"
+                + (" (a warp-collective instruction was reached by part of a warp)"
+                   if partial else ""))
+        shown = lines[:16] + ([f"  ... and {len(lines) - 16} more"] if len(lines) > 16 else [])
+        first = next(t for t in self.threads if t.waiting)
+        return InterpreterError(head + ":\n" + "\n".join(shown), first.line(self.code))
+
+    def _describe_wait(self, t: Thread) -> str:
+        kind = t.waiting[0]
+        if kind == "mbarrier":
+            _, cta, address, parity, _ = t.waiting
+            barrier = cta.mbarriers.get(address)
+            state = barrier.describe() if barrier else "never initialised"
+            return f"waits on the mbarrier at shared {address:#x} for parity {parity} ({state})"
+        if kind == "sync":
+            return "waits at T.cuda.cta_sync() for threads that never arrive"
+        if kind == "cluster":
+            return "waits at a cluster barrier for threads that never arrive"
+        return f"waits at warp-collective {t.waiting[1][0]} for the rest of its warp"
+
+    # ----------------------------------------------------------------------- the cluster
+    def cta_of_rank(self, rank: int) -> CTA:
+        for cta in self.ctas:
+            if cta.cluster_rank == rank:
+                return cta
+        raise Fault(f"cluster has no CTA of rank {rank}")
+
+    @staticmethod
+    def specials(thread: Thread, grid: tuple, block: tuple) -> SimpleNamespace:
+        xyz = lambda v: SimpleNamespace(x=v[0], y=v[1], z=v[2])  # noqa: E731
+        return SimpleNamespace(threadIdx=xyz(thread.index), blockIdx=xyz(thread.cta.index),
+                               blockDim=xyz(block), gridDim=xyz(grid), laneid=thread.lane)
+
+
+def _threads(linear: list) -> str:
+    """``threads 0-31`` / ``thread 5`` / ``threads 0-3, 8``: linear thread indices as ranges."""
+    runs, start = [], linear[0]
+    for previous, current in zip(linear, linear[1:] + [None]):
+        if current != previous + 1:
+            runs.append(f"{start}" if start == previous else f"{start}-{previous}")
+            start = current
+    return ("threads " if len(linear) > 1 else "thread ") + ", ".join(runs)
+
+
+@dataclass(frozen=True)
+class Block:
+    """An instruction's answer that blocks its thread: ``reason`` says until what."""
+
+    reason: tuple
