@@ -113,7 +113,10 @@ def _warp_collective(run):
     once every live lane of the warp has reached the same instruction."""
     def issue(machine, thread, opcode, values, name):
         line = thread.line(machine.code)
-        return Block(("warp", (opcode, line.lineno if line else 0),
+        key = (opcode, line.lineno if line else 0)
+        if opcode.startswith("elect.sync"):
+            key += (values[0],)  # only the member lanes take part
+        return Block(("warp", key,
                       lambda per_lane, threads: run(machine, opcode, per_lane, threads), values))
     return issue
 

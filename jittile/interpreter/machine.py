@@ -221,29 +221,43 @@ class Machine:
             self.cluster_waiting = set()
 
     def _release_collectives(self) -> bool:
-        """Run the warp-collective instructions every live lane of a warp has reached; False if
-        there were none."""
+        """Run the warp-collective instructions all their lanes have reached (called when no
+        thread can move); a collective some of its lanes will never reach is an error. False if
+        none ran."""
         released = False
         for cta in self.ctas:
             warps: dict[int, list] = {}
             for t in cta.threads:
-                if not t.done:
-                    warps.setdefault(t.warp, []).append(t)
+                warps.setdefault(t.warp, []).append(t)
             for warp, lanes in warps.items():
                 waiting = [t for t in lanes if t.waiting and t.waiting[0] == "warp"]
-                if not waiting or len(waiting) != len(lanes):
+                if not waiting:
                     continue
-                keys = {t.waiting[1] for t in waiting}
-                if len(keys) != 1:
-                    where = ", ".join(f"lane {t.lane} at {t.line(self.code)}" for t in waiting)
-                    raise self.error(waiting[0], f"lanes of warp {warp} reached different "
-                                                 f"warp-collective instructions: {where}")
-                run = waiting[0].waiting[2]
-                results = run([t.waiting[3] for t in waiting], waiting)
-                for t, result in zip(waiting, results):
+                key, _, values = waiting[0].waiting[1:4]
+                mask = key[2] if len(key) > 2 else None
+                required = [t for t in lanes if mask is None or mask >> t.lane & 1]
+                missing = [t for t in required if t not in waiting or t.waiting[1] != key]
+                if missing:
+                    raise self._partial_warp(warp, key, waiting, missing)
+                results = waiting[0].waiting[2]([t.waiting[3] for t in required], required)
+                for t, result in zip(required, results):
                     t.waiting, t.send = None, result
                 released = True
         return released
+
+    def _partial_warp(self, warp: int, key: tuple, waiting: list, missing: list):
+        def where(t: Thread) -> str:
+            if t.done:
+                return "exited"
+            if t.waiting and t.waiting[0] == "warp":
+                return f"at {t.waiting[1][0]} on line {t.waiting[1][1]}"
+            return f"at line {t.line(self.code).lineno}"
+
+        reached = _threads([t.lane for t in waiting if t.waiting[1] == key])
+        others = "; ".join(f"lane {t.lane} {where(t)}" for t in missing[:8])
+        return self.error(waiting[0], f"warp-collective {key[0]} (line {key[1]}) was reached by "
+                                      f"{reached.replace('thread', 'lane')} of warp {warp} only: "
+                                      f"{others}; every lane must execute it together")
 
     # ------------------------------------------------------------------------------- errors
     def _raising_line(self, exc: BaseException) -> Location | None:

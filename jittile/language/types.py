@@ -17,8 +17,15 @@ class ScalarType:
         self.dtype: DType = lookup_dtype(name)
 
     def __call__(self, value):
-        """Outside a kernel: the NumPy scalar of this type (handy on the host side)."""
-        return np.dtype(self.dtype.numpy).type(value)
+        """Outside a kernel (and when folded at compile time): the NumPy scalar of this type;
+        integers wrap to its width as a conversion on the GPU does (``T.uint32(-1)`` is
+        4294967295)."""
+        numpy_type = np.dtype(self.dtype.numpy)
+        if numpy_type.kind in "ui" and isinstance(value, (int, np.integer)):
+            bits = 8 * numpy_type.itemsize
+            unsigned = np.array(int(value) & ((1 << bits) - 1), dtype=f"uint{bits}")
+            return unsigned.view(numpy_type)[()]
+        return numpy_type.type(value)
 
     def __repr__(self) -> str:
         return f"T.{self.dtype_name}"

@@ -1,0 +1,92 @@
+"""The CPU interpreter (jittile/interpreter/): results as the GPU leaves them, and the faults,
+deadlocks and races it reports with the kernel's line and the thread."""
+import time
+
+import numpy as np
+import pytest
+
+import jittile
+import interp_kernels as k
+from lines import line_of
+
+KERNELS = "tests/interp_kernels.py"
+
+
+def _line(marker: str) -> int:
+    from pathlib import Path
+
+    return line_of(Path(k.__file__), marker)
+
+
+def test_shared_memory_and_cta_barrier():
+    a = np.arange(128, dtype=np.float32).reshape(4, 32)
+    out = np.zeros_like(a)
+    k.reverse_rows.interpret(a, out)
+    np.testing.assert_array_equal(out, (a * np.float32(1.5))[:, ::-1])
+
+
+def test_gpu_integer_and_float_semantics():
+    out, f = np.zeros(4, dtype=np.uint32), np.zeros(2, dtype=np.float32)
+    k.wrapping.interpret(out, f)
+    assert out.tolist() == [0, 4294967295, 4294967295, (3000000000 * 2) % 2 ** 32]
+    assert f[0] == np.float32(16777216.0) and f[1] == np.float32(0.1)
+
+
+def test_bulk_copies_through_a_runtime_stage():
+    a = np.arange(1024, dtype=np.uint32).reshape(4, 256)
+    out = np.zeros_like(a)
+    k.bulk_rows.interpret(a, out)
+    np.testing.assert_array_equal(out, a)
+
+
+def test_launch_configuration_at_the_call():
+    a = np.arange(128, dtype=np.float32).reshape(4, 32)
+    out = np.zeros_like(a)
+    k.reverse_rows.interpret[(2, 1, 1), 32](a, out)  # only two CTAs run
+    np.testing.assert_array_equal(out[:2], (a * np.float32(1.5))[:2, ::-1])
+    assert not out[2:].any()
+
+
+def test_a_wrong_transaction_count_is_a_deadlock_report():
+    a = np.arange(256, dtype=np.uint32)
+    start = time.perf_counter()
+    with pytest.warns(jittile.JittileWarning), pytest.raises(jittile.InterpreterError) as info:
+        k.expects_too_much.interpret(a, np.zeros_like(a))
+    assert time.perf_counter() - start < 1.0
+    text = str(info.value)
+    assert "deadlock" in text and "threads 0-31" in text
+    assert "0 of 1 arrivals and 1024 transaction bytes pending" in text
+    assert info.value.lineno == _line("# waits forever")
+
+
+def test_reading_a_load_destination_before_the_wait_is_a_race():
+    a = np.arange(256, dtype=np.uint32)
+    with pytest.raises(jittile.InterpreterError) as info:
+        k.reads_too_early.interpret(a, np.zeros_like(a))
+    assert "race" in str(info.value) and "buf[" in str(info.value)
+    assert info.value.lineno == _line("# the race")
+
+
+def test_a_warp_collective_reached_by_half_a_warp():
+    with pytest.raises(jittile.InterpreterError, match=r"elect.sync .* lanes 0-15 of warp 0 only"):
+        k.half_warp_elect.interpret(np.zeros(32, dtype=np.uint32))
+
+
+def test_elect_sync_picks_the_lowest_member_lane():
+    out = np.zeros(32, dtype=np.uint32)
+    k.elected.interpret(out)
+    assert out.tolist() == [0] * 4 + [1] + [0] * 27
+
+
+def test_out_of_bounds_global_write_names_the_thread_and_line():
+    with pytest.raises(jittile.InterpreterError) as info:
+        k.out_of_bounds.interpret(np.zeros(32, dtype=np.uint32))
+    assert "lane 31" in str(info.value) and info.value.lineno == _line("writes past the end")
+
+
+def test_jittile_interpret_environment_switch(monkeypatch):
+    monkeypatch.setenv("JITTILE_INTERPRET", "1")
+    a = np.arange(128, dtype=np.float32).reshape(4, 32)
+    out = np.zeros_like(a)
+    k.reverse_rows(a, out)  # no GPU needed: the launch interprets
+    np.testing.assert_array_equal(out, (a * np.float32(1.5))[:, ::-1])
