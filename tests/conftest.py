@@ -20,8 +20,10 @@ DEVICE_ONLY = {
     "test_a_disk_hit_launches_from_the_recorded_ir": "cubins from the disk cache",
     "test_a_new_array_re_encodes_its_tensormap": "driver TensorMap encodings",
     "test_benchmark_copy_kernels_are_exact": "1 GiB benchmark copies (minutes on the CPU)",
+    "test_the_driver_encodes_every_descriptor_the_contract_accepts": "the driver's encoder",
 }
-DEVICE_ARRAYS = ("cupy", "torch", "numba", "dlpack", "cuda")
+# Parameters whose runs need device arrays (bfloat16 reductions travel through CUDA torch).
+DEVICE_ARRAYS = ("cupy", "torch", "numba", "dlpack", "cuda", "bfloat16")
 
 
 def pytest_configure(config):

@@ -31,8 +31,8 @@ def host_argument(value):
     """An array argument as a :class:`HostArray`; scalars and TensorMaps pass through."""
     from ..runtime.tensormap import TensorMap
 
-    if isinstance(value, _SCALARS) or isinstance(value, TensorMap):
-        return value
+    if isinstance(value, _SCALARS) or isinstance(value, TensorMap) or not hasattr(value, "shape"):
+        return value  # scalars, TensorMaps, compile-time values (strings, tuples...)
     if isinstance(value, np.ndarray):
         def back(result, target=value):
             target[...] = result.view(target.dtype).reshape(target.shape)

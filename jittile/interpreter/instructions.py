@@ -223,7 +223,7 @@ def _destinations(machine, thread, ops: dict) -> list:
 
 
 def _tma(machine, thread, record: PlanRecord, ops: dict):
-    from .tma import tma_load, tma_store
+    from .tma import PACKED, tma_load, tma_store
 
     op = parse_bulk_tensor(record.opcode)
     count = op.rank if op.mode != "tile::gather4" and op.mode != "tile::scatter4" else 5
@@ -235,7 +235,7 @@ def _tma(machine, thread, record: PlanRecord, ops: dict):
     if op.kind != "load":
         tma_store(fields, op, coords, rows, machine.memory, thread.cta.smem, ops["shared"])
         return None
-    footprint = record.bytes * (2 if fields.data_type == "16U4_ALIGN16B" else 1)
+    footprint = record.bytes * (2 if fields.data_type in PACKED else 1)
     for cta in _destinations(machine, thread, ops):
         write = (lambda cta=cta: tma_load(fields, op, coords, rows, machine.memory, cta.smem,
                                           ops["shared"]))

@@ -24,6 +24,14 @@ class Fault(Exception):
     """An instruction the GPU would trap or hang on; the scheduler adds the thread and line."""
 
 
+def _faults() -> tuple:
+    """Every exception the memory and instruction models raise for what the GPU faults on."""
+    from .tma import TmaFault
+    from .tmem import TmemFault
+
+    return (Fault, MemoryFault, TmaFault, TmemFault)
+
+
 @dataclass
 class MBarrier:
     """An mbarrier object: expected arrivals per phase, arrivals and transaction bytes still
@@ -154,7 +162,7 @@ class Machine:
         for complete in landed:
             try:
                 complete()
-            except (Fault, MemoryFault) as exc:
+            except _faults() as exc:
                 raise InterpreterError(f"an asynchronous copy faulted: {exc}") from None
         return bool(landed)
 
@@ -173,7 +181,7 @@ class Machine:
                 thread.done = True
                 self._release_barriers(thread.cta)
                 return
-            except (Fault, MemoryFault, IndexError, ZeroDivisionError, OverflowError) as exc:
+            except (*_faults(), IndexError, ZeroDivisionError, OverflowError) as exc:
                 raise self.error(thread, str(exc), self._raising_line(exc)) from None
             if request is None:
                 value = None
@@ -181,7 +189,7 @@ class Machine:
             name, args = request
             try:
                 result = self.execute(self, thread, name, args)
-            except (Fault, MemoryFault) as exc:
+            except _faults() as exc:
                 raise self.error(thread, str(exc)) from None
             if isinstance(result, Block):
                 thread.waiting = result.reason
