@@ -68,11 +68,12 @@ def _interpreted_or_differential(request, monkeypatch):
 
 def _compare_every_launch(monkeypatch):
     """Wrap the launch: run on the GPU, then interpret the same inputs, compare every array."""
-    import jittile.kernel
-    import jittile.launch
+    import sys
+
     from jittile.interpreter import interpret
 
-    device_launch = jittile.launch.launch_kernel
+    kernel_module, launch_module = sys.modules["jittile.kernel"], sys.modules["jittile.launch"]
+    device_launch = launch_module.launch_kernel
 
     def both(kernel, args, kwargs, config, stream, cluster, shared_bytes):
         copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
@@ -85,8 +86,8 @@ def _compare_every_launch(monkeypatch):
                     f"at {np.flatnonzero(gpu.view(np.uint8) != cpu.view(np.uint8))[:8]} (bytes)")
         DIFFERENTIAL_LAUNCHES.append(kernel.__name__)
 
-    monkeypatch.setattr(jittile.launch, "launch_kernel", both)
-    monkeypatch.setattr(jittile.kernel, "launch_kernel", both)
+    monkeypatch.setattr(launch_module, "launch_kernel", both)
+    monkeypatch.setattr(kernel_module, "launch_kernel", both)
 
 
 DIFFERENTIAL_LAUNCHES: list = []
