@@ -109,3 +109,21 @@ def bulk_rows(A: T.Tensor((4, 256), "uint32"), Out: T.Tensor((4, 256), "uint32")
                           buf[stage])
         T.ptx.cp.async_.bulk.commit_group()
         T.ptx.cp.async_.bulk.wait_group(0)
+
+
+@jittile.kernel
+def bulk_bf16(A: T.Tensor((256,), "bfloat16"), Out: T.Tensor((256,), "bfloat16")):
+    """A bulk copy of bfloat16 data (raw 16-bit storage) in and out."""
+    T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))
+    lane = T.cuda.lane_id()
+    buf = T.alloc_shared((256,), "bfloat16", align=128)
+    mbar = T.alloc_shared((1,), "uint64")
+    if lane == 0:
+        T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), T.uint32(1))
+        T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(512))
+        T.cuda.tile.apply(T.ptx[LOAD], buf, A[0:256], mbar=mbar.ptr_to([0]))
+    T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
+    if lane == 0:
+        T.cuda.tile.apply(T.ptx["cp.async.bulk.global.shared::cta.bulk_group"], Out[0:256], buf)
+        T.ptx.cp.async_.bulk.commit_group()
+        T.ptx.cp.async_.bulk.wait_group(0)

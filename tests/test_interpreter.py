@@ -90,3 +90,19 @@ def test_jittile_interpret_environment_switch(monkeypatch):
     out = np.zeros_like(a)
     k.reverse_rows(a, out)  # no GPU needed: the launch interprets
     np.testing.assert_array_equal(out, (a * np.float32(1.5))[:, ::-1])
+
+
+def test_torch_tensors_come_back_written():
+    torch = pytest.importorskip("torch")
+    a = torch.arange(128, dtype=torch.float32).reshape(4, 32)
+    out = torch.zeros_like(a)
+    k.reverse_rows.interpret(a, out)
+    assert torch.equal(out, (a * 1.5).flip(1))
+
+
+def test_bfloat16_tensors_move_as_raw_bits():
+    torch = pytest.importorskip("torch")
+    a = torch.randn(256).bfloat16()
+    out = torch.zeros_like(a)
+    k.bulk_bf16.interpret(a, out)
+    assert torch.equal(out.view(torch.int16), a.view(torch.int16))
