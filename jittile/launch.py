@@ -29,9 +29,9 @@ def _import_runtime_arrays():
     return arrays
 
 
-def _interpreting() -> bool:
-    """``JITTILE_INTERPRET=1``: every launch runs on the CPU interpreter."""
-    return os.environ.get("JITTILE_INTERPRET", "") not in ("", "0")
+# ``JITTILE_INTERPRET=1``: every launch runs on the CPU interpreter. Read once, at import: the
+# launch path is timed in microseconds.
+INTERPRET = os.environ.get("JITTILE_INTERPRET", "") not in ("", "0")
 
 
 class Configured:
@@ -49,7 +49,7 @@ def launch_kernel(kernel: Kernel, args: tuple, kwargs: dict, config: LaunchConfi
            cluster, shared_bytes: int | None) -> None:
     """Launch ``kernel`` with ``config`` (None: its ``T.device_entry`` launch); NumPy arguments are
     copied to the device and back."""
-    if _interpreting():
+    if INTERPRET:
         from .interpreter import interpret
 
         interpret(kernel, args, kwargs, config, cluster, shared_bytes)

@@ -60,7 +60,9 @@ def _interpreted_or_differential(request, monkeypatch):
     from jittile.runtime import driver
 
     if not driver.available():
-        monkeypatch.setenv("JITTILE_INTERPRET", "1")
+        import sys
+
+        monkeypatch.setattr(sys.modules["jittile.launch"], "INTERPRET", True)
     elif os.environ.get("JITTILE_DIFFERENTIAL") == "1":
         _compare_every_launch(monkeypatch)
     yield
