@@ -85,8 +85,6 @@ class ExpressionLowering:
             return self.ptr_to(node)
         target = self.resolve(func)
         if isinstance(target, ScalarType):
-            if len(node.args) != 1:
-                raise self.error(node, f"{target!r}(x) converts one value")
             return self.cast(target.dtype, self.expr(node.args[0]))
         if isinstance(target, PtxInstruction):
             return self.raw_ptx(node, target, statement=False)
@@ -134,8 +132,6 @@ class ExpressionLowering:
         if target is Lcuda.cluster_sync:
             return self.call(self.asm_name(builtins.CLUSTER_SYNC))
         if target is Lcuda.mbarrier_wait:
-            if len(node.args) != 2:
-                raise self.error(node, "T.cuda.mbarrier_wait(mbar_ptr, phase) takes two arguments")
             return self.call(self.asm_name(builtins.MBARRIER_WAIT), *[self.expr(a) for a in node.args])
         if target is L.address_of:
             return self.address_of(node)
@@ -156,8 +152,6 @@ class ExpressionLowering:
                                f"parameters do")
 
     def address_of(self, node: ast.Call) -> ast.expr:
-        if len(node.args) != 1:
-            raise self.error(node, "T.address_of(x) takes one buffer or element")
         arg = node.args[0]
         if isinstance(arg, ast.Name) and arg.id in self.shared:
             return self.call(SHARED_ADDRESS, _name(arg.id), ast.Constant(value=0))
