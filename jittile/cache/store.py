@@ -50,7 +50,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import JittileError, JittileWarning
+from ..errors import JittileError, JittileWarning, debug_requested
 from .keys import make_key, normalize
 
 FORMAT_VERSION = 2
@@ -127,8 +127,9 @@ def disk_cache_requested() -> bool:
 
 
 def debug_enabled() -> bool:
-    """Whether ``JITTILE_DEBUG`` (a comma- or space-separated list) names ``cache``."""
-    return "cache" in re.split(r"[,\s]+", os.environ.get("JITTILE_DEBUG", "").lower())
+    """Whether ``JITTILE_DEBUG`` (a comma- or space-separated list) names ``cache`` (or is ``1`` /
+    ``all``)."""
+    return debug_requested("cache")
 
 
 def log(message: str) -> None:

@@ -6,6 +6,7 @@ import types as pytypes
 
 
 from .. import language as L
+from ..errors import CompileError
 from ..language import cuda as Lcuda
 from ..language.markers import DeviceFunction, Intrinsic, PtxInstruction
 from ..language.types import ScalarType
@@ -101,7 +102,11 @@ class ExpressionLowering:
         if isinstance(target, pytypes.FunctionType):
             raise self.error(node, f"{src(func)!r} cannot be called inside a kernel; decorate it "
                                    f"with @jittile.func to inline it")
-        raise self.error(node, f"{src(func)!r} cannot be called inside a kernel")
+        raise CompileError(f"{src(func)!r} cannot be called inside a kernel", self.loc(node),
+                           hint="a kernel calls the kernel language (T...), min, max, abs and "
+                                "@jittile.func helpers; compute this value on the host and pass "
+                                "it in as an argument (a T.constexpr parameter when it is a "
+                                "compile-time constant)")
 
     def intrinsic_expr(self, node: ast.Call, target: Intrinsic) -> ast.expr:
         reg = lambda obj, attr: ast.Attribute(  # noqa: E731

@@ -25,8 +25,10 @@ class KernelSource:
     closure: dict
 
     def location(self, node: ast.AST) -> Location:
-        return Location(self.filename, getattr(node, "lineno", self.firstlineno),
-                        getattr(node, "col_offset", 0))
+        lineno = getattr(node, "lineno", self.firstlineno)
+        end = getattr(node, "end_col_offset", None) if getattr(node, "end_lineno", None) == lineno \
+            else None
+        return Location(self.filename, lineno, getattr(node, "col_offset", 0), end)
 
     def node_indices(self) -> dict[Location, int]:
         """Each position of this kernel's code -> the index of its first node in ``ast.walk``
