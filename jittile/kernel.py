@@ -134,7 +134,13 @@ def func(fn):
 def kernel(fn=None, *, target: str | None = None, cache: bool = True, strict: bool = False):
     """Decorator: ``@jittile.kernel`` or ``@jittile.kernel(target="sm_90a", cache=True,
     strict=False)``. ``strict=True`` (or ``JITTILE_STRICT=1``) raises each JittileWarning about
-    the kernel's code as a ContractError at the kernel's line."""
+    the kernel's code as a ContractError at the kernel's line.
+
+    jittile compiles a kernel from its source: a function of a ``.py`` file, or one whose source
+    is in ``linecache`` under its code's file name (IPython and Jupyter cells are; for
+    ``exec(compile(src, name, "exec"))`` register it first with ``linecache.cache[name] =
+    (len(src), None, src.splitlines(True), name)``). A kernel defined in the plain REPL or with
+    ``python -c`` has no source to read: compiling it raises a CompileError saying so."""
     if fn is None:
         return lambda f: Kernel(f, target=target, cache=cache, strict=strict)
     return Kernel(fn, target=target, cache=cache, strict=strict)
