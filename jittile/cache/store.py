@@ -176,6 +176,10 @@ class Entry:
             return self.verified[PTX_FILE].decode("utf-8")
         return _read_regular(self.path / PTX_FILE).decode("utf-8")
 
+    def __repr__(self) -> str:
+        return (f"<jittile cache entry {self.key[:12]} {self.qualname} {self.target}, {self.size} bytes, "
+                f"{self.hits} hit{'' if self.hits == 1 else 's'}>")
+
 
 @dataclass(frozen=True)
 class Damaged:
@@ -515,12 +519,17 @@ class StoreMaintenance:
                 removed += 1
         for leftover in self._leftovers():
             shutil.rmtree(leftover, ignore_errors=True)
+        self._remove_empty_shards()
+        return Cleared(removed, failures)
+
+    def _remove_empty_shards(self) -> None:
+        """Remove the shard folders that hold nothing (a writer that finds its shard gone makes it
+        again)."""
         for shard in self._shard_folders():
             try:
                 os.rmdir(shard)
             except OSError:
                 pass  # not empty: something of another writer, or not jittile's
-        return Cleared(removed, failures)
 
     def _shard_folders(self) -> list[Path]:
         try:
@@ -562,6 +571,8 @@ class StoreMaintenance:
             if self._remove(entry.path) is None:
                 total -= entry.size
                 removed.append(entry)
+        if removed:
+            self._remove_empty_shards()
         return removed
 
 

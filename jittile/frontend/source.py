@@ -30,6 +30,12 @@ class KernelSource:
             else None
         return Location(self.filename, lineno, getattr(node, "col_offset", 0), end)
 
+    @property
+    def text(self) -> str:
+        """The definition as written, decorators included (what ``jittile cache why`` diffs)."""
+        lines = linecache.getlines(self.filename, self.globals)
+        return "".join(lines[self.firstlineno - 1:self.tree.end_lineno])
+
     def node_indices(self) -> dict[Location, int]:
         """Each position of this kernel's code -> the index of its first node in ``ast.walk``
         order: how a cache entry records where a call site is, independent of comments and line
