@@ -15,7 +15,7 @@ SCALAR_TYPES = {name: ScalarType(name) for name in _SCALARS}
 
 
 @intrinsic("T.device_entry")
-def device_entry(*, launch: cuda.LaunchConfig) -> None:
+def device_entry(*, launch) -> None:
     """Declare the kernel's launch configuration, a static ``T.cuda.LaunchConfig(grid=...,
     block=..., cluster=...)``; ``kernel(...)`` launches with it, ``kernel[grid, block](...)``
     overrides it. Write it as a statement, usually the first of the body."""

@@ -2,8 +2,7 @@
 from __future__ import annotations
 
 from ..ir import LaunchConfig  # re-exported: T.cuda.LaunchConfig
-from .markers import Namespace, PtxInstruction, intrinsic
-from .types import Tensor
+from .markers import Namespace, intrinsic
 
 
 @intrinsic("T.cuda.lane_id")
@@ -60,7 +59,7 @@ def mbarrier_wait(mbar: int, phase: int, /) -> None:
 
 
 @intrinsic("T.cuda.decl_tmem")
-def decl_tmem(address: int, /, *, ty_args: list[Tensor]) -> Tensor:
+def decl_tmem(address: int, /, *, ty_args: list):
     """View the tensor-memory address ``address`` (as written by ``tcgen05.alloc``) as a TMEM
     tensor: ``ty_args=[T.Tensor(shape, dtype, scope="tmem", layout=...)]``, whose layout maps
     its axes to TMEM lanes and columns (``TLane``, ``TCol``). Assign it to a name; tile calls
@@ -68,7 +67,7 @@ def decl_tmem(address: int, /, *, ty_args: list[Tensor]) -> Tensor:
 
 
 @intrinsic("T.cuda.tile.apply")
-def apply(instruction: PtxInstruction, /, *operands, scope: str = "thread", **parameters) -> None:
+def apply(instruction, /, *operands, scope: str = "thread", **parameters) -> None:
     """Issue the tile pattern of ``instruction`` (``T.ptx[opcode]``) on ``operands`` (shared,
     global, TensorMap or TMEM regions, in the order the opcode's family declares) with the
     family's keyword ``parameters``. The call is checked against the family's contract at

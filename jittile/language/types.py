@@ -11,7 +11,9 @@ from ..errors import JittileError
 
 
 class ScalarType:
-    """``T.uint32`` & co.: annotates scalar parameters and converts values inside kernels."""
+    """A scalar type (``T.uint32`` & co.): ``x: T.uint32`` annotates a scalar parameter of that
+    type; ``T.uint32(value)`` converts a value (inside a kernel: a conversion in the generated
+    code; on the host: the NumPy scalar)."""
 
     def __init__(self, name: str):
         self.dtype_name = name
