@@ -16,6 +16,7 @@ import functools
 import linecache
 import os
 import re
+import sys
 import types
 import warnings
 from dataclasses import dataclass, field
@@ -138,6 +139,16 @@ def user_traceback(tb: types.TracebackType | None) -> types.TracebackType | None
     for entry in reversed(kept):
         rebuilt = types.TracebackType(rebuilt, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
     return rebuilt
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that makes a ``warnings.warn`` in the caller name the first frame outside
+    jittile (the user's call), however deep in jittile the warning is issued."""
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(
+            _PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def public_entry(function):

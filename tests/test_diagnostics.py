@@ -166,3 +166,24 @@ def test_without_strict_the_kernel_compiles_with_its_warning(tmp_path):
     module = module_from(tmp_path, ACCOUNTING.format(decorator="(strict=False)"))
     with pytest.warns(JittileWarning):
         assert module.kernel.compile(target="sm_90a").ptx
+
+
+def test_cache_warnings_name_the_users_call(tmp_path, monkeypatch):
+    import json
+
+    from jittile.cache.store import metadata_digest
+
+    monkeypatch.setenv("JITTILE_CACHE", "1")
+    monkeypatch.setenv("JITTILE_CACHE_DIR", str(tmp_path / "cache"))
+    module = module_from(tmp_path, HOST_CALL.replace("math.sqrt(A[1])", "A[1]"))
+    module.kernel.compile(target="sm_90a")
+    (meta_file,) = (tmp_path / "cache").rglob("meta.json")
+    meta = json.loads(meta_file.read_text())
+    del meta["kernel_ir"]
+    meta["digest"] = metadata_digest(meta)
+    meta_file.write_text(json.dumps(meta))
+    again = jittile.kernel(module.kernel.pyfunc)
+    with pytest.warns(JittileWarning, match="broken entry") as record:
+        again.compile(target="sm_90a")
+    (warning,) = [w for w in record if issubclass(w.category, JittileWarning)]
+    assert warning.filename == __file__

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import JittileError, JittileWarning, debug_requested
+from ..errors import JittileError, JittileWarning, debug_requested, user_stacklevel
 from .keys import make_key, normalize
 
 FORMAT_VERSION = 2
@@ -638,7 +638,7 @@ class DiskStore(StoreMaintenance):
         if self._disabled_reason is not None and not self._warned_disabled:
             self._warned_disabled = True
             warnings.warn(f"jittile cache: {self._disabled_reason}; compiled kernels are cached in memory "
-                          "only", JittileWarning, stacklevel=2)
+                          "only", JittileWarning, stacklevel=user_stacklevel())
         return self._disabled_reason is None
 
     @property
@@ -668,7 +668,7 @@ class DiskStore(StoreMaintenance):
             self._debug(f"{self._read_only_reason}: entries are read, new ones are not stored")
         else:
             warnings.warn(f"jittile cache: {self._read_only_reason}; new kernels are cached in memory only",
-                          JittileWarning, stacklevel=3)
+                          JittileWarning, stacklevel=user_stacklevel())
 
     @staticmethod
     def _debug(message: str) -> None:
@@ -722,7 +722,7 @@ class DiskStore(StoreMaintenance):
         else:
             then = "it will be rebuilt"
         warnings.warn(f"jittile cache: ignoring broken entry {key[:12]} in {self.directory}: {reason}; {then}",
-                      JittileWarning, stacklevel=4)
+                      JittileWarning, stacklevel=user_stacklevel())
 
     def load(self, key: str) -> Entry | None:
         """The verified entry of ``key`` with its hit counted, or ``None`` (miss, broken, or disabled)."""
@@ -887,7 +887,7 @@ class DiskStore(StoreMaintenance):
         if mode is not None and not stat.S_ISDIR(mode):
             _delete(shard)
             warnings.warn(f"jittile cache: removed {_kind(mode)} standing where the cache keeps entries "
-                          f"({shard})", JittileWarning, stacklevel=4)
+                          f"({shard})", JittileWarning, stacklevel=user_stacklevel())
         try:
             os.mkdir(shard)
         except FileExistsError:
