@@ -12,7 +12,7 @@ import warnings
 
 from . import cache as jcache
 from .entry import BrokenEntry, CompiledKernel, decode, encode
-from .errors import JittileWarning
+from .errors import JittileWarning, user_stacklevel
 from .frontend.source import KernelSource
 from .keying import key_components
 from .targets import Target
@@ -77,6 +77,7 @@ def _from_entry(entry, source: KernelSource, params: list, target: Target, launc
         except BrokenEntry as exc:
             problem = str(exc)
     warnings.warn(f"jittile cache: ignoring broken entry {key[:12]} in {entry.path.parent.parent}: "
-                  f"{problem}; it will be rebuilt", JittileWarning, stacklevel=5)
+                  f"{problem}; it will be rebuilt", JittileWarning,
+                  stacklevel=user_stacklevel())
     jcache.default_store().remove(key)
     return None

@@ -16,7 +16,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from . import cache
+from . import __version__, cache
+from .cache.changes import Changes, what_changed
 from .cache.keys import describe, differing_components, lookup
 from .cache.store import CUBIN_FILE, PTX_FILE, Damaged, DiskStore, Entry
 from .errors import JittileError
@@ -38,6 +39,17 @@ def _human_size(size: int) -> str:
             break
         value, unit = value / 1024, larger
     return f"{size}B" if unit == "B" else f"{value:.1f}{unit}"
+
+
+def _count(number: int, noun: str, plural: str | None = None) -> str:
+    """``1 entry``, ``2 entries``."""
+    return f"{number} {noun if number == 1 else plural or noun + 's'}"
+
+
+def _source(metadata: dict) -> str:
+    """Where an entry's kernel is defined: ``file.py:line`` (the file's name only)."""
+    where, line = metadata.get("source_file"), metadata.get("source_line")
+    return f"{os.path.basename(str(where))}:{line}" if where else "-"
 
 
 def _when(timestamp: float) -> str:
@@ -88,9 +100,10 @@ def _cache_list(args: argparse.Namespace) -> int:
     found = survey.entries
     if found:
         rows = [[e.key[:KEY_PREFIX], e.qualname, e.target, _statics(e.static_params), _human_size(e.size),
-                 str(e.hits), _when(e.last_used)] for e in found]
-        print(_table(["KEY", "KERNEL", "TARGET", "STATICS", "SIZE", "HITS", "LAST USED"], rows))
-        print(f"\n{len(found)} entries, {_human_size(sum(e.size for e in found))} in {_where(store)}")
+                 str(e.hits), _when(e.last_used), _source(e.metadata)] for e in found]
+        print(_table(["KEY", "KERNEL", "TARGET", "STATICS", "SIZE", "HITS", "LAST USED", "SOURCE"], rows))
+        print(f"\n{_count(len(found), 'entry', 'entries')}, {_human_size(sum(e.size for e in found))} in "
+              f"{_where(store)}")
     else:
         print(f"no entries in {_where(store)}")
     if survey.damaged:
@@ -174,7 +187,7 @@ def _cache_show(args: argparse.Namespace) -> int:
 def _cache_clear(args: argparse.Namespace) -> int:
     store = _store()
     cleared = store.clear()
-    print(f"removed {cleared.removed} entries from {store.directory}")
+    print(f"removed {_count(cleared.removed, 'entry', 'entries')} from {store.directory}")
     for failure in cleared.failures:
         print(f"jittile: {failure}", file=sys.stderr)
     return 1 if cleared.failures else 0
@@ -192,7 +205,8 @@ def _cache_prune(args: argparse.Namespace) -> int:
                   f"last used {_when(item.last_used)}")
     left = store.survey()
     total = sum(e.size for e in left.entries)
-    print(f"{len(removed)} entries removed; {_human_size(total)} left (limit {_human_size(limit)})")
+    print(f"{_count(len(removed), 'entry', 'entries')} removed; {_human_size(total)} left "
+          f"(limit {_human_size(limit)})")
     if total > limit or left.damaged:
         _say_damaged(left.damaged)
         print(f"jittile: some entries could not be removed from {_where(store)}", file=sys.stderr)
@@ -227,7 +241,28 @@ def _cache_why(args: argparse.Namespace) -> int:
     rows = [[e.key[:KEY_PREFIX], *(describe(lookup(_components(e), p)) for p in paths), _when(e.last_used)]
             for e in found]
     print(_table(["KEY", *paths, "LAST USED"], rows))
+    print()
+    print("\n".join(_change_lines(what_changed(found))))
     return 0
+
+
+def _change_lines(changes: Changes) -> list[str]:
+    """What changed from the nearest entry of the newest entry's target to the newest entry."""
+    newest, nearest = changes.newest, changes.nearest
+    head = f"newest entry {newest.key[:KEY_PREFIX]} ({newest.target}, created {_when(newest.created)})"
+    if nearest is None:
+        return [f"{head}: no other {newest.target} entry to compare it with"]
+    lines = [f"{head} against the nearest {newest.target} entry {nearest.key[:KEY_PREFIX]} "
+             f"(created {_when(nearest.created)}):"]
+    lines += [f"  {path}: {describe(old)} -> {describe(new)}" for path, old, new in changes.components]
+    if changes.source_diff:
+        lines.append("  source:")
+        lines += [f"    {line}" for line in changes.source_diff]
+    elif changes.source_changed:
+        why = "an entry has no recorded source text" if changes.source_diff is None else \
+            "its digest differs, its text does not"
+        lines.append(f"  source: changed ({why})")
+    return lines
 
 
 # -- compile ---------------------------------------------------------------------------------------
@@ -283,11 +318,65 @@ def _load_kernel(location: str) -> Any:
     return kernel
 
 
+def _named_value(annotation: Any, text: str) -> Any:
+    """The value of ``--arg NAME=VALUE`` for a parameter with ``annotation``: a scalar of its
+    ``T`` scalar type, a tensor spec (``uint32[16,16]``) for a tensor, else a Python literal
+    (``64``, ``(8, 16)``) or, failing that, the text itself (``float32``)."""
+    import ast
+
+    from .language.types import ScalarType, Tensor
+
+    if isinstance(annotation, ScalarType):
+        return _parse_arg_spec(f"{annotation.dtype_name}={text}")
+    if isinstance(annotation, Tensor) or _TENSOR_SPEC.match(text):
+        return _parse_arg_spec(text)
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def _arguments(kernel: Any, specs: list[str]) -> list:
+    """The example arguments of ``--arg`` specs: positional specs fill the parameters, in order,
+    that no ``NAME=VALUE`` names; a parameter given neither way compiles from its annotation."""
+    import inspect
+
+    signature = inspect.signature(kernel.pyfunc, eval_str=True)
+    named, positional = {}, []
+    for spec in specs:
+        name, equals, text = spec.partition("=")
+        if equals and name.strip() in signature.parameters:
+            named[name.strip()] = text.strip()
+        else:
+            positional.append(_parse_arg_spec(spec))
+    if not named:
+        return positional  # none: the kernel specializes on its own annotations
+    from .language.types import ScalarType, Tensor
+
+    values = []
+    for name, parameter in signature.parameters.items():
+        annotation = parameter.annotation
+        if name in named:
+            values.append(_named_value(annotation, named[name]))
+        elif positional:
+            values.append(positional.pop(0))
+        elif isinstance(annotation, Tensor):
+            values.append(annotation)
+        elif isinstance(annotation, ScalarType):
+            values.append(annotation(0))
+        else:
+            raise JittileError(f"parameter {name!r} has no --arg and no T.Tensor or scalar "
+                               f"annotation: pass --arg {name}=VALUE")
+    if positional:
+        raise JittileError(f"{_count(len(positional), 'positional --arg')} left over: every "
+                           f"parameter already has a value")
+    return values
+
+
 def _compile(args: argparse.Namespace) -> int:
     kernel = _load_kernel(args.location)
-    specs = [_parse_arg_spec(spec) for spec in args.arg]
-    # No specs: the kernel specializes on its own T.Tensor annotations.
-    compiled = kernel.compile(*specs, target=args.target)
+    # No --target: the kernel's own target, else the GPU's, else sm_90a (as kernel.compile()).
+    compiled = kernel.compile(*_arguments(kernel, args.arg), target=args.target)
     meta = compiled.metadata
     store = cache.default_store()
     where = store.entry_dir(meta["key"])
@@ -299,8 +388,10 @@ def _compile(args: argparse.Namespace) -> int:
         ["target", str(meta["target"])], ["key", meta["key"][:KEY_PREFIX]],
         ["registers", str(meta.get("registers", "?"))],
         ["shared", f"{meta.get('shared_bytes', '?')} bytes"], ["cache", stored]])
+    plan = str(compiled.plan) or "(no tile calls)"
     # With --ptx/--sass the code goes to stdout alone, so it can be redirected to a file.
-    print(summary, file=sys.stderr if args.ptx or args.sass else sys.stdout)
+    report = sys.stderr if args.ptx or args.sass else sys.stdout
+    print(f"{summary}\n\nplan:\n{plan}", file=report)
     if args.ptx:
         print(compiled.ptx.rstrip("\n"))
     if args.sass:
@@ -313,6 +404,7 @@ def _compile(args: argparse.Namespace) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="jittile", description="Inspect and manage the kernel cache; compile kernels ahead of time.")
+    parser.add_argument("--version", action="version", version=f"jittile {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     cache_parser = commands.add_parser("cache", help="inspect and manage the kernel cache")
@@ -332,13 +424,16 @@ def _parser() -> argparse.ArgumentParser:
 
     compile_parser = commands.add_parser("compile", help="compile a kernel into the cache (no GPU needed)")
     compile_parser.add_argument("location", metavar="FILE.py:KERNEL")
-    compile_parser.add_argument("--target", required=True, help="e.g. sm_90a, sm_100a")
+    compile_parser.add_argument("--target", help="e.g. sm_90a, sm_100a; default: the kernel's own, "
+                                                 "else the GPU's, else sm_90a (as kernel.compile())")
     output = compile_parser.add_mutually_exclusive_group()
     output.add_argument("--ptx", action="store_true", help="print the PTX")
     output.add_argument("--sass", action="store_true", help="print the SASS (needs nvdisasm)")
     compile_parser.add_argument("--arg", action="append", default=[], metavar="SPEC",
-                                help="argument spec, in order: uint32[16,16], float32[?,128] or int32=5; "
-                                     "default: the kernel's T.Tensor annotations")
+                                help="an argument: NAME=VALUE for a named parameter (BLOCK=64, "
+                                     "A=uint32[16,16], alpha=2.5), or, in order, uint32[16,16], "
+                                     "float32[?,128] or int32=5; parameters given no --arg compile "
+                                     "from their T.Tensor or scalar annotations")
     compile_parser.set_defaults(run=_compile)
     return parser
 

@@ -1,25 +1,51 @@
 """``python -m jittile.demo``: compile the specification's TMA example and show what jittile made.
 
-With no GPU it still does the real work: the kernel is lowered, compiled by NVVM for sm_90a, linked
-by nvJitLink and disassembled. With a GPU it also runs and checks the result.
+The kernel ships with the package (it is the seed's "two explicit 8x16 boxes" load, as in
+examples/tma_two_boxes.py), so the demo runs from any installed copy and any working directory.
+With no GPU it still does the real work: the kernel is lowered, compiled by NVVM for sm_90a,
+linked by nvJitLink and disassembled. With a GPU it also runs and checks the result.
 """
 from __future__ import annotations
 
-import sys
 import textwrap
 import time
-from pathlib import Path
+
+import numpy as np
+
+import jittile
+from jittile import T
+
+
+@jittile.kernel
+def tma_load(A: T.Tensor((16, 16), "uint32"), Out: T.Tensor((16, 16), "uint32")):
+    T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))
+    lane = T.cuda.lane_id()
+    shared = T.alloc_shared((2, 8, 16), "uint32", layout="default", align=128)
+    mbar = T.alloc_shared((1,), "uint64", layout="default")
+    if lane == 0:
+        T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), T.uint32(1))
+        T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(1024))
+    T.cuda.cta_sync()
+    if lane == 0:
+        T.cuda.tile.apply(
+            T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"],
+            shared,
+            A,
+            box=(8, 16),
+            coords=(0, 0),
+            coord_steps=((8, 0),),
+            mbar=mbar.ptr_to([0]),
+        )
+    T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
+    T.cuda.cta_sync()
+    for g, r in T.grid(2, 8):
+        if lane < 16:
+            Out[g * 8 + r, lane] = shared[g, r, lane]
 
 
 def main() -> int:
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
-    import numpy as np
-
-    import jittile
     from jittile.backend.toolchain import sass_opcodes
     from jittile.runtime import driver
-
-    from tma_two_boxes import tma_load
 
     start = time.perf_counter()
     ck = tma_load.compile(target="sm_90a")

@@ -27,6 +27,12 @@ class CompiledKernel:
     _sass: str | None = field(default=None, repr=False)
     _launcher: object = field(default=None, repr=False)
 
+    def __repr__(self) -> str:
+        meta = self.metadata
+        return (f"<jittile.CompiledKernel {meta.get('name')} for {meta.get('target')}: "
+                f"{meta.get('registers')} registers, {meta.get('shared_bytes')} B shared, "
+                f"key {str(meta.get('key'))[:12]}>")
+
     @property
     def sass(self) -> str:
         if self._sass is None:
@@ -61,6 +67,7 @@ def encode(name: str, qualname: str, source: KernelSource, target: Target, key: 
         "name": name, "qualname": qualname, "target": target.name,
         "key": key, "key_components": components, "static_params": components["static_params"],
         "source_file": source.filename, "source_line": source.firstlineno,
+        "source_text": source.text,
         "entry": artifact.entry, "registers": artifact.usage["registers"],
         "shared_bytes": ir.shared_bytes,
         "static_shared_bytes": artifact.usage["static_shared_bytes"],

@@ -506,7 +506,10 @@ def _dims(value, what: str) -> tuple[int, int, int]:
 
 @dataclass(frozen=True)
 class LaunchConfig:
-    """Grid, block and cluster dimensions (each an int or a 1-3 tuple), normalised to 3-tuples."""
+    """Grid, block and cluster dimensions (each an int or a 1-3 tuple), normalised to 3-tuples.
+
+    ``T.cuda.LaunchConfig(grid=..., block=..., cluster=None)`` is the launch a kernel declares
+    with ``T.device_entry``; a ``cluster`` (x, y, z) launches thread-block clusters."""
 
     grid: tuple = (1, 1, 1)
     block: tuple = (1, 1, 1)

@@ -12,7 +12,7 @@ import threading
 
 from .build import build
 from .entry import CompiledKernel
-from .errors import LaunchError
+from .errors import LaunchError, public_entry, strictness
 from .frontend.source import KernelSource, load_source
 from .keying import source_digest, toolchain_versions
 from .language.cuda import LaunchConfig
@@ -32,13 +32,15 @@ class Kernel:
     ``_drop_if_stale``.
     """
 
-    def __init__(self, pyfunc, target: str | None = None, cache: bool = True):
+    def __init__(self, pyfunc, target: str | None = None, cache: bool = True,
+                 strict: bool = False):
         self.pyfunc = pyfunc
         self.__name__ = pyfunc.__name__
         self.__qualname__ = pyfunc.__qualname__
         self.__doc__ = pyfunc.__doc__
         self.target = target
         self.use_disk_cache = cache
+        self.strict = strict
         self._specializer = Specializer(pyfunc)
         self._source: KernelSource | None = None
         self._memory: dict = {}
@@ -65,6 +67,7 @@ class Kernel:
             self._source = load_source(self.pyfunc)
         return self._source
 
+    @public_entry
     def compile(self, *args, target: str | None = None, launch=None, **kwargs) -> CompiledKernel:
         """Compile for example arguments (arrays or ``T.Tensor`` specs; none: the annotations);
         needs no GPU. NumPy arrays are only inspected, never copied."""
@@ -87,8 +90,9 @@ class Kernel:
                 self._watch = GlobalsWatch(self.source)
             found = self._memory.get(memo_key)
             if found is None:
-                found = build(self.__name__, self.__qualname__, self.source, params, target,
-                              launch, self.use_disk_cache)
+                with strictness(self.strict):
+                    found = build(self.__name__, self.__qualname__, self.source, params, target,
+                                  launch, self.use_disk_cache)
                 self._memory[memo_key] = found
         return found
 
@@ -123,6 +127,7 @@ class Kernel:
             raise LaunchError("launch with kernel[grid, block](...)")
         return Configured(self, LaunchConfig(grid=config[0], block=config[1]))
 
+    @public_entry
     def __call__(self, *args, stream=None, cluster=None, shared_bytes=None, **kwargs) -> None:
         launch_kernel(self, args, kwargs, None, stream, cluster, shared_bytes)
 
@@ -134,8 +139,16 @@ def func(fn):
     return DeviceFunction(fn, load_source)
 
 
-def kernel(fn=None, *, target: str | None = None, cache: bool = True):
-    """Decorator: ``@jittile.kernel`` or ``@jittile.kernel(target="sm_90a", cache=True)``."""
+def kernel(fn=None, *, target: str | None = None, cache: bool = True, strict: bool = False):
+    """Decorator: ``@jittile.kernel`` or ``@jittile.kernel(target="sm_90a", cache=True,
+    strict=False)``. ``strict=True`` (or ``JITTILE_STRICT=1``) raises each JittileWarning about
+    the kernel's code as a ContractError at the kernel's line.
+
+    jittile compiles a kernel from its source: a function of a ``.py`` file, or one whose source
+    is in ``linecache`` under its code's file name (IPython and Jupyter cells are; for
+    ``exec(compile(src, name, "exec"))`` register it first with ``linecache.cache[name] =
+    (len(src), None, src.splitlines(True), name)``). A kernel defined in the plain REPL or with
+    ``python -c`` has no source to read: compiling it raises a CompileError saying so."""
     if fn is None:
-        return lambda f: Kernel(f, target=target, cache=cache)
-    return Kernel(fn, target=target, cache=cache)
+        return lambda f: Kernel(f, target=target, cache=cache, strict=strict)
+    return Kernel(fn, target=target, cache=cache, strict=strict)

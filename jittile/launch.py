@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, NoReturn
 
-from .errors import LaunchError
+from .errors import LaunchError, public_entry
 from .ir import ConstexprParam
 from .language.cuda import LaunchConfig
 from .specialize import resolve_target
@@ -41,6 +41,7 @@ class Configured:
         self.kernel = kernel
         self.config = config
 
+    @public_entry
     def __call__(self, *args, stream=None, cluster=None, shared_bytes=None, **kwargs) -> None:
         launch_kernel(self.kernel, args, kwargs, self.config, stream, cluster, shared_bytes)
 

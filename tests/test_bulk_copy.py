@@ -129,6 +129,8 @@ CASES = [
          r"operand 0 \(shared\) must be"),
     Case("pred-is-a-bool", LOAD.but(kw={"pred": "3"}), LOAD.but(kw={"pred": "lane == 0"}), "pred",
          r"runtime bool or None"),
+    Case("no-group-axes", LOAD.but(kw={"scope": "'warp'"}), LOAD.but(kw={"scope": "'thread'"}),
+         "scope", r"no group axes: scope must be 'thread', got 'warp'"),
 ]
 
 

@@ -29,7 +29,7 @@ SASS = """
         /*0020*/              @!P0 LDC R2, c[0x0][0x380] ;                /* 0x0000e000ff028b82 */
         /*0030*/                   EXIT ;                                 /* 0x000000000000794d */
 """
-HEADER = ["KEY", "KERNEL", "TARGET", "STATICS", "SIZE", "HITS", "LAST USED"]
+HEADER = ["KEY", "KERNEL", "TARGET", "STATICS", "SIZE", "HITS", "LAST USED", "SOURCE"]
 
 
 def components(block: int = 64, target: str = "sm_90a", source: str = "def tma_load(A):\n    pass\n") -> dict:
@@ -75,7 +75,8 @@ def test_list_table(capsys, cache_dir):
     cache.default_store().load(new)
     assert main(["cache", "list"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["KEY", "KERNEL", "TARGET", "STATICS", "SIZE", "HITS", "LAST", "USED"]
+    assert lines[0].split() == ["KEY", "KERNEL", "TARGET", "STATICS", "SIZE", "HITS", "LAST", "USED",
+                                "SOURCE"]
     starts = [lines[0].index(column) for column in HEADER]
     assert starts == sorted(starts)
     first, second = lines[1].split(), lines[2].split()
@@ -178,7 +179,8 @@ def test_why_names_static_param(capsys):
     assert main(["cache", "why", "tma_load"]) == 0
     out = capsys.readouterr().out
     assert why_paths(out) == ["static_params.BLOCK"]
-    rows = {line.split()[0]: line.split()[1] for line in out.splitlines()[2:]}
+    table = out.split("\n\n")[0].splitlines()[2:]
+    rows = {line.split()[0]: line.split()[1] for line in table}
     assert rows == {a[:12]: "64", b[:12]: "128"}
 
 
@@ -232,6 +234,7 @@ class Compiled:
         self.ptx = "// specs " + repr(specs) + "\\n"
         self.cubin = b"\\x7fELF"
         self.sass = "SASS for " + target
+        self.plan = "plan of " + repr(specs)
         self.metadata = {"name": "saxpy", "target": target, "registers": 12, "shared_bytes": 0,
                          "local_bytes": 0, "key": key, "compile_seconds": 0.1}
         cache.default_store().store(key, self.cubin, self.ptx, dict(self.metadata, key_components=components))
@@ -240,6 +243,10 @@ class Compiled:
 class Kernel:
     def compile(self, *specs, target):
         return Compiled(specs, target)
+
+    @staticmethod
+    def pyfunc(*specs):
+        pass
 
 
 saxpy = Kernel()
@@ -257,9 +264,10 @@ def kernel_file(tmp_path) -> Path:
 
 def test_compile_summary_and_cache_path(capsys, kernel_file, cache_dir):
     assert main(["compile", f"{kernel_file}:saxpy", "--target", "sm_100a"]) == 0
-    out = capsys.readouterr().out
+    summary, plan = capsys.readouterr().out.split("\n\nplan:\n")
     (entry,) = cache.entries()
-    fields = dict(line.split(None, 1) for line in out.splitlines())
+    assert plan == "plan of ()\n"
+    fields = dict(line.split(None, 1) for line in summary.splitlines())
     assert fields == {"kernel": "saxpy", "target": "sm_100a", "key": entry.key[:12], "registers": "12",
                       "shared": "0 bytes", "cache": str(entry.path)}
     assert entry.metadata["key_components"]["specs"] == "()"
@@ -321,3 +329,104 @@ def test_usage_error_exits_2():
     with pytest.raises(SystemExit) as exit_info:
         main(["cache", "prune"])
     assert exit_info.value.code == 2
+
+
+# -- first-hour polish -----------------------------------------------------------------------------
+
+def test_version(capsys):
+    from jittile import __version__
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0 and capsys.readouterr().out == f"jittile {__version__}\n"
+
+
+def test_counts_read_as_english(capsys, cache_dir):
+    put()
+    assert main(["cache", "list"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("1 entry, ")
+    assert main(["cache", "clear"]) == 0
+    assert capsys.readouterr().out == f"removed 1 entry from {cache_dir}\n"
+    put()
+    assert main(["cache", "prune", "--max-size", "0"]) == 0
+    assert "\n1 entry removed; 0B left" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", [["clear"], ["prune", "--max-size", "0"]])
+def test_clear_and_prune_leave_no_empty_folders(cache_dir, command):
+    for block in range(6):
+        put(block=block)
+    assert len([p for p in cache_dir.iterdir() if p.is_dir()]) > 1
+    assert main(["cache", *command]) == 0
+    assert [p for p in cache_dir.rglob("*")] == []
+
+
+def test_prune_keeps_the_folders_of_entries_it_keeps(cache_dir):
+    kept = put(block=1)
+    assert main(["cache", "prune", "--max-size", "1G"]) == 0
+    assert (cache_dir / kept[:2] / kept).is_dir()
+
+
+def test_list_shows_where_each_kernel_is_defined(capsys):
+    put(extra={"source_file": "/home/me/kernels/copy.py", "source_line": 12})
+    assert main(["cache", "list"]) == 0
+    header, row = capsys.readouterr().out.splitlines()[:2]
+    assert row[header.index("SOURCE"):].strip() == "copy.py:12"
+
+
+def test_entries_have_a_short_repr():
+    key = put()
+    (entry,) = cache.entries()
+    assert repr(entry) == f"<jittile cache entry {key[:12]} tma_load sm_90a, {entry.size} bytes, 0 hits>"
+
+
+def _source_entry(text: str, block: int, target: str = "sm_90a") -> str:
+    return put(block=block, target=target, source=text,
+               extra={"source_text": text, "source_file": "/k/copy.py", "source_line": 3})
+
+
+def test_why_diffs_the_source_and_names_changed_statics(capsys):
+    before = "@jittile.kernel\ndef tma_load(A):\n    x = 1\n    A[0] = x\n"
+    after = "@jittile.kernel\ndef tma_load(A):\n    x = 2\n    A[0] = x\n"
+    old = _source_entry(before, block=64)
+    _source_entry(before, block=64, target="sm_100a")  # another target: never the comparison
+    new = _source_entry(after, block=128)
+    assert main(["cache", "why", "tma_load"]) == 0
+    out = capsys.readouterr().out
+    changes = out.split("\n\n", 1)[1].splitlines()
+    assert changes[0].startswith(f"newest entry {new[:12]} (sm_90a, created ")
+    assert f"against the nearest sm_90a entry {old[:12]}" in changes[0]
+    assert "  static_params.BLOCK: 64 -> 128" in changes
+    assert f"    --- tma_load {old[:12]} (copy.py:3)" in changes
+    assert f"    +++ tma_load {new[:12]} (copy.py:3)" in changes
+    assert "    -    x = 1" in changes and "    +    x = 2" in changes
+    assert "     def tma_load(A):" in changes
+
+
+def test_why_picks_the_nearest_entry_of_the_same_target(capsys):
+    text = "def tma_load(A):\n    pass\n"
+    far = put(block=1, target="sm_90a", source="def tma_load(A):\n    return\n",
+              extra={"source_text": "def tma_load(A):\n    return\n"})
+    near = _source_entry(text, block=2)
+    _source_entry(text, block=3, target="sm_100a")
+    newest = _source_entry(text, block=3)
+    assert main(["cache", "why", "tma_load"]) == 0
+    out = capsys.readouterr().out
+    assert f"entry {newest[:12]} (sm_90a" in out and f"nearest sm_90a entry {near[:12]}" in out
+    assert far[:12] not in out.split("\n\n", 1)[1] and "source:" not in out.split("\n\n", 1)[1]
+
+
+def test_why_says_when_an_entry_has_no_source_text(capsys):
+    put(block=1, source="a")
+    put(block=2, source="b", extra={"source_text": "b\n"})
+    assert main(["cache", "why", "tma_load"]) == 0
+    assert "  source: changed (an entry has no recorded source text)" in capsys.readouterr().out
+
+
+def test_why_without_another_entry_of_the_newest_target(capsys):
+    put(target="sm_90a")
+    newest = put(target="sm_100a")
+    assert main(["cache", "why", "tma_load"]) == 0
+    out = capsys.readouterr().out
+    assert f"newest entry {newest[:12]} (sm_100a" in out
+    assert "no other sm_100a entry to compare it with" in out

@@ -259,7 +259,7 @@ def test_changed_component_makes_a_new_entry_and_why_names_it(work, scenario, mo
     out = why(monkeypatch, capsys, scenario["dirs"][case])
     match = re.search(r"^cache_probe: 2 entries differ in: (.*)$", out, re.MULTILINE)
     assert match and match.group(1) == component, out
-    rows = {line.split()[0]: line.split()[1] for line in out.splitlines()[2:] if line.strip()}
+    rows = {line.split()[0]: line.split()[1] for line in out.split("\n\n")[0].splitlines()[2:]}
     assert rows == {work["base"]["key"][:12]: old, result["key"][:12]: new}, out
 
 

@@ -77,6 +77,11 @@ def _diff(a: Any, b: Any, path: str) -> Iterator[tuple[str, Any, Any]]:
         yield path, a, b
 
 
+def differences(a: dict, b: dict) -> list[tuple[str, Any, Any]]:
+    """``(dotted path, a's value, b's value)`` for each component where ``a`` and ``b`` differ."""
+    return list(_diff(normalize(a), normalize(b), ""))
+
+
 def differing_components(a: dict, b: dict) -> list[str]:
     """Dotted paths (``"static_params.BLOCK"``, ``"target"``) of the components where ``a`` and ``b`` differ."""
     return [path for path, _, _ in _diff(normalize(a), normalize(b), "")]

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import JittileError, JittileWarning
+from ..errors import JittileError, JittileWarning, debug_requested, user_stacklevel
 from .keys import make_key, normalize
 
 FORMAT_VERSION = 2
@@ -127,8 +127,9 @@ def disk_cache_requested() -> bool:
 
 
 def debug_enabled() -> bool:
-    """Whether ``JITTILE_DEBUG`` (a comma- or space-separated list) names ``cache``."""
-    return "cache" in re.split(r"[,\s]+", os.environ.get("JITTILE_DEBUG", "").lower())
+    """Whether ``JITTILE_DEBUG`` (a comma- or space-separated list) names ``cache`` (or is ``1`` /
+    ``all``)."""
+    return debug_requested("cache")
 
 
 def log(message: str) -> None:
@@ -174,6 +175,10 @@ class Entry:
         if PTX_FILE in self.verified:
             return self.verified[PTX_FILE].decode("utf-8")
         return _read_regular(self.path / PTX_FILE).decode("utf-8")
+
+    def __repr__(self) -> str:
+        return (f"<jittile cache entry {self.key[:12]} {self.qualname} {self.target}, {self.size} bytes, "
+                f"{self.hits} hit{'' if self.hits == 1 else 's'}>")
 
 
 @dataclass(frozen=True)
@@ -514,12 +519,17 @@ class StoreMaintenance:
                 removed += 1
         for leftover in self._leftovers():
             shutil.rmtree(leftover, ignore_errors=True)
+        self._remove_empty_shards()
+        return Cleared(removed, failures)
+
+    def _remove_empty_shards(self) -> None:
+        """Remove the shard folders that hold nothing (a writer that finds its shard gone makes it
+        again)."""
         for shard in self._shard_folders():
             try:
                 os.rmdir(shard)
             except OSError:
                 pass  # not empty: something of another writer, or not jittile's
-        return Cleared(removed, failures)
 
     def _shard_folders(self) -> list[Path]:
         try:
@@ -561,6 +571,8 @@ class StoreMaintenance:
             if self._remove(entry.path) is None:
                 total -= entry.size
                 removed.append(entry)
+        if removed:
+            self._remove_empty_shards()
         return removed
 
 
@@ -626,7 +638,7 @@ class DiskStore(StoreMaintenance):
         if self._disabled_reason is not None and not self._warned_disabled:
             self._warned_disabled = True
             warnings.warn(f"jittile cache: {self._disabled_reason}; compiled kernels are cached in memory "
-                          "only", JittileWarning, stacklevel=2)
+                          "only", JittileWarning, stacklevel=user_stacklevel())
         return self._disabled_reason is None
 
     @property
@@ -656,7 +668,7 @@ class DiskStore(StoreMaintenance):
             self._debug(f"{self._read_only_reason}: entries are read, new ones are not stored")
         else:
             warnings.warn(f"jittile cache: {self._read_only_reason}; new kernels are cached in memory only",
-                          JittileWarning, stacklevel=3)
+                          JittileWarning, stacklevel=user_stacklevel())
 
     @staticmethod
     def _debug(message: str) -> None:
@@ -710,7 +722,7 @@ class DiskStore(StoreMaintenance):
         else:
             then = "it will be rebuilt"
         warnings.warn(f"jittile cache: ignoring broken entry {key[:12]} in {self.directory}: {reason}; {then}",
-                      JittileWarning, stacklevel=4)
+                      JittileWarning, stacklevel=user_stacklevel())
 
     def load(self, key: str) -> Entry | None:
         """The verified entry of ``key`` with its hit counted, or ``None`` (miss, broken, or disabled)."""
@@ -875,7 +887,7 @@ class DiskStore(StoreMaintenance):
         if mode is not None and not stat.S_ISDIR(mode):
             _delete(shard)
             warnings.warn(f"jittile cache: removed {_kind(mode)} standing where the cache keeps entries "
-                          f"({shard})", JittileWarning, stacklevel=4)
+                          f"({shard})", JittileWarning, stacklevel=user_stacklevel())
         try:
             os.mkdir(shard)
         except FileExistsError:

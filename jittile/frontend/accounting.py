@@ -9,9 +9,7 @@ own barrier).
 """
 from __future__ import annotations
 
-import warnings
-
-from ..errors import JittileWarning
+from ..errors import warn_at
 from ..ir import Var
 
 
@@ -49,8 +47,8 @@ def check_transaction_bytes(sites: list, counts: list, value_keys: dict) -> list
             continue
         for (location, count, opcode), (where, total) in pairs:
             if count != total:
-                messages.append(f"{location}: {opcode} expects {count} transaction bytes on "
-                                f"{written[key]}, but the loads completing on it move {total} "
-                                f"bytes ({where}); make the count {total}")
-                warnings.warn(JittileWarning(messages[-1]), stacklevel=4)
+                messages.append(warn_at(f"{opcode} expects {count} transaction bytes on "
+                                        f"{written[key]}, but the loads completing on it move "
+                                        f"{total} bytes ({where})", location, opcode=opcode,
+                                        hint=f"make the count {total}"))
     return messages

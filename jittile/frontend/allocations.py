@@ -7,7 +7,9 @@ from dataclasses import dataclass
 
 
 from ..dtypes import DType, dtype as lookup_dtype
+from .. import language as L
 from ..language import cuda as Lcuda
+from ..language.markers import call_signature
 from ..language.types import Tensor
 from ..patterns.base import SharedBuffer
 from .emit import CUDA
@@ -34,8 +36,7 @@ class AllocationLowering:
     def alloc_shared(self, name: str, call: ast.Call) -> list[ast.stmt]:
         from ..layout import resolve_layout
 
-        args = self.static_args(call, ("shape", "dtype", "layout", "align"),
-                                {"layout": "default", "align": None}, "T.alloc_shared")
+        args = self.static_args(call, L.alloc_shared, "T.alloc_shared")
         shape = args["shape"]
         if isinstance(shape, int):
             shape = (shape,)
@@ -64,8 +65,7 @@ class AllocationLowering:
         return [ast.Assign(targets=[_name(name, ast.Store())], value=self.call(view))]
 
     def alloc_local(self, name: str, call: ast.Call) -> list[ast.stmt]:
-        args = self.static_args(call, ("shape", "dtype", "layout"), {"layout": "default"},
-                                "T.alloc_local")
+        args = self.static_args(call, L.alloc_local, "T.alloc_local")
         shape = args["shape"] if isinstance(args["shape"], tuple) else (args["shape"],)
         dtype = self.dtype_arg(call, args["dtype"])
         self.locals.add(name)
@@ -76,11 +76,8 @@ class AllocationLowering:
         return [ast.Assign(targets=[_name(name, ast.Store())], value=alloc)]
 
     def decl_tmem(self, name: str, call: ast.Call) -> list[ast.stmt]:
-        if len(call.args) != 1:
-            raise self.error(call, "T.cuda.decl_tmem(address, ty_args=[T.Tensor(...)]) takes one "
-                                   "address")
         kw = {k.arg: k.value for k in call.keywords}
-        ty_args = self.static(kw["ty_args"]) if "ty_args" in kw else RUNTIME
+        ty_args = self.static(kw["ty_args"])
         if (ty_args is RUNTIME or not isinstance(ty_args, tuple) or len(ty_args) != 1
                 or not isinstance(ty_args[0], Tensor)):
             raise self.error(call, "T.cuda.decl_tmem needs ty_args=[T.Tensor(shape, dtype, "
@@ -95,30 +92,19 @@ class AllocationLowering:
                            value=self.cast(lookup_dtype("uint32"), self.expr(call.args[0])))]
 
     def device_entry(self, call: ast.Call) -> None:
-        kw = {k.arg: k.value for k in call.keywords}
-        if "launch" not in kw:
-            raise self.error(call, "T.device_entry needs launch=T.cuda.LaunchConfig(grid=..., "
-                                   "block=...)")
-        launch = self.static(kw["launch"])
+        (launch_node,) = [k.value for k in call.keywords]  # the signature: (*, launch)
+        launch = self.static(launch_node)
         if not isinstance(launch, Lcuda.LaunchConfig):
             raise self.error(call, "T.device_entry launch= must be a static T.cuda.LaunchConfig")
         self.ir.launch = launch
 
-    def static_args(self, call: ast.Call, names: tuple, defaults: dict, what: str) -> dict:
-        values = dict(defaults)
-        if len(call.args) > len(names):
-            raise self.error(call, f"{what} takes at most {len(names)} positional arguments")
-        for name, arg in zip(names, call.args):
-            values[name] = arg
-        for kw in call.keywords:
-            if kw.arg not in names:
-                raise self.error(kw, f"{what} has no parameter {kw.arg!r}")
-            values[kw.arg] = kw.value
+    def static_args(self, call: ast.Call, target, what: str) -> dict:
+        """The compile-time value of each parameter of ``target``'s signature (defaults filled
+        in); the call was checked against that signature (frontend/calls.py)."""
+        bound = call_signature(target).bind(*call.args, **{k.arg: k.value for k in call.keywords})
+        bound.apply_defaults()
         out = {}
-        for name in names:
-            if name not in values:
-                raise self.error(call, f"{what} needs {name}=")
-            node = values[name]
+        for name, node in bound.arguments.items():
             value = self.static(node) if isinstance(node, ast.AST) else node
             if value is RUNTIME:
                 raise self.error(node, f"{what} {name}= must be a compile-time value")

@@ -6,6 +6,7 @@ import types as pytypes
 
 
 from .. import language as L
+from ..errors import CompileError
 from ..language import cuda as Lcuda
 from ..language.markers import DeviceFunction, Intrinsic, PtxInstruction
 from ..language.types import ScalarType
@@ -85,8 +86,6 @@ class ExpressionLowering:
             return self.ptr_to(node)
         target = self.resolve(func)
         if isinstance(target, ScalarType):
-            if len(node.args) != 1:
-                raise self.error(node, f"{target!r}(x) converts one value")
             return self.cast(target.dtype, self.expr(node.args[0]))
         if isinstance(target, PtxInstruction):
             return self.raw_ptx(node, target, statement=False)
@@ -103,7 +102,11 @@ class ExpressionLowering:
         if isinstance(target, pytypes.FunctionType):
             raise self.error(node, f"{src(func)!r} cannot be called inside a kernel; decorate it "
                                    f"with @jittile.func to inline it")
-        raise self.error(node, f"{src(func)!r} cannot be called inside a kernel")
+        raise CompileError(f"{src(func)!r} cannot be called inside a kernel", self.loc(node),
+                           hint="a kernel calls the kernel language (T...), min, max, abs and "
+                                "@jittile.func helpers; compute this value on the host and pass "
+                                "it in as an argument (a T.constexpr parameter when it is a "
+                                "compile-time constant)")
 
     def intrinsic_expr(self, node: ast.Call, target: Intrinsic) -> ast.expr:
         reg = lambda obj, attr: ast.Attribute(  # noqa: E731
@@ -134,8 +137,6 @@ class ExpressionLowering:
         if target is Lcuda.cluster_sync:
             return self.call(self.asm_name(builtins.CLUSTER_SYNC))
         if target is Lcuda.mbarrier_wait:
-            if len(node.args) != 2:
-                raise self.error(node, "T.cuda.mbarrier_wait(mbar_ptr, phase) takes two arguments")
             return self.call(self.asm_name(builtins.MBARRIER_WAIT), *[self.expr(a) for a in node.args])
         if target is L.address_of:
             return self.address_of(node)
@@ -156,8 +157,6 @@ class ExpressionLowering:
                                f"parameters do")
 
     def address_of(self, node: ast.Call) -> ast.expr:
-        if len(node.args) != 1:
-            raise self.error(node, "T.address_of(x) takes one buffer or element")
         arg = node.args[0]
         if isinstance(arg, ast.Name) and arg.id in self.shared:
             return self.call(SHARED_ADDRESS, _name(arg.id), ast.Constant(value=0))

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from ..errors import CompileError
 from ..language.markers import DeviceFunction
+from .calls import check_calls
 from .static import RUNTIME, StaticScope, evaluate
 from .syntax import name as _name
 
@@ -175,6 +176,8 @@ class HelperInlining:
             raise located(exc) from None
         prefix = self.fresh("h") + "_"
         own_scope = StaticScope(source.globals, source.closure, {}, set())
+        check_calls(tree, StaticScope(source.globals, source.closure, {},
+                                      set(names.params) | names.assigned), source.location)
         renames: dict[str, str] = {}
         substitutions: dict[str, ast.expr] = {}
         prelude: list[ast.stmt] = []

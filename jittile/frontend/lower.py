@@ -25,6 +25,7 @@ from ..ptx.asm import AsmCall
 from ..targets import Target
 from .accounting import check_transaction_bytes
 from .allocations import AllocationLowering, SharedVar, TmemVar
+from .calls import check_calls
 from .emit import CUDA, GLOBAL_ADDRESS, SHARED_ADDRESS
 from .expressions import ExpressionLowering
 from .inline import HelperInlining, assignment_counts
@@ -135,6 +136,7 @@ class KernelLowering(ExpressionLowering, AllocationLowering, HelperInlining, Raw
     # ------------------------------------------------------------------------------ entry point
     def lower(self) -> Lowered:
         tree = self.source.tree
+        check_calls(tree, self.scope, self.loc)
         body = self.block(tree.body)
         args = [ast.arg(arg=p.name) for p in self.ir.runtime_params]
         for host in self.ir.host_tensormaps:

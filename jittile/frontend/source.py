@@ -25,8 +25,16 @@ class KernelSource:
     closure: dict
 
     def location(self, node: ast.AST) -> Location:
-        return Location(self.filename, getattr(node, "lineno", self.firstlineno),
-                        getattr(node, "col_offset", 0))
+        lineno = getattr(node, "lineno", self.firstlineno)
+        end = getattr(node, "end_col_offset", None) if getattr(node, "end_lineno", None) == lineno \
+            else None
+        return Location(self.filename, lineno, getattr(node, "col_offset", 0), end)
+
+    @property
+    def text(self) -> str:
+        """The definition as written, decorators included (what ``jittile cache why`` diffs)."""
+        lines = linecache.getlines(self.filename, self.globals)
+        return "".join(lines[self.firstlineno - 1:self.tree.end_lineno])
 
     def node_indices(self) -> dict[Location, int]:
         """Each position of this kernel's code -> the index of its first node in ``ast.walk``
@@ -58,13 +66,17 @@ def load_source(pyfunc) -> KernelSource:
 
     The definition is found in the parsed file (by name and first line), which keeps the file's
     positions as they are and avoids ``inspect``'s tokenizer on the cache-hit path; a function
-    the file does not show that way is read through ``inspect``.
+    the file does not show that way is read through ``inspect``. Source that is not in a file is
+    found in ``linecache`` (IPython and Jupyter keep their cells there; code run with
+    ``exec(compile(src, name, "exec"))`` can be registered there under ``name``).
     """
     try:
         filename = inspect.getsourcefile(pyfunc) or inspect.getfile(pyfunc)
     except TypeError as exc:
         raise CompileError(f"cannot read the source of {pyfunc!r}: {exc}") from exc
     code = pyfunc.__code__
+    if not linecache.getlines(filename, pyfunc.__globals__):
+        raise _no_source(pyfunc, filename)
     tree = _definition_in_file(filename, pyfunc.__globals__, pyfunc.__name__, code.co_firstlineno)
     if tree is None:
         tree = _definition_by_inspect(pyfunc, filename)
@@ -78,6 +90,24 @@ def load_source(pyfunc) -> KernelSource:
                 continue
     return KernelSource(pyfunc, pyfunc.__name__, pyfunc.__qualname__, filename, code.co_firstlineno,
                         tree, pyfunc.__globals__, closure)
+
+
+def _no_source(pyfunc, filename: str) -> CompileError:
+    """Why the source of ``pyfunc`` cannot be read, and what to do."""
+    where = Location(filename, pyfunc.__code__.co_firstlineno, 0)
+    if filename.startswith("<") and filename.endswith(">"):
+        return CompileError(
+            f"cannot read the source of {pyfunc.__qualname__}: it was defined in {filename} (the "
+            f"plain Python REPL, python -c or exec of a string), which keeps no source text, and "
+            f"jittile compiles a kernel from its source", where,
+            hint="put the kernel in a .py file and import it; for exec, register the source in "
+                 "linecache first: linecache.cache[name] = (len(src), None, "
+                 "src.splitlines(True), name); exec(compile(src, name, 'exec')) (IPython and "
+                 "Jupyter keep their cells there already)")
+    return CompileError(f"cannot read the source of {pyfunc.__qualname__}: its file {filename} "
+                        f"no longer exists or cannot be read", where,
+                        hint="jittile compiles a kernel from its source file; keep the file "
+                             "where the kernel's module was imported from")
 
 
 _parsed_files: dict[str, tuple[list, ast.Module]] = {}

@@ -25,4 +25,4 @@ def align_up(value: int, align: int) -> int:
 def located(exc: ContractError, location: Location) -> ContractError:
     """``exc`` at ``location`` unless it already names one."""
     return ContractError(exc.rule, exc.location or location, opcode=exc.opcode,
-                         parameter=exc.parameter)
+                         parameter=exc.parameter, hint=exc.hint)

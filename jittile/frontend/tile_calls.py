@@ -28,10 +28,7 @@ class TileCallLowering:
     # ------------------------------------------------------------------------------ tile calls
     def tile_apply(self, node: ast.Call) -> list[ast.stmt]:
         location = self.loc(node)
-        if not node.args:
-            raise ContractError("T.cuda.tile.apply needs T.ptx[opcode] as its first argument",
-                                location, parameter="opcode")
-        instr = self.resolve(node.args[0])
+        instr = self.resolve(node.args[0])  # bound to T.cuda.tile.apply's signature (calls.py)
         if not isinstance(instr, PtxInstruction):
             raise ContractError(f"first argument must be T.ptx[opcode], got {src(node.args[0])!r}",
                                 self.loc(node.args[0]), parameter="opcode")
@@ -49,9 +46,6 @@ class TileCallLowering:
         param_locations = {f"operand {i}": self.loc(a) for i, a in enumerate(node.args[1:])}
         scope = "thread"
         for kw in node.keywords:
-            if kw.arg is None:
-                raise ContractError("**kwargs are not allowed in tile calls", self.loc(kw),
-                                    opcode=opcode)
             param_locations[kw.arg] = self.loc(kw.value)
             if kw.arg == "scope":
                 scope = self.static(kw.value)

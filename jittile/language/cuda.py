@@ -1,23 +1,88 @@
 """``T.cuda``: thread indices, synchronisation, tensor memory and the tile-pattern entry point."""
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 from ..ir import LaunchConfig  # re-exported: T.cuda.LaunchConfig
-from .markers import Intrinsic
+from .markers import Namespace, intrinsic
 
 
-lane_id = Intrinsic("T.cuda.lane_id", "Lane index of the calling thread within its warp (0..31).")
-warp_id = Intrinsic("T.cuda.warp_id", "Warp index within the CTA (linear thread index // 32).")
-thread_idx = Intrinsic("T.cuda.thread_idx", "threadIdx.x/y/z; with no axis the linear index in the CTA.")
-block_idx = Intrinsic("T.cuda.block_idx", "blockIdx.x/y/z; with no axis the linear CTA index.")
-block_dim = Intrinsic("T.cuda.block_dim", "blockDim.x/y/z.")
-grid_dim = Intrinsic("T.cuda.grid_dim", "gridDim.x/y/z.")
-cluster_ctarank = Intrinsic("T.cuda.cluster_ctarank", "Rank of this CTA in its cluster (%cluster_ctarank).")
-cta_sync = Intrinsic("T.cuda.cta_sync", "Barrier across the CTA (bar.sync 0).")
-cluster_sync = Intrinsic("T.cuda.cluster_sync", "barrier.cluster.arrive + wait across the cluster.")
-mbarrier_wait = Intrinsic("T.cuda.mbarrier_wait", "Spin on mbarrier.try_wait.parity until the phase completes.")
-decl_tmem = Intrinsic("T.cuda.decl_tmem", "View a tensor-memory address as a typed TMEM tensor.")
+@intrinsic("T.cuda.lane_id")
+def lane_id() -> int:
+    """Lane index of the calling thread within its warp (0..31, ``%laneid``)."""
 
-tile = SimpleNamespace(apply=Intrinsic(
-    "T.cuda.tile.apply", "Issue a tile pattern: T.cuda.tile.apply(T.ptx[opcode], *operands, **params)."))
+
+@intrinsic("T.cuda.warp_id")
+def warp_id() -> int:
+    """Warp index of the calling thread within its CTA: the linear thread index // 32."""
+
+
+@intrinsic("T.cuda.thread_idx")
+def thread_idx(axis: str | None = None, /) -> int:
+    """``threadIdx.x``, ``.y`` or ``.z`` for ``axis`` 'x', 'y' or 'z'; with no axis the linear
+    thread index in the CTA (``x + y * blockDim.x + z * blockDim.x * blockDim.y``)."""
+
+
+@intrinsic("T.cuda.block_idx")
+def block_idx(axis: str | None = None, /) -> int:
+    """``blockIdx.x``, ``.y`` or ``.z`` for ``axis`` 'x', 'y' or 'z'; with no axis the linear CTA
+    index in the grid."""
+
+
+@intrinsic("T.cuda.block_dim")
+def block_dim(axis: str, /) -> int:
+    """``blockDim.x``, ``.y`` or ``.z``: the CTA's extent along ``axis`` ('x', 'y' or 'z')."""
+
+
+@intrinsic("T.cuda.grid_dim")
+def grid_dim(axis: str, /) -> int:
+    """``gridDim.x``, ``.y`` or ``.z``: the grid's extent along ``axis`` ('x', 'y' or 'z')."""
+
+
+@intrinsic("T.cuda.cluster_ctarank")
+def cluster_ctarank() -> int:
+    """Rank of this CTA within its cluster (``%cluster_ctarank``)."""
+
+
+@intrinsic("T.cuda.cta_sync")
+def cta_sync() -> None:
+    """Barrier across every thread of the CTA (``bar.sync 0``, ``__syncthreads()``)."""
+
+
+@intrinsic("T.cuda.cluster_sync")
+def cluster_sync() -> None:
+    """Barrier across every thread of the cluster (``barrier.cluster.arrive`` then ``wait``)."""
+
+
+@intrinsic("T.cuda.mbarrier_wait")
+def mbarrier_wait(mbar: int, phase: int, /) -> None:
+    """Wait until the phase ``phase`` (0 or 1) of the mbarrier at shared address ``mbar`` (e.g.
+    ``mbar.ptr_to([0])``) completes, spinning on ``mbarrier.try_wait.parity``."""
+
+
+@intrinsic("T.cuda.decl_tmem")
+def decl_tmem(address: int, /, *, ty_args: list):
+    """View the tensor-memory address ``address`` (as written by ``tcgen05.alloc``) as a TMEM
+    tensor: ``ty_args=[T.Tensor(shape, dtype, scope="tmem", layout=...)]``, whose layout maps
+    its axes to TMEM lanes and columns (``TLane``, ``TCol``). Assign it to a name; tile calls
+    take it (or a region of it) as an operand."""
+
+
+@intrinsic("T.cuda.tile.apply")
+def apply(instruction, /, *operands, scope: str = "thread", **parameters) -> None:
+    """Issue the tile pattern of ``instruction`` (``T.ptx[opcode]``) on ``operands`` (shared,
+    global, TensorMap or TMEM regions, in the order the opcode's family declares) with the
+    family's keyword ``parameters``. The call is checked against the family's contract at
+    compile time and expands into one native instruction per group/repeat instance (see
+    ``ck.plan``). ``scope`` names the execution scope whose indices the leading group axes of
+    the operands follow; it elects no thread."""
+
+
+tile = Namespace("T.cuda.tile", "Tile patterns: T.cuda.tile.apply(T.ptx[opcode], *operands, "
+                                "**parameters).", apply=apply)
+
+__all__ = ["LaunchConfig", "lane_id", "warp_id", "thread_idx", "block_idx", "block_dim",
+           "grid_dim", "cluster_ctarank", "cta_sync", "cluster_sync", "mbarrier_wait",
+           "decl_tmem", "tile"]
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

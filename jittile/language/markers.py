@@ -5,23 +5,93 @@ identity after resolving names through the kernel function's globals, so aliases
 """
 from __future__ import annotations
 
+import inspect
+import textwrap
+from types import SimpleNamespace
 from typing import Callable, Sequence
 
 from ..errors import ContractError, JittileError
 
 
 class Intrinsic:
-    """A kernel-language function such as ``T.cuda.cta_sync``; only meaningful inside a kernel."""
+    """A function of the kernel language such as ``T.cuda.cta_sync``; only meaningful inside a
+    kernel, where the frontend checks each call against its signature and lowers it.
 
-    def __init__(self, qualname: str, doc: str = ""):
+    The signature and docstring are those of the declaration it is made from (see
+    :func:`intrinsic`), so ``inspect.signature`` and ``help()`` show them. Like a plain function
+    it is a non-data descriptor that never binds, which is also what makes ``help()`` document it
+    as a function rather than as an instance of this class.
+    """
+
+    def __init__(self, qualname: str, declaration: Callable):
         self.qualname = qualname
-        self.__doc__ = doc
+        self.__name__ = declaration.__name__
+        self.__qualname__ = qualname
+        self.__doc__ = inspect.getdoc(declaration)
+        self.__signature__ = inspect.signature(declaration, eval_str=True)
+
+    def __get__(self, instance, owner=None) -> "Intrinsic":
+        return self
 
     def __call__(self, *args, **kwargs):
         raise JittileError(f"{self.qualname}() can only be used inside a @jittile.kernel function")
 
     def __repr__(self) -> str:
-        return f"<jittile intrinsic {self.qualname}>"
+        return f"<jittile intrinsic {self.qualname}{self.__signature__}>"
+
+
+def intrinsic(qualname: str) -> Callable[[Callable], Intrinsic]:
+    """Decorator: the ``def`` below declares an intrinsic's parameters, return type and docstring;
+    its body is never run (the frontend lowers each call)."""
+
+    def declare(declaration: Callable) -> Intrinsic:
+        return Intrinsic(qualname, declaration)
+
+    return declare
+
+
+class Namespace(SimpleNamespace):
+    """A namespace of the kernel language (``T``, ``T.cuda.tile``): ``dir()`` lists its public
+    names and ``help()`` shows each one's signature and summary."""
+
+    def __init__(self, qualname: str, summary: str, **members):
+        super().__init__(**members)
+        object.__setattr__(self, "_qualname", qualname)
+        object.__setattr__(self, "__doc__", summary + "\n\n" + describe_members(qualname, members))
+
+    def __dir__(self) -> list[str]:
+        return sorted(name for name in vars(self) if not name.startswith("_"))
+
+    def __repr__(self) -> str:
+        return f"<jittile kernel language {self._qualname}>"
+
+
+def call_signature(obj) -> inspect.Signature | None:
+    """The signature a kernel-language callable is checked against, or None where it has none
+    (``T.ptx`` instructions: their operands depend on the opcode)."""
+    if isinstance(obj, PtxInstruction) or not callable(obj):
+        return None
+    try:
+        return inspect.signature(obj)
+    except (TypeError, ValueError):
+        return None
+
+
+def summary(obj) -> str:
+    """The first paragraph of ``obj``'s documentation, on one line."""
+    doc = (inspect.getdoc(obj) or "").strip()
+    return " ".join(doc.split("\n\n")[0].split())
+
+
+def describe_members(qualname: str, members: dict) -> str:
+    """Per member: its qualified name and signature, then its summary, indented."""
+    lines = []
+    for name in sorted(members):
+        obj = members[name]
+        signature = call_signature(obj)
+        lines.append(f"{qualname}.{name}{signature if signature is not None else ''}")
+        lines += textwrap.wrap(summary(obj), 96, initial_indent="    ", subsequent_indent="    ")
+    return "\n".join(lines)
 
 
 def _attribute_word(word: str) -> str:
@@ -44,7 +114,10 @@ def opcode_from_attributes(parts: Sequence[str]) -> str:
 
 
 class PtxInstruction:
-    """``T.ptx.a.b.c`` or ``T.ptx["a.b.c"]``: a raw PTX instruction (or a tile opcode) by name."""
+    """``T.ptx.a.b.c(...)`` or ``T.ptx["a.b.c"](...)``: a raw PTX instruction by name (or, as the
+    first argument of ``T.cuda.tile.apply``, a tile opcode). In the attribute spelling a trailing
+    ``_`` drops (``async_`` -> ``async``) and ``__`` becomes ``::`` (``shared__cta`` ->
+    ``shared::cta``)."""
 
     def __init__(self, parts: tuple[str, ...] = (), text: str | None = None):
         self._parts = parts

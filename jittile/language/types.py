@@ -1,6 +1,7 @@
 """Types of the kernel language: tensors, scalars and the ``constexpr`` marker."""
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -10,11 +11,18 @@ from ..errors import JittileError
 
 
 class ScalarType:
-    """``T.uint32`` & co.: annotates scalar parameters and converts values inside kernels."""
+    """A scalar type (``T.uint32`` & co.): ``x: T.uint32`` annotates a scalar parameter of that
+    type; ``T.uint32(value)`` converts a value (inside a kernel: a conversion in the generated
+    code; on the host: the NumPy scalar)."""
 
     def __init__(self, name: str):
         self.dtype_name = name
         self.dtype: DType = lookup_dtype(name)
+        self.__doc__ = (f"Convert ``value`` to {name} (inside a kernel: a conversion in the "
+                        f"generated code; on the host: the NumPy scalar). As an annotation, "
+                        f"``x: T.{name}`` makes a scalar parameter of that type.")
+        self.__signature__ = inspect.Signature(
+            [inspect.Parameter("value", inspect.Parameter.POSITIONAL_ONLY)])
 
     def __call__(self, value):
         """Outside a kernel (and when folded at compile time): the NumPy scalar of this type;
@@ -32,7 +40,8 @@ class ScalarType:
 
 
 class _Constexpr:
-    """Annotation of a static parameter: its value is folded at compile time and enters the key."""
+    """``x: T.constexpr`` annotates a static parameter: its value is folded at compile time (it
+    may size shared buffers and feed static tile parameters) and is part of the cache key."""
 
     def __repr__(self) -> str:
         return "T.constexpr"
@@ -54,7 +63,7 @@ class Tensor:
     scope: str = "global"
     layout: object = field(default=None, compare=False)
 
-    def __init__(self, shape, dtype, scope: str = "global", layout=None):
+    def __init__(self, shape, dtype, scope="global", layout=None):
         if isinstance(shape, (int, str)) or shape is None:
             shape = (shape,)
         shape = tuple(shape)

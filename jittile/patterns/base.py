@@ -152,9 +152,10 @@ class CallSite:
     target: Target
     scope: str = "thread"
 
-    def error(self, message: str, parameter: str | None = None) -> ContractError:
+    def error(self, message: str, parameter: str | None = None, *,
+              hint: str | None = None) -> ContractError:
         location = self.param_locations.get(parameter, self.location) if parameter else self.location
-        return ContractError(message, location, opcode=self.opcode, parameter=parameter)
+        return ContractError(message, location, opcode=self.opcode, parameter=parameter, hint=hint)
 
 
 @dataclass

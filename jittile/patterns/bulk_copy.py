@@ -153,6 +153,11 @@ class BulkCopyPattern(TilePattern):
     def lower(self, site: CallSite, ctx: LoweringContext) -> Lowering:
         op = self._opcode(site)
         self.check_parameter_names(site, " (qualifiers go in the opcode)")
+        if site.scope != "thread":
+            raise site.error(f"a bulk copy moves one contiguous run per issuing thread and has "
+                             f"no group axes: scope must be 'thread', got {site.scope!r}",
+                             "scope", hint="issue the copy from the threads that should, under "
+                                           "an if, or use a TMA tensor copy with group axes")
         shared, glob = self._operands(site, op)
         size = self._size(site, op, shared, glob)
         operands = self._runtime_operands(site, op)

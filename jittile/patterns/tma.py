@@ -248,7 +248,8 @@ class TmaPattern(TilePattern):
                              "swizzle") from None
         if layout_mode != swizzle:
             raise site.error(f"swizzle={swizzle} does not match the shared buffer {buf.name!r}, "
-                             f"whose layout has swizzle mode {layout_mode}", "swizzle")
+                             f"whose layout has swizzle mode {layout_mode}", "swizzle",
+                             hint=_swizzle_fix(buf, layout_mode, swizzle))
         need = swizzle_period(swizzle) if swizzle else SHARED_ORIGIN_ALIGN
         if buf.align < need:
             what = (f"swizzle={swizzle} needs the whole {need}-byte period" if swizzle else
@@ -457,6 +458,17 @@ def _check_interleave(site: CallSite, op: BulkTensorOpcode, dtype: DType, box: t
             raise site.error(f"gather4/scatter4 use box=(1, width), got {box}", "box")
         if any(s != 1 for s in element_strides):
             raise site.error("gather4/scatter4 take unit element strides", "element_strides")
+
+
+def _swizzle_fix(buf, layout_mode: int, swizzle: int) -> str:
+    """How to make a TMA ``swizzle=`` and its shared buffer agree: either side may change."""
+    if swizzle:
+        layout = (f"layout=swizzle({swizzle}, {buf.shape}, {buf.dtype.name!r}), "
+                  f"align={swizzle_period(swizzle)}")
+    else:
+        layout = 'layout="default"'
+    return (f"pass swizzle={layout_mode} (the buffer's layout), or allocate {buf.name!r} with "
+            f"{layout}")
 
 
 def _check_inner_box(site: CallSite, dtype: DType, fmt: str, box: tuple, swizzle: int,
