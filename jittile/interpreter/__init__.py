@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..dtypes import DType
-from ..errors import LaunchError
+from ..errors import LaunchError, public_entry
 from ..language.cuda import LaunchConfig
 from ..language.types import Tensor
 
@@ -75,6 +75,7 @@ class Interpreting:
             raise LaunchError("interpret with kernel.interpret[grid, block](...)")
         return Interpreting(self.kernel, LaunchConfig(grid=config[0], block=config[1]))
 
+    @public_entry
     def __call__(self, *args, stream=None, cluster=None, shared_bytes=None, **kwargs) -> None:
         interpret(self.kernel, args, kwargs, self.config, cluster, shared_bytes)
 
