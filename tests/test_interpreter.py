@@ -116,3 +116,23 @@ def test_bfloat16_tensors_move_as_raw_bits():
     out = torch.zeros_like(a)
     k.bulk_bf16.interpret(a, out)
     assert torch.equal(out.view(torch.int16), a.view(torch.int16))
+
+
+def test_benchmark_copy_kernels_interpret():
+    """bench/tma_copy.py's kernels (swizzled two-box tiles, one wide box, persistent mbarrier rings
+    with runtime stages) on a small matrix: rings of 2 and 3 stages over 3 CTAs, rounds part-full."""
+    from bench import tma_copy as bench_copy
+
+    a = np.random.default_rng(1).standard_normal((64, 512)).astype(np.float32)
+    out = np.full_like(a, np.nan)
+    bench_copy.tma_copy.interpret[(512 // 64, 64 // 64), 32](a, out)
+    np.testing.assert_array_equal(out, a)
+    out[:] = np.nan
+    bench_copy.tma_copy_box.interpret[(512 // 256, 64 // 32), 32](a, out, 32, 256, 0)
+    np.testing.assert_array_equal(out, a)
+    rows_a, rows_out = a.reshape(-1, 256), out.reshape(-1, 256)
+    for ring in (bench_copy.tma_copy_ring, bench_copy.tma_copy_ring_lagged):
+        for stages in (2, 3):
+            out[:] = np.nan
+            ring.interpret[3, 32](rows_a, rows_out, 32, 256, 1, rows_a.shape[0] // 32, stages)
+            np.testing.assert_array_equal(out, a)
