@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from ..errors import CompileError
 from ..language.markers import DeviceFunction
-from .static import RUNTIME, StaticScope, evaluate
+from .static import RUNTIME, FoldError, StaticScope, evaluate
 from .syntax import name as _name
 
 
@@ -197,6 +197,8 @@ class HelperInlining:
             except NameError as exc:
                 raise CompileError(f"name {exc.args[0]!r} is not defined",
                                    source.location(default)) from None
+            except FoldError as exc:
+                raise CompileError(exc.message, source.location(exc.node)) from None
             if value is RUNTIME or param in names.assigned:
                 raise CompileError(f"helper {tree.name}: the default of {param!r} must be a "
                                    f"compile-time value the body does not rebind",

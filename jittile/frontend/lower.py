@@ -30,7 +30,7 @@ from .expressions import ExpressionLowering
 from .inline import HelperInlining, assignment_counts
 from .raw_ptx import RawPtxLowering
 from .source import KernelSource
-from .static import RUNTIME, StaticScope, evaluate
+from .static import RUNTIME, FoldError, StaticScope, evaluate
 from .syntax import name as _name
 from .tile_calls import TileCallLowering
 
@@ -96,6 +96,8 @@ class KernelLowering(ExpressionLowering, AllocationLowering, HelperInlining, Raw
             return evaluate(node, self.scope)
         except NameError as exc:
             raise self.error(node, f"name {exc.args[0]!r} is not defined") from None
+        except FoldError as exc:
+            raise self.error(exc.node, exc.message) from None
 
     def resolve(self, node: ast.AST):
         """The Python object a call target names (through globals, so aliases work), or RUNTIME."""
@@ -103,6 +105,8 @@ class KernelLowering(ExpressionLowering, AllocationLowering, HelperInlining, Raw
             return evaluate(node, self.scope)
         except NameError:
             return RUNTIME
+        except FoldError as exc:
+            raise self.error(exc.node, exc.message) from None
 
     def fresh(self, prefix: str = "v") -> str:
         return f"__jt_{prefix}{next(self._counter)}"
