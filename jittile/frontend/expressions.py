@@ -12,6 +12,7 @@ from ..language.types import ScalarType
 from ..patterns.base import SharedBuffer
 from ..ptx import builtins
 from .emit import CUDA, GLOBAL_ADDRESS, SHARED_ADDRESS, linear_index
+from .positions import Origin, tag
 from .static import RUNTIME
 from .syntax import name as _name, parse_expr, src
 
@@ -23,6 +24,10 @@ class ExpressionLowering:
 
     # ------------------------------------------------------------------------------ expressions
     def expr(self, node: ast.expr) -> ast.expr:
+        """The lowered form of a user expression, tagged with where it came from."""
+        return tag(self._expr(node), Origin(self.loc(node), node))
+
+    def _expr(self, node: ast.expr) -> ast.expr:
         if isinstance(node, ast.Call):
             return self.call_expr(node)
         if isinstance(node, ast.Name) and node.id in self.shared:

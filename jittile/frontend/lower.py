@@ -28,6 +28,7 @@ from .allocations import AllocationLowering, SharedVar, TmemVar
 from .emit import CUDA, GLOBAL_ADDRESS, SHARED_ADDRESS
 from .expressions import ExpressionLowering
 from .inline import HelperInlining, assignment_counts
+from .positions import Origin, number_lines, tag
 from .raw_ptx import RawPtxLowering
 from .source import KernelSource
 from .static import RUNTIME, FoldError, StaticScope, evaluate
@@ -44,6 +45,7 @@ class Lowered:
     ir: KernelIR
     shared_buffers: list  # SharedBuffer per T.alloc_shared, in allocation order
     warnings: list  # the JittileWarning messages lowering issued
+    positions: dict  # line of ``function`` -> Origin: the user's code that line came from
 
     @property
     def source(self) -> str:
@@ -142,13 +144,15 @@ class KernelLowering(ExpressionLowering, AllocationLowering, HelperInlining, Raw
             body=body or [ast.Pass()], decorator_list=[], returns=None, type_params=[])
         ast.copy_location(fn, tree)
         ast.fix_missing_locations(fn)
+        tag(fn, Origin(self.loc(tree), tree))
+        positions = number_lines(fn)
         self.ir.shared_bytes = self._shared_cursor
         if self._launch_override is not None:
             self.ir.launch = self._launch_override
         for var in self.shared.values():
             self.namespace[var.view] = ("smem", var.buffer)
         warned = check_transaction_bytes(self.ir.sites, self.tx_counts, self.value_keys)
-        return Lowered(fn, self.namespace, self.ir, self._buffers, warned)
+        return Lowered(fn, self.namespace, self.ir, self._buffers, warned, positions)
 
     # ------------------------------------------------------------------------------- statements
     def block(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
@@ -162,9 +166,11 @@ class KernelLowering(ExpressionLowering, AllocationLowering, HelperInlining, Raw
         if method is None:
             raise self.error(node, f"{type(node).__name__} statements are not supported in kernels")
         result = method(node)
+        origin = Origin(self.loc(node), node)
         for stmt in result:
             if not hasattr(stmt, "lineno"):
                 ast.copy_location(stmt, node)
+            tag(stmt, origin)
         return result
 
     def stmt_Pass(self, node):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import ast
 import copy
 import dataclasses
-import re
 
 
 from ..dtypes import dtype as lookup_dtype
@@ -16,10 +15,9 @@ from ..language.markers import PtxInstruction
 from ..patterns import registry
 from ..patterns.base import CallSite, GlobalRegion, SharedRegion, TensorMapOperand, TmemRegion
 from .emit import render
+from .positions import HELPER_PREFIX
 from .static import RUNTIME
 from .syntax import name as _name, src
-
-_HELPER_NAME = re.compile(r"__jt_h\d+_")
 
 
 class TileCallLowering:
@@ -104,7 +102,7 @@ class TileCallLowering:
                     return ast.copy_location(ast.Constant(value=value), name)
                 return name
 
-        return _HELPER_NAME.sub("", src(Fold().visit(copy.deepcopy(node))))
+        return HELPER_PREFIX.sub("", src(Fold().visit(copy.deepcopy(node))))
 
     def tile_operand(self, node: ast.expr, opcode: str, index: int, prelude: list[ast.stmt]):
         base, indices = node, None
