@@ -13,6 +13,7 @@ import threading
 from .build import build
 from .entry import CompiledKernel
 from .errors import LaunchError
+from .frontend.checks import definition_problem
 from .frontend.source import KernelSource, load_source
 from .keying import source_digest, toolchain_versions
 from .language.cuda import LaunchConfig
@@ -123,11 +124,19 @@ def func(fn):
     """Decorator: ``@jittile.func`` marks a device helper that kernels inline where they call it."""
     from .language.markers import DeviceFunction
 
+    _check_definition(fn, "helper")
     return DeviceFunction(fn, load_source)
 
 
 def kernel(fn=None, *, target: str | None = None, cache: bool = True):
     """Decorator: ``@jittile.kernel`` or ``@jittile.kernel(target="sm_90a", cache=True)``."""
     if fn is None:
-        return lambda f: Kernel(f, target=target, cache=cache)
+        return lambda f: kernel(f, target=target, cache=cache)
+    _check_definition(fn, "kernel")
     return Kernel(fn, target=target, cache=cache)
+
+
+def _check_definition(fn, what: str) -> None:
+    problem = definition_problem(fn, what)
+    if problem is not None:
+        raise problem

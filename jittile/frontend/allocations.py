@@ -67,8 +67,13 @@ class AllocationLowering:
         args = self.static_args(call, ("shape", "dtype", "layout"), {"layout": "default"},
                                 "T.alloc_local")
         shape = args["shape"] if isinstance(args["shape"], tuple) else (args["shape"],)
+        if not shape or not all(isinstance(e, int) and not isinstance(e, bool) and e > 0
+                                for e in shape):
+            raise self.error(call, f"T.alloc_local shape must be a static tuple of positive ints, "
+                                   f"got {args['shape']!r}")
         dtype = self.dtype_arg(call, args["dtype"])
         self.locals.add(name)
+        self.local_arrays[name] = shape
         alloc = ast.Call(
             func=ast.Attribute(value=ast.Attribute(value=_name(CUDA), attr="local", ctx=ast.Load()),
                                attr="array", ctx=ast.Load()),

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from ..errors import CompileError
 from ..language.markers import DeviceFunction
+from .checks import body_problem
 from .static import RUNTIME, FoldError, StaticScope, evaluate
 from .syntax import name as _name
 
@@ -68,6 +69,9 @@ def bind(tree: ast.FunctionDef, call: ast.Call) -> Binding:
 
 
 def names_of(tree: ast.FunctionDef) -> HelperNames:
+    problem = body_problem(tree)
+    if problem is not None:
+        raise InlineError(*problem)
     params = [a.arg for a in [*tree.args.posonlyargs, *tree.args.args]]
     assigned: set[str] = set()
     loaded: set[str] = set()

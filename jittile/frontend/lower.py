@@ -25,10 +25,11 @@ from ..ptx.asm import AsmCall
 from ..targets import Target
 from .accounting import check_transaction_bytes
 from .allocations import AllocationLowering, SharedVar, TmemVar
+from .checks import body_problem
 from .emit import CUDA, GLOBAL_ADDRESS, SHARED_ADDRESS
-from .expressions import ExpressionLowering
+from .expressions import ExpressionLowering, fits_64_bits, is_number
 from .inline import HelperInlining, assignment_counts
-from .positions import Origin, number_lines, tag
+from .positions import HELPER_PREFIX, Origin, number_lines, tag
 from .raw_ptx import RawPtxLowering
 from .source import KernelSource
 from .static import RUNTIME, FoldError, StaticScope, evaluate
@@ -67,6 +68,7 @@ class KernelLowering(ExpressionLowering, AllocationLowering, HelperInlining, Raw
         self.shared: dict[str, SharedVar] = {}
         self.tmem: dict[str, TmemVar] = {}
         self.locals: set[str] = set()
+        self.local_arrays: dict[str, tuple] = {}  # T.alloc_local name -> shape
         self.arrays = {p.name: p for p in params if isinstance(p, ArrayParam)}
         self.scalars = {p.name: p for p in params if isinstance(p, ScalarParam)}
         self.tensormaps = {p.name: p for p in params if isinstance(p, TensorMapParam)}
@@ -134,6 +136,9 @@ class KernelLowering(ExpressionLowering, AllocationLowering, HelperInlining, Raw
     # ------------------------------------------------------------------------------ entry point
     def lower(self) -> Lowered:
         tree = self.source.tree
+        problem = body_problem(tree)
+        if problem is not None:
+            raise self.error(*problem)
         body = self.block(tree.body)
         args = [ast.arg(arg=p.name) for p in self.ir.runtime_params]
         for host in self.ir.host_tensormaps:
@@ -219,14 +224,29 @@ class KernelLowering(ExpressionLowering, AllocationLowering, HelperInlining, Raw
                                                            DeviceFunction):
             return self.inline(node.value, self.resolve(node.value.func), node.targets)
         value = self.static(node.value)
-        if (value is not RUNTIME and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                and node.targets[0].id in self._static_candidates
-                and isinstance(value, (int, float, bool, tuple, str))):
-            self.scope.statics[node.targets[0].id] = value
-            if not isinstance(value, (int, float, bool)):
-                return []
+        single = node.targets[0] if len(node.targets) == 1 and isinstance(node.targets[0],
+                                                                          ast.Name) else None
+        if value is not RUNTIME and single is not None:
+            if single.id in self._static_candidates:
+                self.scope.statics[single.id] = value
+                if not is_number(value) or not fits_64_bits(value):
+                    return []  # folded wherever it is used
+                return [ast.Assign(targets=[self.store_target(single)], value=self.expr(node.value))]
+            if not _has_runtime_form(value):
+                raise self.error(node, self._rebound_static(single.id, value))
         targets = [self.store_target(t) for t in node.targets]
         return [ast.Assign(targets=targets, value=self.expr(node.value))]
+
+    def _rebound_static(self, name: str, value) -> str:
+        """Why a compile-time-only value cannot go into ``name``, which is assigned more than once
+        (and so is a run-time variable)."""
+        shown = HELPER_PREFIX.sub("", name)
+        lines = sorted({n.lineno for n in ast.walk(self.source.tree) if isinstance(n, ast.Name)
+                        and isinstance(n.ctx, ast.Store) and n.id == shown})
+        where = f" (lines {', '.join(map(str, lines))})" if len(lines) > 1 else ""
+        return (f"{shown!r} is assigned more than once{where}, which makes it a run-time variable, "
+                f"but this value ({type(value).__name__} {value!r}) exists only at compile time; "
+                f"give each compile-time value its own name, assigned once")
 
     def stmt_AnnAssign(self, node: ast.AnnAssign):
         if node.value is None:
@@ -240,8 +260,9 @@ class KernelLowering(ExpressionLowering, AllocationLowering, HelperInlining, Raw
 
     def store_target(self, node: ast.expr) -> ast.expr:
         if isinstance(node, ast.Name):
-            if node.id in self.shared or node.id in self.arrays:
-                raise self.error(node, f"cannot rebind {node.id!r}")
+            if node.id in self.shared or node.id in self.arrays or node.id in self.local_arrays:
+                raise self.error(node, f"cannot rebind {node.id!r}: it names memory (a shared "
+                                       f"buffer, tensor or local array); use another name")
             self.locals.add(node.id)
             return _name(node.id, ast.Store())
         if isinstance(node, ast.Tuple):
@@ -306,9 +327,11 @@ class KernelLowering(ExpressionLowering, AllocationLowering, HelperInlining, Raw
         return out
 
 
-
-
-
+def _has_runtime_form(value) -> bool:
+    """Whether a static value can also live in a run-time variable: numbers and tuples of them."""
+    if isinstance(value, tuple):
+        return all(_has_runtime_form(v) for v in value)
+    return is_number(value)
 
 
 def lower_kernel(source: KernelSource, params: list, target: Target, launch=None) -> Lowered:

@@ -20,7 +20,7 @@ class RawPtxLowering:
     # ------------------------------------------------------------------------------- raw PTX
     def raw_ptx(self, node: ast.Call, instr: PtxInstruction, statement: bool):
         location = self.loc(node)
-        opcode = instr.opcode
+        opcode = self.opcode_of(instr, node.func)
         try:
             spec = ptx_table.lookup(opcode, self.target.name)
         except ContractError as exc:
@@ -40,7 +40,7 @@ class RawPtxLowering:
         if n_out and len(args) == n_in + n_out:
             dests, args = args[:n_out], args[n_out:]
         elif n_out > 1 and len(args) == n_in + 1 and isinstance(args[0], ast.Name) and \
-                args[0].id in self.locals:
+                args[0].id in self.local_arrays:
             dests = [ast.Subscript(value=_name(args[0].id), slice=ast.Constant(value=i),
                                    ctx=ast.Load()) for i in range(n_out)]
             args = args[1:]
@@ -73,6 +73,13 @@ class RawPtxLowering:
                                                         slice=ast.Constant(value=i),
                                                         ctx=ast.Load())))
         return stmts
+
+    def opcode_of(self, instr: PtxInstruction, node: ast.expr) -> str:
+        """The opcode ``instr`` spells; a bare ``T.ptx`` is an error at ``node``."""
+        try:
+            return instr.opcode
+        except ContractError as exc:
+            raise located(exc, self.loc(node)) from None
 
     def ptx_operand(self, node: ast.expr, kind, opcode: str, index: int) -> ast.expr:
         kind_name = getattr(kind, "name", str(kind))

@@ -33,7 +33,7 @@ class TileCallLowering:
         if not isinstance(instr, PtxInstruction):
             raise ContractError(f"first argument must be T.ptx[opcode], got {src(node.args[0])!r}",
                                 self.loc(node.args[0]), parameter="opcode")
-        opcode = instr.opcode
+        opcode = self.opcode_of(instr, node.args[0])
         pattern = registry.pattern_for(opcode)
         if pattern is None:
             near = registry.closest_family(opcode)
@@ -57,7 +57,7 @@ class TileCallLowering:
                     raise ContractError(f"must be a static string, got {src(kw.value)!r}",
                                         self.loc(kw.value), opcode=opcode, parameter="scope")
                 continue
-            params[kw.arg] = self.tile_param(kw.value, prelude)
+            params[kw.arg] = self.tile_param(kw.value, prelude, opcode, kw.arg)
         site = CallSite(location, opcode, operands, params, param_locations, self.target, scope)
         lowering = pattern.lower(site, self)
         self.ir.sites.append(SiteRecord(location, opcode, pattern.family, lowering.plan,
@@ -72,13 +72,18 @@ class TileCallLowering:
                             orelse=[])]
         return prelude + emits
 
-    def tile_param(self, node: ast.expr, prelude: list[ast.stmt]):
+    def tile_param(self, node: ast.expr, prelude: list[ast.stmt], opcode: str, parameter: str):
         """A keyword value: static where it folds, else runtime temporaries (per tuple element)."""
+        kind = self.memory_kind(node)
+        if kind is not None:
+            raise ContractError(f"takes a value, got {kind} {node.id!r}; pass an element, an "
+                                f"address (buf.ptr_to([...])) or a number", self.loc(node),
+                                opcode=opcode, parameter=parameter)
         value = self.static(node)
         if value is not RUNTIME:
             return value
         if isinstance(node, (ast.Tuple, ast.List)):
-            return tuple(self.tile_param(e, prelude) for e in node.elts)
+            return tuple(self.tile_param(e, prelude, opcode, parameter) for e in node.elts)
         return self.temporary(node, prelude)
 
     def temporary(self, node: ast.expr, prelude: list[ast.stmt]) -> Var:
