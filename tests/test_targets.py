@@ -2,6 +2,7 @@
 JittileError naming the supported ones, wherever a target is named."""
 from __future__ import annotations
 
+import importlib.util
 import re
 
 import pytest
@@ -57,3 +58,20 @@ def test_every_target_states_its_shared_memory_per_block(target):
     expected = 99 * 1024 if re.match(r"sm_12\d", target) else 227 * 1024
     assert limit == expected
 
+
+def test_the_shared_limit_is_the_targets_own(tmp_path):
+    """100 KB of shared memory compile for sm_90a and are refused for sm_120a."""
+    path = tmp_path / "big_shared.py"
+    path.write_text(
+        "import jittile\nfrom jittile import T\n\n\n@jittile.kernel\n"
+        "def big(A: T.Tensor((16,), 'uint8')):\n"
+        "    T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))\n"
+        "    b = T.alloc_shared((100 * 1024,), 'uint8')\n"
+        "    b[T.cuda.lane_id()] = A[0]\n")
+    spec = importlib.util.spec_from_file_location("big_shared", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.big.compile(target="sm_90a").metadata["shared_bytes"] == 100 * 1024
+    with pytest.raises(jittile.CompileError, match=r"99 KB\) one block may use on sm_120a") as info:
+        module.big.compile(target="sm_120a")
+    assert (info.value.filename, info.value.lineno) == (str(path), 8)

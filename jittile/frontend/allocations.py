@@ -58,10 +58,26 @@ class AllocationLowering:
         probe = SharedBuffer(name, shape, dtype, layout, align, offset, self.loc(call))
         self._shared_cursor = offset + probe.nbytes
         self.ir.shared_align = max(self.ir.shared_align, align)
+        self.ir.shared_bytes = self._shared_cursor
+        self.check_shared_limit(call, probe)
         view = f"__jt_smem_{name}_{len(self.shared)}"
         self.shared[name] = SharedVar(probe, view)
         self._buffers.append(probe)
         return [ast.Assign(targets=[_name(name, ast.Store())], value=self.call(view))]
+
+    def check_shared_limit(self, call: ast.Call, buffer: SharedBuffer) -> None:
+        """The shared memory planned so far, as a launch requests it, within the target's
+        maximum per block."""
+        requested = max(self.ir.launch_shared_bytes, self.ir.shared_bytes)
+        limit = self.target.max_shared_bytes
+        if requested <= limit:
+            return
+        slack = requested - self.ir.shared_bytes
+        detail = f" plus {slack} bytes of alignment slack" if slack else ""
+        raise self.error(call, f"shared memory: with {buffer.name!r} ({buffer.nbytes} bytes) the "
+                               f"kernel's buffers need {self.ir.shared_bytes} bytes{detail}, over "
+                               f"the {limit} bytes ({limit // 1024} KB) one block may use on "
+                               f"{self.target.name}; use smaller buffers or fewer stages")
 
     def alloc_local(self, name: str, call: ast.Call) -> list[ast.stmt]:
         args = self.static_args(call, ("shape", "dtype", "layout"), {"layout": "default"},

@@ -32,9 +32,16 @@ from .inline import HelperInlining, assignment_counts
 from .positions import HELPER_PREFIX, Origin, number_lines, tag
 from .raw_ptx import RawPtxLowering
 from .source import KernelSource
-from .static import RUNTIME, FoldError, StaticScope, evaluate
+from .static import RUNTIME, FoldError, StaticScope, evaluate, sequence_length
 from .syntax import name as _name
 from .tile_calls import TileCallLowering
+
+
+# Limits that keep compile times bounded. The repository's kernels (examples/, tests/, bench/)
+# unroll at most 4 iterations and lower to at most 128 statements; numba-cuda's typing time grows
+# about quadratically with the function: 1024 one-line statements take it about a minute.
+MAX_UNROLL = 256  # iterations of one T.unroll loop
+MAX_STATEMENTS = 1024  # statements of the lowered kernel
 
 
 @dataclass
@@ -147,6 +154,7 @@ class KernelLowering(ExpressionLowering, AllocationLowering, HelperInlining, Raw
             name=self.source.name, args=ast.arguments(posonlyargs=[], args=args, kwonlyargs=[],
                                                       kw_defaults=[], defaults=[]),
             body=body or [ast.Pass()], decorator_list=[], returns=None, type_params=[])
+        self.check_statement_budget(tree, statement_count(fn.body))
         ast.copy_location(fn, tree)
         ast.fix_missing_locations(fn)
         tag(fn, Origin(self.loc(tree), tree))
@@ -314,17 +322,47 @@ class KernelLowering(ExpressionLowering, AllocationLowering, HelperInlining, Raw
         if not isinstance(node.target, ast.Name):
             raise self.error(node, "T.unroll binds a single loop name")
         bounds = [self.static(a) for a in node.iter.args]
-        if not bounds or not all(isinstance(b, int) and not isinstance(b, bool) for b in bounds):
-            raise self.error(node.iter, "T.unroll(...) takes compile-time integers, like range()")
+        if not bounds or len(bounds) > 3 or not all(isinstance(b, int) and not isinstance(b, bool)
+                                                    for b in bounds):
+            raise self.error(node.iter, "T.unroll(...) takes one to three compile-time integers, "
+                                        "like range()")
+        if 0 in bounds[2:]:
+            raise self.error(node.iter, "T.unroll(...) step must not be zero")
+        values = range(*bounds)
+        count = sequence_length(values)
+        if count > MAX_UNROLL:
+            raise self.error(node.iter, f"T.unroll over {count} iterations is more than the "
+                                        f"{MAX_UNROLL} jittile unrolls: each copy of the body is "
+                                        f"compiled separately; use range(...) for a run-time loop "
+                                        f"and keep T.unroll for the few stages that tile calls "
+                                        f"must name statically")
         name = node.target.id
         out: list[ast.stmt] = []
         self._unrolled.add(name)
-        for value in range(*bounds):
+        emitted = 0
+        for value in values:
             self.scope.statics[name] = value
-            out.extend(self.block(copy.deepcopy(node.body)))
+            copies = self.block(copy.deepcopy(node.body))
+            emitted += statement_count(copies)
+            self.check_statement_budget(node.iter, emitted)
+            out.extend(copies)
         self.scope.statics.pop(name, None)
         self._unrolled.discard(name)
         return out
+
+    def check_statement_budget(self, node: ast.AST, count: int) -> None:
+        """Refuse a kernel that lowers to more statements than numba-cuda compiles in reasonable
+        time (its typing time grows faster than linearly with the function's size)."""
+        if count > MAX_STATEMENTS:
+            raise self.error(node, f"the kernel expands to more than {MAX_STATEMENTS} statements "
+                                   f"(T.unroll copies, inlined helpers and tile-call instructions "
+                                   f"count), which would take numba-cuda minutes to compile; use "
+                                   f"range(...) loops for repeated work")
+
+
+def statement_count(statements: list[ast.stmt]) -> int:
+    """Statements in ``statements``, nested ones included."""
+    return sum(isinstance(n, ast.stmt) for s in statements for n in ast.walk(s))
 
 
 def _has_runtime_form(value) -> bool:
