@@ -14,6 +14,7 @@ from ..language.markers import DeviceFunction, Intrinsic, PtxInstruction
 from ..language.types import ScalarType
 from ..patterns.base import SharedBuffer
 from ..ptx import builtins
+from .divergence import mark
 from .emit import CUDA, GLOBAL_ADDRESS, SHARED_ADDRESS, linear_index
 from .positions import Origin, tag
 from .static import RUNTIME
@@ -204,10 +205,13 @@ class ExpressionLowering:
         if target is Lcuda.cluster_ctarank:
             return self.call(self.asm_name(builtins.CLUSTER_CTARANK))
         if target is Lcuda.cta_sync:
-            return ast.Call(func=ast.Attribute(value=_name(CUDA), attr="syncthreads",
-                                               ctx=ast.Load()), args=[], keywords=[])
+            return mark(ast.Call(func=ast.Attribute(value=_name(CUDA), attr="syncthreads",
+                                                    ctx=ast.Load()), args=[], keywords=[]),
+                        "T.cuda.cta_sync() is a barrier every thread of the block must reach")
         if target is Lcuda.cluster_sync:
-            return self.call(self.asm_name(builtins.CLUSTER_SYNC))
+            return mark(self.call(self.asm_name(builtins.CLUSTER_SYNC)),
+                        "T.cuda.cluster_sync() is a barrier every thread of the cluster must "
+                        "reach")
         if target is Lcuda.mbarrier_wait:
             if len(node.args) != 2:
                 raise self.error(node, "T.cuda.mbarrier_wait(mbar_ptr, phase) takes two arguments")

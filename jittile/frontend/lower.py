@@ -11,11 +11,12 @@ from __future__ import annotations
 import ast
 import copy
 import itertools
+import warnings
 from dataclasses import dataclass
 
 from .. import language as L
 from ..dtypes import DType
-from ..errors import CompileError, Location
+from ..errors import CompileError, JittileWarning, Location
 from ..ir import (ArrayParam, ConstexprParam, HostParam, HostTensorMap, KernelIR, ScalarParam,
                   TensorMapParam)
 from ..language import cuda as Lcuda
@@ -26,6 +27,7 @@ from ..targets import Target
 from .accounting import check_transaction_bytes
 from .allocations import AllocationLowering, SharedVar, TmemVar
 from .checks import body_problem
+from .divergence import divergent_operations
 from .emit import CUDA, GLOBAL_ADDRESS, SHARED_ADDRESS
 from .expressions import ExpressionLowering, fits_64_bits, is_number
 from .inline import HelperInlining, assignment_counts
@@ -165,6 +167,7 @@ class KernelLowering(ExpressionLowering, AllocationLowering, HelperInlining, Raw
         for var in self.shared.values():
             self.namespace[var.view] = ("smem", var.buffer)
         warned = check_transaction_bytes(self.ir.sites, self.tx_counts, self.value_keys)
+        warned += warn_divergent_operations(fn)
         return Lowered(fn, self.namespace, self.ir, self._buffers, warned, positions)
 
     # ------------------------------------------------------------------------------- statements
@@ -358,6 +361,20 @@ class KernelLowering(ExpressionLowering, AllocationLowering, HelperInlining, Raw
                                    f"(T.unroll copies, inlined helpers and tile-call instructions "
                                    f"count), which would take numba-cuda minutes to compile; use "
                                    f"range(...) loops for repeated work")
+
+
+def warn_divergent_operations(function: ast.FunctionDef) -> list[str]:
+    """A JittileWarning at each warp- or block-synchronous operation that runs under a
+    lane-dependent condition; returns the messages."""
+    messages = []
+    for where, rule, condition in divergent_operations(function):
+        message = (f"{where.location}: {rule}, but it runs under a condition that differs between "
+                   f"the lanes of a warp ({condition.location}: {condition.text!r}); issue it "
+                   f"where the whole warp runs, e.g. under a condition on T.cuda.warp_id()")
+        messages.append(message)
+        warnings.warn_explicit(JittileWarning(message), JittileWarning, where.location.filename,
+                               where.location.lineno)
+    return messages
 
 
 def statement_count(statements: list[ast.stmt]) -> int:

@@ -10,6 +10,7 @@ from ..errors import ContractError
 from ..language.markers import PtxInstruction
 from ..patterns import registry
 from ..ptx import instructions as ptx_table
+from .divergence import mark
 from .emit import GLOBAL_ADDRESS, SHARED_ADDRESS
 from .syntax import located, name as _name, src
 
@@ -51,6 +52,8 @@ class RawPtxLowering:
         operands = [self.ptx_operand(a, kind, opcode, i) for i, (a, kind) in
                     enumerate(zip(args, spec.inputs))]
         call = self.call(self.asm_name(spec.asm()), *operands)
+        if spec.warp_aligned:
+            mark(call, f"{opcode} is .aligned: every thread of the warp must execute it together")
         if spec.tx_count is not None:
             barrier, count_index = spec.tx_count
             count = self.static(args[count_index])
