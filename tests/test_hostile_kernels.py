@@ -54,6 +54,7 @@ def kernel(A: T.Tensor((16, 16), "uint32"), Out: T.Tensor((16, 16), "uint32"), n
     s = T.alloc_shared((8, 16), "uint32", align=128)
     frag = T.alloc_local((4,), "uint32")
 '''
+LOAD_OPCODE = "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
 _serial = itertools.count()
 
 
@@ -412,3 +413,26 @@ def test_a_hostile_kernel_fails_with_a_located_jittile_error(case, tmp_path):
     assert str(error).startswith(f"{path}:{line}:{error.col_offset}: ")
     assert "__jt_" not in str(error) or "reserved" in case.id, str(error)
     assert re.search(case.match, str(error)), str(error)
+
+
+@pytest.mark.parametrize("error", [CompileError("scope 'cluster' needs a cluster"),
+                                   ContractError("a rule", opcode=LOAD_OPCODE, parameter="box")],
+                         ids=["compile-error", "contract-error"])
+def test_a_patterns_error_without_a_place_is_told_at_the_call(error, tmp_path, monkeypatch):
+    """A pattern (or a lowering service it calls, such as group_indices) that raises without a
+    location gets the tile call's."""
+    from jittile.patterns import registry
+
+    pattern = registry.pattern_for(LOAD_OPCODE)
+
+    def lower(site, ctx):
+        raise error
+
+    monkeypatch.setattr(pattern, "lower", lower)
+    case = Case("unlocated", "T.cuda.tile.apply(T.ptx[LOAD], s, A, box=(8, 16))  #!")
+    text, line = render(case)
+    name, path = write(text, tmp_path)
+    with pytest.raises(type(error)) as info:
+        compile_module(name, path, "sm_90a")
+    assert (info.value.filename, info.value.lineno) == (path, line)
+    assert info.value.message.endswith(error.message)

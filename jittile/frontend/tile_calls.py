@@ -9,7 +9,7 @@ import dataclasses
 
 
 from ..dtypes import dtype as lookup_dtype
-from ..errors import CompileError, ContractError
+from ..errors import CompileError, ContractError, JittileError
 from ..ir import ArgumentAlignment, ArrayParam, BinOp, HostParam, SiteRecord, Special, Var
 from ..language.markers import PtxInstruction
 from ..patterns import registry
@@ -17,7 +17,7 @@ from ..patterns.base import CallSite, GlobalRegion, SharedRegion, TensorMapOpera
 from .emit import render
 from .positions import HELPER_PREFIX
 from .static import RUNTIME
-from .syntax import name as _name, src
+from .syntax import located, name as _name, src
 
 
 class TileCallLowering:
@@ -59,7 +59,14 @@ class TileCallLowering:
                 continue
             params[kw.arg] = self.tile_param(kw.value, prelude, opcode, kw.arg)
         site = CallSite(location, opcode, operands, params, param_locations, self.target, scope)
-        lowering = pattern.lower(site, self)
+        try:
+            lowering = pattern.lower(site, self)
+        except JittileError as exc:  # located at its parameter by the pattern, else at the call
+            if exc.location is not None:
+                raise
+            if isinstance(exc, ContractError):
+                raise located(exc, location) from None
+            raise CompileError(exc.message, location) from None
         self.ir.sites.append(SiteRecord(location, opcode, pattern.family, lowering.plan,
                                         lowering.predicate))
         emits = [ast.Expr(value=self.call(self.asm_name(record.asm),
