@@ -139,3 +139,33 @@ def test_every_node_gets_its_own_line_mapped_to_its_origin():
     error = diagnose.numba_failure(Exception("boom"), table)
     assert (error.location, error.message) == (kernel.location,
                                                "numba-cuda could not compile the kernel: boom")
+
+
+def test_a_link_failure_is_told_at_the_kernel(tmp_path, monkeypatch):
+    from jittile.errors import ToolchainError
+    from jittile.backend import toolchain
+
+    def fail(ptx, target, name):
+        raise ToolchainError(f"nvJitLink could not assemble {name} for {target}: ptxas error")
+
+    monkeypatch.setattr(toolchain, "link_cubin", fail)
+    kernel, path, _ = load(tmp_path, "Out[0] = lane")
+    with pytest.raises(ToolchainError) as info:
+        kernel.compile(target="sm_90a")
+    assert (info.value.filename, info.value.lineno) == (path, 7)
+    assert "ptxas error" in str(info.value)
+
+
+def test_an_nvjitlink_older_than_the_target_is_a_toolchain_error(monkeypatch):
+    from cuda.bindings import nvjitlink
+
+    from jittile.errors import ToolchainError
+    from jittile.backend import toolchain
+    from jittile.targets import Target
+
+    def create(count, options):
+        raise nvjitlink.nvJitLinkError(nvjitlink.Result.ERROR_UNRECOGNIZED_ARCH)
+
+    monkeypatch.setattr(nvjitlink, "create", create)
+    with pytest.raises(ToolchainError, match=r"cannot build for sm_110a: ERROR_UNRECOGNIZED_ARCH"):
+        toolchain.link_cubin(".version 8.0\n", Target.parse("sm_110a"))

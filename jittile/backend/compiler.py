@@ -127,8 +127,8 @@ def compile_lowered(lowered: Lowered, target: Target) -> Artifact:
     ptx = ptx_post.rewrite(ptx, entry, grid_constant, cluster)
     try:
         cubin, log = toolchain.link_cubin(ptx, target, entry)
-    except ToolchainError:
-        raise
+    except ToolchainError as exc:  # told at the kernel it failed to build
+        raise ToolchainError(exc.message, lowered.positions[1].location) from exc
     usage = toolchain.resource_usage(log)
     return Artifact(ptx, cubin, entry, usage, layout, time.perf_counter() - start,
                     toolchain.libraries())
