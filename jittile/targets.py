@@ -87,6 +87,14 @@ TARGETS = {
 }
 SUPPORTED_TARGETS = tuple(TARGETS)
 
+# Launch shapes every supported target accepts (CUDA C++ Programming Guide, technical
+# specifications: compute capability 9.0 and newer): threads and extents of a block, extents of a
+# grid, and the CTAs of a cluster without the non-portable opt-in (which jittile does not request).
+MAX_THREADS_PER_BLOCK = 1024
+MAX_BLOCK_DIMS = (1024, 1024, 64)
+MAX_GRID_DIMS = (2 ** 31 - 1, 65535, 65535)
+MAX_CLUSTER_CTAS = 8
+
 # Architecture-specific feature sets: which targets accept instructions that the PTX ISA restricts to
 # a family. Generic (no suffix) requirements accept any target of at least that capability.
 _FAMILY = {

@@ -6,6 +6,7 @@ import ast
 from dataclasses import dataclass
 
 
+from .. import targets
 from ..dtypes import DType, dtype as lookup_dtype
 from ..language import cuda as Lcuda
 from ..language.types import Tensor
@@ -25,6 +26,24 @@ class SharedVar:
 class TmemVar:
     tensor: Tensor
     base: str
+
+
+def launch_problem(launch) -> str | None:
+    """What no supported target can launch in ``launch`` (a LaunchConfig), or None."""
+    if launch.threads > targets.MAX_THREADS_PER_BLOCK:
+        return (f"block {launch.block} has {launch.threads} threads, over the "
+                f"{targets.MAX_THREADS_PER_BLOCK} a block may have")
+    for what, dims, limits in (("block", launch.block, targets.MAX_BLOCK_DIMS),
+                               ("grid", launch.grid, targets.MAX_GRID_DIMS)):
+        for axis, extent, limit in zip("xyz", dims, limits):
+            if extent > limit:
+                return f"{what} extent {extent} on axis {axis} is over the {limit} it may have"
+    if launch.cluster is not None:
+        ctas = launch.cluster[0] * launch.cluster[1] * launch.cluster[2]
+        if ctas > targets.MAX_CLUSTER_CTAS:
+            return (f"cluster {launch.cluster} has {ctas} CTAs, over the "
+                    f"{targets.MAX_CLUSTER_CTAS} a portable cluster may have")
+    return None
 
 
 class AllocationLowering:
@@ -123,6 +142,9 @@ class AllocationLowering:
         launch = self.static(kw["launch"])
         if not isinstance(launch, Lcuda.LaunchConfig):
             raise self.error(call, "T.device_entry launch= must be a static T.cuda.LaunchConfig")
+        problem = launch_problem(launch)
+        if problem is not None:
+            raise self.error(kw["launch"], f"T.device_entry launch: {problem}")
         self.ir.launch = launch
 
     def static_args(self, call: ast.Call, names: tuple, defaults: dict, what: str) -> dict:
