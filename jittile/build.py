@@ -41,7 +41,7 @@ def build(name: str, qualname: str, source: KernelSource, params: list, target: 
     from .frontend.lower import lower_kernel
 
     lowered = lower_kernel(source, params, target, launch)
-    artifact = compile_lowered(lowered, target, source.filename)
+    artifact = compile_lowered(lowered, target)
     meta = encode(name, qualname, source, target, key, components, lowered, artifact,
                   time.perf_counter() - start)
     stored = store.store(key, artifact.cubin, artifact.ptx, meta) if usable else None

@@ -554,6 +554,15 @@ class KernelIR:
         return self.shared_bytes > 48 * 1024
 
     @property
+    def launch_shared_bytes(self) -> int:
+        """The dynamic shared memory a launch requests: the planned bytes plus the slack that
+        rounding the run-time base up to ``shared_align`` may take (the driver aligns it to 16);
+        0 when the buffers are static."""
+        if not self.dynamic_shared:
+            return 0
+        return self.shared_bytes + max(self.shared_align - 16, 0)
+
+    @property
     def runtime_params(self) -> list:
         return [p for p in self.params if not isinstance(p, ConstexprParam)]
 

@@ -13,6 +13,7 @@ import threading
 from .build import build
 from .entry import CompiledKernel
 from .errors import LaunchError, public_entry, strictness
+from .frontend.checks import definition_problem
 from .frontend.source import KernelSource, load_source
 from .keying import source_digest, toolchain_versions
 from .language.cuda import LaunchConfig
@@ -136,6 +137,7 @@ def func(fn):
     """Decorator: ``@jittile.func`` marks a device helper that kernels inline where they call it."""
     from .language.markers import DeviceFunction
 
+    _check_definition(fn, "helper")
     return DeviceFunction(fn, load_source)
 
 
@@ -150,5 +152,12 @@ def kernel(fn=None, *, target: str | None = None, cache: bool = True, strict: bo
     (len(src), None, src.splitlines(True), name)``). A kernel defined in the plain REPL or with
     ``python -c`` has no source to read: compiling it raises a CompileError saying so."""
     if fn is None:
-        return lambda f: Kernel(f, target=target, cache=cache, strict=strict)
+        return lambda f: kernel(f, target=target, cache=cache, strict=strict)
+    _check_definition(fn, "kernel")
     return Kernel(fn, target=target, cache=cache, strict=strict)
+
+
+def _check_definition(fn, what: str) -> None:
+    problem = definition_problem(fn, what)
+    if problem is not None:
+        raise problem

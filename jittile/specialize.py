@@ -13,6 +13,7 @@ import numpy as np
 
 from .dtypes import dtype as lookup_dtype
 from .errors import CompileError, LaunchError
+from .frontend.checks import definition_location
 from .ir import ArrayParam, ConstexprParam, ScalarParam, TensorMapParam
 from .language.types import ScalarType, Tensor, _Constexpr
 from .targets import Target, device_target
@@ -46,7 +47,12 @@ class Specializer:
 
     def __init__(self, pyfunc):
         self.name = pyfunc.__name__
-        self.signature = inspect.signature(pyfunc, eval_str=True)
+        self.location = definition_location(pyfunc.__code__)
+        try:
+            self.signature = inspect.signature(pyfunc, eval_str=True)
+        except Exception as exc:  # a string annotation that does not evaluate
+            raise CompileError(f"{self.name}: the parameter annotations do not evaluate: "
+                               f"{type(exc).__name__}: {exc}", self.location) from None
         self.names = list(self.signature.parameters)
         self.annotations = [None if p.annotation is inspect.Parameter.empty else p.annotation
                             for p in self.signature.parameters.values()]
@@ -103,7 +109,8 @@ class Specializer:
                 specs.append(ann(0))
             else:
                 raise CompileError(f"{self.name}: parameter {name!r} has no T.Tensor or scalar "
-                                   f"annotation; pass example arguments to compile()")
+                                   f"annotation; pass example arguments to compile()",
+                                   self.location)
         return specs
 
     def example_specs(self, args: tuple) -> tuple:

@@ -17,6 +17,7 @@ from ..ir import ArrayParam, KernelIR, ScalarParam, TensorMapParam  # noqa: E402
 from ..frontend.lower import Lowered  # noqa: E402
 from ..targets import Target  # noqa: E402
 from . import intrinsics, ptx_post, toolchain  # noqa: E402
+from .diagnose import LOWERED_FILENAME, numba_failure  # noqa: E402
 
 _NUMBA_SCALARS = {"int8": types.int8, "uint8": types.uint8, "int16": types.int16,
                   "uint16": types.uint16, "int32": types.int32, "uint32": types.uint32,
@@ -109,32 +110,27 @@ def stable_entry_name(name: str) -> str:
     return "jittile_" + re.sub(r"\W", "_", name)
 
 
-def compile_lowered(lowered: Lowered, target: Target, filename: str) -> Artifact:
+def compile_lowered(lowered: Lowered, target: Target) -> Artifact:
     """Compile the lowered function for ``target`` and link it to a cubin."""
     start = time.perf_counter()
     ir = lowered.ir
     module = __import__("ast").Module(body=[lowered.function], type_ignores=[])
     namespace = _namespace(lowered)
-    code = compile(module, filename, "exec")
+    code = compile(module, LOWERED_FILENAME, "exec")
     exec(code, namespace)
     pyfunc = namespace[lowered.function.name]
     argtys, layout, grid_constant = _signature(ir)
     try:
         ptx, _ = cuda.compile_ptx(pyfunc, tuple(argtys), cc=target.cc)
-    except Exception as exc:  # numba's typing/lowering errors: report with the lowered source
-        raise CompileError(f"numba-cuda could not compile the lowered kernel {ir.name}: "
-                           f"{_first_lines(str(exc))}") from exc
+    except Exception as exc:  # numba's typing/lowering errors: told at the user's expression
+        raise numba_failure(exc, lowered.positions) from exc
     entry = stable_entry_name(ir.name)
     cluster = ir.launch.cluster if ir.launch is not None else None
     ptx = ptx_post.rewrite(ptx, entry, grid_constant, cluster)
     try:
         cubin, log = toolchain.link_cubin(ptx, target, entry)
-    except ToolchainError:
-        raise
+    except ToolchainError as exc:  # told at the kernel it failed to build
+        raise ToolchainError(exc.message, lowered.positions[1].location) from exc
     usage = toolchain.resource_usage(log)
     return Artifact(ptx, cubin, entry, usage, layout, time.perf_counter() - start,
                     toolchain.libraries())
-
-
-def _first_lines(text: str, count: int = 12) -> str:
-    return "\n".join(text.strip().splitlines()[:count])

@@ -57,7 +57,12 @@ def link_cubin(ptx: str, target: Target, name: str = "kernel") -> tuple[bytes, s
     from cuda.bindings import nvjitlink
 
     options = [f"-arch={target.name}", "-verbose"]
-    handle = nvjitlink.create(len(options), options)
+    try:
+        handle = nvjitlink.create(len(options), options)
+    except nvjitlink.nvJitLinkError as exc:  # an nvJitLink older than the target
+        raise ToolchainError(f"nvJitLink {nvjitlink_version()} cannot build for {target}: {exc}; "
+                             f"install a newer nvidia-nvjitlink wheel or choose another "
+                             f"target") from exc
     try:
         data = ptx.encode()
         try:

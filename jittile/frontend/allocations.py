@@ -6,6 +6,7 @@ import ast
 from dataclasses import dataclass
 
 
+from .. import targets
 from ..dtypes import DType, dtype as lookup_dtype
 from .. import language as L
 from ..language import cuda as Lcuda
@@ -27,6 +28,24 @@ class SharedVar:
 class TmemVar:
     tensor: Tensor
     base: str
+
+
+def launch_problem(launch) -> str | None:
+    """What no supported target can launch in ``launch`` (a LaunchConfig), or None."""
+    if launch.threads > targets.MAX_THREADS_PER_BLOCK:
+        return (f"block {launch.block} has {launch.threads} threads, over the "
+                f"{targets.MAX_THREADS_PER_BLOCK} a block may have")
+    for what, dims, limits in (("block", launch.block, targets.MAX_BLOCK_DIMS),
+                               ("grid", launch.grid, targets.MAX_GRID_DIMS)):
+        for axis, extent, limit in zip("xyz", dims, limits):
+            if extent > limit:
+                return f"{what} extent {extent} on axis {axis} is over the {limit} it may have"
+    if launch.cluster is not None:
+        ctas = launch.cluster[0] * launch.cluster[1] * launch.cluster[2]
+        if ctas > targets.MAX_CLUSTER_CTAS:
+            return (f"cluster {launch.cluster} has {ctas} CTAs, over the "
+                    f"{targets.MAX_CLUSTER_CTAS} a portable cluster may have")
+    return None
 
 
 class AllocationLowering:
@@ -59,16 +78,37 @@ class AllocationLowering:
         probe = SharedBuffer(name, shape, dtype, layout, align, offset, self.loc(call))
         self._shared_cursor = offset + probe.nbytes
         self.ir.shared_align = max(self.ir.shared_align, align)
+        self.ir.shared_bytes = self._shared_cursor
+        self.check_shared_limit(call, probe)
         view = f"__jt_smem_{name}_{len(self.shared)}"
         self.shared[name] = SharedVar(probe, view)
         self._buffers.append(probe)
         return [ast.Assign(targets=[_name(name, ast.Store())], value=self.call(view))]
 
+    def check_shared_limit(self, call: ast.Call, buffer: SharedBuffer) -> None:
+        """The shared memory planned so far, as a launch requests it, within the target's
+        maximum per block."""
+        requested = max(self.ir.launch_shared_bytes, self.ir.shared_bytes)
+        limit = self.target.max_shared_bytes
+        if requested <= limit:
+            return
+        slack = requested - self.ir.shared_bytes
+        detail = f" plus {slack} bytes of alignment slack" if slack else ""
+        raise self.error(call, f"shared memory: with {buffer.name!r} ({buffer.nbytes} bytes) the "
+                               f"kernel's buffers need {self.ir.shared_bytes} bytes{detail}, over "
+                               f"the {limit} bytes ({limit // 1024} KB) one block may use on "
+                               f"{self.target.name}; use smaller buffers or fewer stages")
+
     def alloc_local(self, name: str, call: ast.Call) -> list[ast.stmt]:
         args = self.static_args(call, L.alloc_local, "T.alloc_local")
         shape = args["shape"] if isinstance(args["shape"], tuple) else (args["shape"],)
+        if not shape or not all(isinstance(e, int) and not isinstance(e, bool) and e > 0
+                                for e in shape):
+            raise self.error(call, f"T.alloc_local shape must be a static tuple of positive ints, "
+                                   f"got {args['shape']!r}")
         dtype = self.dtype_arg(call, args["dtype"])
         self.locals.add(name)
+        self.local_arrays[name] = shape
         alloc = ast.Call(
             func=ast.Attribute(value=ast.Attribute(value=_name(CUDA), attr="local", ctx=ast.Load()),
                                attr="array", ctx=ast.Load()),
@@ -96,6 +136,9 @@ class AllocationLowering:
         launch = self.static(launch_node)
         if not isinstance(launch, Lcuda.LaunchConfig):
             raise self.error(call, "T.device_entry launch= must be a static T.cuda.LaunchConfig")
+        problem = launch_problem(launch)
+        if problem is not None:
+            raise self.error(launch_node, f"T.device_entry launch: {problem}")
         self.ir.launch = launch
 
     def static_args(self, call: ast.Call, target, what: str) -> dict:

@@ -4,19 +4,34 @@ from __future__ import annotations
 import ast
 import types as pytypes
 
+import numpy as np
+
 
 from .. import language as L
 from ..errors import CompileError
+from ..dtypes import dtype as lookup_dtype
 from ..language import cuda as Lcuda
 from ..language.markers import DeviceFunction, Intrinsic, PtxInstruction
 from ..language.types import ScalarType
 from ..patterns.base import SharedBuffer
 from ..ptx import builtins
+from .divergence import mark
 from .emit import CUDA, GLOBAL_ADDRESS, SHARED_ADDRESS, linear_index
+from .positions import Origin, tag
 from .static import RUNTIME
 from .syntax import name as _name, parse_expr, src
 
 _AXES = ("x", "y", "z")
+
+
+def is_number(value) -> bool:
+    """Whether a static value is a kernel number: a Python or NumPy bool, int or float."""
+    return isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating))
+
+
+def fits_64_bits(value) -> bool:
+    """Whether a number is a kernel value: a float, or an int in int64's or uint64's range."""
+    return not isinstance(value, int) or -2 ** 63 <= value < 2 ** 64
 
 
 class ExpressionLowering:
@@ -24,18 +39,29 @@ class ExpressionLowering:
 
     # ------------------------------------------------------------------------------ expressions
     def expr(self, node: ast.expr) -> ast.expr:
+        """The lowered form of a user expression, tagged with where it came from."""
+        return tag(self._expr(node), Origin(self.loc(node), node))
+
+    def _expr(self, node: ast.expr) -> ast.expr:
         if isinstance(node, ast.Call):
             return self.call_expr(node)
-        if isinstance(node, ast.Name) and node.id in self.shared:
-            raise self.error(node, f"shared buffer {node.id!r} cannot be used as a value; index it "
-                                   f"or take buf.ptr_to([...])")
+        if isinstance(node, ast.Name):
+            self.check_value_name(node)
         value = self.static(node)
-        if isinstance(value, (bool, int, float)):
+        if is_number(value):
+            if not fits_64_bits(value):
+                raise self.error(node, f"the integer {src(node)} = {value} does not fit in 64 bits "
+                                       f"(kernel integers are int64 or uint64)")
+            if isinstance(value, np.generic):  # a typed scalar such as T.uint32(1): keep its type
+                return self.cast(lookup_dtype(value.dtype.name), ast.Constant(value=value.item()))
             return ast.Constant(value=value)
         if isinstance(node, ast.Name):
             if value is RUNTIME:
                 return _name(node.id)
             raise self.error(node, f"{node.id!r} ({type(value).__name__}) is not a kernel value")
+        if value is not RUNTIME and not isinstance(node, ast.Tuple):
+            raise self.error(node, f"{src(node)!r} is a compile-time {type(value).__name__}, not a "
+                                   f"kernel value: kernels compute with ints, floats and bools")
         if isinstance(node, ast.Subscript):
             return self.subscript(node)
         if isinstance(node, ast.BinOp):
@@ -56,16 +82,66 @@ class ExpressionLowering:
             raise self.error(node, f"attribute {src(node)!r} is not a kernel value")
         raise self.error(node, f"{type(node).__name__} expressions are not supported in kernels")
 
+    def memory_kind(self, node: ast.expr) -> str | None:
+        """What memory a bare name stands for ("shared buffer", "tensor", "local array"), or
+        None for anything else."""
+        if not isinstance(node, ast.Name):
+            return None
+        if node.id in self.shared:
+            return "shared buffer"
+        if node.id in self.arrays:
+            return "tensor"
+        return "local array" if node.id in self.local_arrays else None
+
+    def check_value_name(self, node: ast.Name) -> None:
+        """Refuse a name that stands for memory where a scalar value is needed."""
+        kind = self.memory_kind(node)
+        if kind == "shared buffer":
+            raise self.error(node, f"shared buffer {node.id!r} cannot be used as a value; index it "
+                                   f"or take buf.ptr_to([...])")
+        if kind is not None:
+            raise self.error(node, f"{kind} {node.id!r} cannot be used as a value; index one "
+                                   f"element ({node.id}[...]) or pass it whole as a tile-call "
+                                   f"operand")
+
+    def check_indices(self, node: ast.Subscript, name: str, indices: list[ast.expr]) -> None:
+        """A tensor or local array is indexed by one integer per axis, static ones inside the
+        static extents."""
+        if name in self.arrays:
+            kind, shape = "tensor", self.arrays[name].static_shape
+        elif name in self.local_arrays:
+            kind, shape = "local array", self.local_arrays[name]
+        else:
+            return
+        if len(indices) != len(shape):
+            raise self.error(node, f"{kind} {name!r} has rank {len(shape)}, indexed with "
+                                   f"{len(indices)} indices; index every axis")
+        self.check_static_indices(indices, shape, f"{kind} {name!r}")
+
+    def check_static_indices(self, indices: list[ast.expr], shape: tuple, what: str) -> None:
+        """Compile-time indices are integers inside the static extents (None: unknown)."""
+        for index, extent in zip(indices, shape):
+            value = self.static(index)
+            if value is RUNTIME:
+                continue
+            if not isinstance(value, int):
+                raise self.error(index, f"index {src(index)!r} of {what} is a "
+                                        f"{type(value).__name__}; indices are integers")
+            if extent is not None and not -extent <= value < extent:
+                raise self.error(index, f"index {value} is outside axis extent {extent} of {what}")
+
     def subscript(self, node: ast.Subscript) -> ast.Subscript:
         base = node.value
         indices = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         if isinstance(base, ast.Name) and base.id in self.shared:
             buf = self.shared[base.id].buffer
             flat = self.shared_index(node, buf, indices)
+            self.check_static_indices(indices, buf.shape, f"shared buffer {base.id!r}")
             return ast.Subscript(value=_name(base.id), slice=flat, ctx=ast.Load())
         if isinstance(base, ast.Name) and (base.id in self.arrays or base.id in self.locals):
             if any(isinstance(i, ast.Slice) for i in indices):
                 raise self.error(node, "slices of tensors are only allowed as tile-call operands")
+            self.check_indices(node, base.id, indices)
             lowered = [self.expr(i) for i in indices]
             index = lowered[0] if len(lowered) == 1 else ast.Tuple(elts=lowered, ctx=ast.Load())
             return ast.Subscript(value=_name(base.id), slice=index, ctx=ast.Load())
@@ -132,10 +208,13 @@ class ExpressionLowering:
         if target is Lcuda.cluster_ctarank:
             return self.call(self.asm_name(builtins.CLUSTER_CTARANK))
         if target is Lcuda.cta_sync:
-            return ast.Call(func=ast.Attribute(value=_name(CUDA), attr="syncthreads",
-                                               ctx=ast.Load()), args=[], keywords=[])
+            return mark(ast.Call(func=ast.Attribute(value=_name(CUDA), attr="syncthreads",
+                                                    ctx=ast.Load()), args=[], keywords=[]),
+                        "T.cuda.cta_sync() is a barrier every thread of the block must reach")
         if target is Lcuda.cluster_sync:
-            return self.call(self.asm_name(builtins.CLUSTER_SYNC))
+            return mark(self.call(self.asm_name(builtins.CLUSTER_SYNC)),
+                        "T.cuda.cluster_sync() is a barrier every thread of the cluster must "
+                        "reach")
         if target is Lcuda.mbarrier_wait:
             return self.call(self.asm_name(builtins.MBARRIER_WAIT), *[self.expr(a) for a in node.args])
         if target is L.address_of:

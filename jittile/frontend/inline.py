@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from ..errors import CompileError
 from ..language.markers import DeviceFunction
 from .calls import check_calls
-from .static import RUNTIME, StaticScope, evaluate
+from .checks import body_problem
+from .static import RUNTIME, FoldError, StaticScope, evaluate
 from .syntax import name as _name
 
 
@@ -69,6 +70,9 @@ def bind(tree: ast.FunctionDef, call: ast.Call) -> Binding:
 
 
 def names_of(tree: ast.FunctionDef) -> HelperNames:
+    problem = body_problem(tree)
+    if problem is not None:
+        raise InlineError(*problem)
     params = [a.arg for a in [*tree.args.posonlyargs, *tree.args.args]]
     assigned: set[str] = set()
     loaded: set[str] = set()
@@ -160,10 +164,9 @@ class HelperInlining:
         renamed apart; errors and plan entries point into its file.
         """
         if helper in self._inlining:
-            raise self.error(call, f"helper {helper.__qualname__} calls itself; helpers are "
-                                   f"inlined, so they cannot recurse")
-        source = helper.source
-        tree = source.tree
+            raise self.error(call, f"helper {helper.__qualname__} calls itself; helpers are inlined, "
+                                   f"so they cannot recurse")
+        source, tree = helper.source, helper.source.tree
 
         def located(exc: InlineError) -> CompileError:
             where = source if any(n is exc.node for n in ast.walk(tree)) else self.source
@@ -200,6 +203,8 @@ class HelperInlining:
             except NameError as exc:
                 raise CompileError(f"name {exc.args[0]!r} is not defined",
                                    source.location(default)) from None
+            except FoldError as exc:
+                raise CompileError(exc.message, source.location(exc.node)) from None
             if value is RUNTIME or param in names.assigned:
                 raise CompileError(f"helper {tree.name}: the default of {param!r} must be a "
                                    f"compile-time value the body does not rebind",

@@ -11,11 +11,12 @@ from __future__ import annotations
 import ast
 import copy
 import itertools
+import warnings
 from dataclasses import dataclass
 
 from .. import language as L
 from ..dtypes import DType
-from ..errors import CompileError, Location
+from ..errors import CompileError, JittileWarning, Location
 from ..ir import (ArrayParam, ConstexprParam, HostParam, HostTensorMap, KernelIR, ScalarParam,
                   TensorMapParam)
 from ..language import cuda as Lcuda
@@ -26,14 +27,24 @@ from ..targets import Target
 from .accounting import check_transaction_bytes
 from .allocations import AllocationLowering, SharedVar, TmemVar
 from .calls import check_calls
+from .checks import body_problem
+from .divergence import divergent_operations
 from .emit import CUDA, GLOBAL_ADDRESS, SHARED_ADDRESS
-from .expressions import ExpressionLowering
+from .expressions import ExpressionLowering, fits_64_bits, is_number
 from .inline import HelperInlining, assignment_counts
+from .positions import HELPER_PREFIX, Origin, number_lines, tag
 from .raw_ptx import RawPtxLowering
 from .source import KernelSource
-from .static import RUNTIME, StaticScope, evaluate
+from .static import RUNTIME, FoldError, StaticScope, evaluate, sequence_length
 from .syntax import name as _name
 from .tile_calls import TileCallLowering
+
+
+# Limits that keep compile times bounded. The repository's kernels (examples/, tests/, bench/)
+# unroll at most 4 iterations and lower to at most 128 statements; numba-cuda's typing time grows
+# about quadratically with the function: 1024 one-line statements take it about a minute.
+MAX_UNROLL = 256  # iterations of one T.unroll loop
+MAX_STATEMENTS = 1024  # statements of the lowered kernel
 
 
 @dataclass
@@ -45,6 +56,7 @@ class Lowered:
     ir: KernelIR
     shared_buffers: list  # SharedBuffer per T.alloc_shared, in allocation order
     warnings: list  # the JittileWarning messages lowering issued
+    positions: dict  # line of ``function`` -> Origin: the user's code that line came from
 
     @property
     def source(self) -> str:
@@ -66,6 +78,7 @@ class KernelLowering(ExpressionLowering, AllocationLowering, HelperInlining, Raw
         self.shared: dict[str, SharedVar] = {}
         self.tmem: dict[str, TmemVar] = {}
         self.locals: set[str] = set()
+        self.local_arrays: dict[str, tuple] = {}  # T.alloc_local name -> shape
         self.arrays = {p.name: p for p in params if isinstance(p, ArrayParam)}
         self.scalars = {p.name: p for p in params if isinstance(p, ScalarParam)}
         self.tensormaps = {p.name: p for p in params if isinstance(p, TensorMapParam)}
@@ -97,6 +110,8 @@ class KernelLowering(ExpressionLowering, AllocationLowering, HelperInlining, Raw
             return evaluate(node, self.scope)
         except NameError as exc:
             raise self.error(node, f"name {exc.args[0]!r} is not defined") from None
+        except FoldError as exc:
+            raise self.error(exc.node, exc.message) from None
 
     def resolve(self, node: ast.AST):
         """The Python object a call target names (through globals, so aliases work), or RUNTIME."""
@@ -104,6 +119,8 @@ class KernelLowering(ExpressionLowering, AllocationLowering, HelperInlining, Raw
             return evaluate(node, self.scope)
         except NameError:
             return RUNTIME
+        except FoldError as exc:
+            raise self.error(exc.node, exc.message) from None
 
     def fresh(self, prefix: str = "v") -> str:
         return f"__jt_{prefix}{next(self._counter)}"
@@ -137,6 +154,9 @@ class KernelLowering(ExpressionLowering, AllocationLowering, HelperInlining, Raw
     def lower(self) -> Lowered:
         tree = self.source.tree
         check_calls(tree, self.scope, self.loc)
+        problem = body_problem(tree)
+        if problem is not None:
+            raise self.error(*problem)
         body = self.block(tree.body)
         args = [ast.arg(arg=p.name) for p in self.ir.runtime_params]
         for host in self.ir.host_tensormaps:
@@ -145,15 +165,19 @@ class KernelLowering(ExpressionLowering, AllocationLowering, HelperInlining, Raw
             name=self.source.name, args=ast.arguments(posonlyargs=[], args=args, kwonlyargs=[],
                                                       kw_defaults=[], defaults=[]),
             body=body or [ast.Pass()], decorator_list=[], returns=None, type_params=[])
+        self.check_statement_budget(tree, statement_count(fn.body))
         ast.copy_location(fn, tree)
         ast.fix_missing_locations(fn)
+        tag(fn, Origin(self.loc(tree), tree))
+        positions = number_lines(fn)
         self.ir.shared_bytes = self._shared_cursor
         if self._launch_override is not None:
             self.ir.launch = self._launch_override
         for var in self.shared.values():
             self.namespace[var.view] = ("smem", var.buffer)
         warned = check_transaction_bytes(self.ir.sites, self.tx_counts, self.value_keys)
-        return Lowered(fn, self.namespace, self.ir, self._buffers, warned)
+        warned += warn_divergent_operations(fn)
+        return Lowered(fn, self.namespace, self.ir, self._buffers, warned, positions)
 
     # ------------------------------------------------------------------------------- statements
     def block(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
@@ -167,9 +191,11 @@ class KernelLowering(ExpressionLowering, AllocationLowering, HelperInlining, Raw
         if method is None:
             raise self.error(node, f"{type(node).__name__} statements are not supported in kernels")
         result = method(node)
+        origin = Origin(self.loc(node), node)
         for stmt in result:
             if not hasattr(stmt, "lineno"):
                 ast.copy_location(stmt, node)
+            tag(stmt, origin)
         return result
 
     def stmt_Pass(self, node):
@@ -218,14 +244,29 @@ class KernelLowering(ExpressionLowering, AllocationLowering, HelperInlining, Raw
                                                            DeviceFunction):
             return self.inline(node.value, self.resolve(node.value.func), node.targets)
         value = self.static(node.value)
-        if (value is not RUNTIME and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                and node.targets[0].id in self._static_candidates
-                and isinstance(value, (int, float, bool, tuple, str))):
-            self.scope.statics[node.targets[0].id] = value
-            if not isinstance(value, (int, float, bool)):
-                return []
+        single = node.targets[0] if len(node.targets) == 1 and isinstance(node.targets[0],
+                                                                          ast.Name) else None
+        if value is not RUNTIME and single is not None:
+            if single.id in self._static_candidates:
+                self.scope.statics[single.id] = value
+                if not is_number(value) or not fits_64_bits(value):
+                    return []  # folded wherever it is used
+                return [ast.Assign(targets=[self.store_target(single)], value=self.expr(node.value))]
+            if not _has_runtime_form(value):
+                raise self.error(node, self._rebound_static(single.id, value))
         targets = [self.store_target(t) for t in node.targets]
         return [ast.Assign(targets=targets, value=self.expr(node.value))]
+
+    def _rebound_static(self, name: str, value) -> str:
+        """Why a compile-time-only value cannot go into ``name``, which is assigned more than once
+        (and so is a run-time variable)."""
+        shown = HELPER_PREFIX.sub("", name)
+        lines = sorted({n.lineno for n in ast.walk(self.source.tree) if isinstance(n, ast.Name)
+                        and isinstance(n.ctx, ast.Store) and n.id == shown})
+        where = f" (lines {', '.join(map(str, lines))})" if len(lines) > 1 else ""
+        return (f"{shown!r} is assigned more than once{where}, which makes it a run-time variable, "
+                f"but this value ({type(value).__name__} {value!r}) exists only at compile time; "
+                f"give each compile-time value its own name, assigned once")
 
     def stmt_AnnAssign(self, node: ast.AnnAssign):
         if node.value is None:
@@ -239,8 +280,9 @@ class KernelLowering(ExpressionLowering, AllocationLowering, HelperInlining, Raw
 
     def store_target(self, node: ast.expr) -> ast.expr:
         if isinstance(node, ast.Name):
-            if node.id in self.shared or node.id in self.arrays:
-                raise self.error(node, f"cannot rebind {node.id!r}")
+            if node.id in self.shared or node.id in self.arrays or node.id in self.local_arrays:
+                raise self.error(node, f"cannot rebind {node.id!r}: it names memory (a shared "
+                                       f"buffer, tensor or local array); use another name")
             self.locals.add(node.id)
             return _name(node.id, ast.Store())
         if isinstance(node, ast.Tuple):
@@ -292,22 +334,68 @@ class KernelLowering(ExpressionLowering, AllocationLowering, HelperInlining, Raw
         if not isinstance(node.target, ast.Name):
             raise self.error(node, "T.unroll binds a single loop name")
         bounds = [self.static(a) for a in node.iter.args]
-        if not bounds or not all(isinstance(b, int) and not isinstance(b, bool) for b in bounds):
-            raise self.error(node.iter, "T.unroll(...) takes compile-time integers, like range()")
+        if not bounds or len(bounds) > 3 or not all(isinstance(b, int) and not isinstance(b, bool)
+                                                    for b in bounds):
+            raise self.error(node.iter, "T.unroll(...) takes one to three compile-time integers, "
+                                        "like range()")
+        if 0 in bounds[2:]:
+            raise self.error(node.iter, "T.unroll(...) step must not be zero")
+        values = range(*bounds)
+        count = sequence_length(values)
+        if count > MAX_UNROLL:
+            raise self.error(node.iter, f"T.unroll over {count} iterations is more than the "
+                                        f"{MAX_UNROLL} jittile unrolls: each copy of the body is "
+                                        f"compiled separately; use range(...) for a run-time loop "
+                                        f"and keep T.unroll for the few stages that tile calls "
+                                        f"must name statically")
         name = node.target.id
         out: list[ast.stmt] = []
         self._unrolled.add(name)
-        for value in range(*bounds):
+        emitted = 0
+        for value in values:
             self.scope.statics[name] = value
-            out.extend(self.block(copy.deepcopy(node.body)))
+            copies = self.block(copy.deepcopy(node.body))
+            emitted += statement_count(copies)
+            self.check_statement_budget(node.iter, emitted)
+            out.extend(copies)
         self.scope.statics.pop(name, None)
         self._unrolled.discard(name)
         return out
 
+    def check_statement_budget(self, node: ast.AST, count: int) -> None:
+        """Refuse a kernel that lowers to more statements than numba-cuda compiles in reasonable
+        time (its typing time grows faster than linearly with the function's size)."""
+        if count > MAX_STATEMENTS:
+            raise self.error(node, f"the kernel expands to more than {MAX_STATEMENTS} statements "
+                                   f"(T.unroll copies, inlined helpers and tile-call instructions "
+                                   f"count), which would take numba-cuda minutes to compile; use "
+                                   f"range(...) loops for repeated work")
 
 
+def warn_divergent_operations(function: ast.FunctionDef) -> list[str]:
+    """A JittileWarning at each warp- or block-synchronous operation that runs under a
+    lane-dependent condition; returns the messages."""
+    messages = []
+    for where, rule, condition in divergent_operations(function):
+        message = (f"{where.location}: {rule}, but it runs under a condition that differs between "
+                   f"the lanes of a warp ({condition.location}: {condition.text!r}); issue it "
+                   f"where the whole warp runs, e.g. under a condition on T.cuda.warp_id()")
+        messages.append(message)
+        warnings.warn_explicit(JittileWarning(message), JittileWarning, where.location.filename,
+                               where.location.lineno)
+    return messages
 
 
+def statement_count(statements: list[ast.stmt]) -> int:
+    """Statements in ``statements``, nested ones included."""
+    return sum(isinstance(n, ast.stmt) for s in statements for n in ast.walk(s))
+
+
+def _has_runtime_form(value) -> bool:
+    """Whether a static value can also live in a run-time variable: numbers and tuples of them."""
+    if isinstance(value, tuple):
+        return all(_has_runtime_form(v) for v in value)
+    return is_number(value)
 
 
 def lower_kernel(source: KernelSource, params: list, target: Target, launch=None) -> Lowered:

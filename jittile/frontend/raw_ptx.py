@@ -10,6 +10,7 @@ from ..errors import ContractError
 from ..language.markers import PtxInstruction
 from ..patterns import registry
 from ..ptx import instructions as ptx_table
+from .divergence import mark
 from .emit import GLOBAL_ADDRESS, SHARED_ADDRESS
 from .syntax import located, name as _name, src
 
@@ -20,7 +21,7 @@ class RawPtxLowering:
     # ------------------------------------------------------------------------------- raw PTX
     def raw_ptx(self, node: ast.Call, instr: PtxInstruction, statement: bool):
         location = self.loc(node)
-        opcode = instr.opcode
+        opcode = self.opcode_of(instr, node.func)
         try:
             spec = ptx_table.lookup(opcode, self.target.name)
         except ContractError as exc:
@@ -40,7 +41,7 @@ class RawPtxLowering:
         if n_out and len(args) == n_in + n_out:
             dests, args = args[:n_out], args[n_out:]
         elif n_out > 1 and len(args) == n_in + 1 and isinstance(args[0], ast.Name) and \
-                args[0].id in self.locals:
+                args[0].id in self.local_arrays:
             dests = [ast.Subscript(value=_name(args[0].id), slice=ast.Constant(value=i),
                                    ctx=ast.Load()) for i in range(n_out)]
             args = args[1:]
@@ -51,6 +52,8 @@ class RawPtxLowering:
         operands = [self.ptx_operand(a, kind, opcode, i) for i, (a, kind) in
                     enumerate(zip(args, spec.inputs))]
         call = self.call(self.asm_name(spec.asm()), *operands)
+        if spec.warp_aligned:
+            mark(call, f"{opcode} is .aligned: every thread of the warp must execute it together")
         if spec.tx_count is not None:
             barrier, count_index = spec.tx_count
             count = self.static(args[count_index])
@@ -73,6 +76,13 @@ class RawPtxLowering:
                                                         slice=ast.Constant(value=i),
                                                         ctx=ast.Load())))
         return stmts
+
+    def opcode_of(self, instr: PtxInstruction, node: ast.expr) -> str:
+        """The opcode ``instr`` spells; a bare ``T.ptx`` is an error at ``node``."""
+        try:
+            return instr.opcode
+        except ContractError as exc:
+            raise located(exc, self.loc(node)) from None
 
     def ptx_operand(self, node: ast.expr, kind, opcode: str, index: int) -> ast.expr:
         kind_name = getattr(kind, "name", str(kind))

@@ -6,20 +6,18 @@ from __future__ import annotations
 import ast
 import copy
 import dataclasses
-import re
 
 
 from ..dtypes import dtype as lookup_dtype
-from ..errors import CompileError, ContractError
+from ..errors import CompileError, ContractError, JittileError
 from ..ir import ArgumentAlignment, ArrayParam, BinOp, HostParam, SiteRecord, Special, Var
 from ..language.markers import PtxInstruction
 from ..patterns import registry
 from ..patterns.base import CallSite, GlobalRegion, SharedRegion, TensorMapOperand, TmemRegion
 from .emit import render
+from .positions import HELPER_PREFIX
 from .static import RUNTIME
-from .syntax import name as _name, src
-
-_HELPER_NAME = re.compile(r"__jt_h\d+_")
+from .syntax import located, name as _name, src
 
 
 class TileCallLowering:
@@ -32,7 +30,7 @@ class TileCallLowering:
         if not isinstance(instr, PtxInstruction):
             raise ContractError(f"first argument must be T.ptx[opcode], got {src(node.args[0])!r}",
                                 self.loc(node.args[0]), parameter="opcode")
-        opcode = instr.opcode
+        opcode = self.opcode_of(instr, node.args[0])
         pattern = registry.pattern_for(opcode)
         if pattern is None:
             near = registry.closest_family(opcode)
@@ -53,9 +51,16 @@ class TileCallLowering:
                     raise ContractError(f"must be a static string, got {src(kw.value)!r}",
                                         self.loc(kw.value), opcode=opcode, parameter="scope")
                 continue
-            params[kw.arg] = self.tile_param(kw.value, prelude)
+            params[kw.arg] = self.tile_param(kw.value, prelude, opcode, kw.arg)
         site = CallSite(location, opcode, operands, params, param_locations, self.target, scope)
-        lowering = pattern.lower(site, self)
+        try:
+            lowering = pattern.lower(site, self)
+        except JittileError as exc:  # located at its parameter by the pattern, else at the call
+            if exc.location is not None:
+                raise
+            if isinstance(exc, ContractError):
+                raise located(exc, location) from None
+            raise CompileError(exc.message, location) from None
         self.ir.sites.append(SiteRecord(location, opcode, pattern.family, lowering.plan,
                                         lowering.predicate))
         site_index = len(self.ir.sites) - 1
@@ -69,13 +74,18 @@ class TileCallLowering:
                             orelse=[])]
         return prelude + emits
 
-    def tile_param(self, node: ast.expr, prelude: list[ast.stmt]):
+    def tile_param(self, node: ast.expr, prelude: list[ast.stmt], opcode: str, parameter: str):
         """A keyword value: static where it folds, else runtime temporaries (per tuple element)."""
+        kind = self.memory_kind(node)
+        if kind is not None:
+            raise ContractError(f"takes a value, got {kind} {node.id!r}; pass an element, an "
+                                f"address (buf.ptr_to([...])) or a number", self.loc(node),
+                                opcode=opcode, parameter=parameter)
         value = self.static(node)
         if value is not RUNTIME:
             return value
         if isinstance(node, (ast.Tuple, ast.List)):
-            return tuple(self.tile_param(e, prelude) for e in node.elts)
+            return tuple(self.tile_param(e, prelude, opcode, parameter) for e in node.elts)
         return self.temporary(node, prelude)
 
     def temporary(self, node: ast.expr, prelude: list[ast.stmt]) -> Var:
@@ -99,7 +109,7 @@ class TileCallLowering:
                     return ast.copy_location(ast.Constant(value=value), name)
                 return name
 
-        return _HELPER_NAME.sub("", src(Fold().visit(copy.deepcopy(node))))
+        return HELPER_PREFIX.sub("", src(Fold().visit(copy.deepcopy(node))))
 
     def tile_operand(self, node: ast.expr, opcode: str, index: int, prelude: list[ast.stmt]):
         base, indices = node, None

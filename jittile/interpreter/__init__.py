@@ -56,7 +56,7 @@ def interpret(kernel, args: tuple, kwargs: dict, config: LaunchConfig | None = N
     code = thread_program(lowered.function, lowered.namespace, kernel.source.filename, CUDA)
     size = ir.shared_bytes if shared_bytes is None else max(shared_bytes, ir.shared_bytes)
     machine = Machine(launch.grid, launch.block, launch.cluster, size, memory, code,
-                      globals_factory(lowered, launch), values, execute)
+                      globals_factory(lowered, launch), values, execute, lowered.positions)
     machine.namespace, machine.ir = lowered.namespace, ir
     machine.run()
     for writeback in writebacks:

@@ -112,7 +112,7 @@ def _warp_collective(run):
     """A ``.sync.aligned`` instruction: the scheduler runs ``run(values_per_lane, threads)``
     once every live lane of the warp has reached the same instruction."""
     def issue(machine, thread, opcode, values, name):
-        line = thread.line(machine.code)
+        line = thread.line(machine.where)
         key = (opcode, line.lineno if line else 0)
         if opcode.startswith("elect.sync"):
             key += (values[0],)  # only the member lanes take part
@@ -249,7 +249,7 @@ def _issue_load(machine, thread, cta, address: int, footprint: int, barrier: int
     barrier phase completes; it lands (``write()`` -> bytes) and completes its transaction
     bytes only when no thread can move without it (as late as the GPU may)."""
     phase = _barrier(cta, barrier).phase
-    line = thread.line(machine.code)
+    line = thread.line(machine.where)
     cta.pending.append(Pending(address, address + footprint, barrier, phase,
                                f"{record.opcode} at {line}"))
     machine.inflight.append(lambda: complete_tx(machine, cta, barrier, write()))

@@ -93,18 +93,19 @@ class Thread:
     def lane(self) -> int:
         return self.linear % 32
 
-    def line(self, code) -> Location | None:
+    def line(self, where) -> Location | None:
+        """Where the thread is in the kernel's source (``where`` maps a line of the lowered
+        code to it)."""
         frame = getattr(self.gen, "gi_frame", None)
-        if frame is None:
-            return None
-        return Location(code.co_filename, frame.f_lineno, 0)
+        return None if frame is None else where(frame.f_lineno)
 
 
 class Machine:
     """One launch: global memory, the grid's clusters, and the instruction executor."""
 
     def __init__(self, grid: tuple, block: tuple, cluster: tuple | None, shared_bytes: int,
-                 memory: GlobalMemory, code, make_globals, args: list, execute):
+                 memory: GlobalMemory, code, make_globals, args: list, execute,
+                 positions: dict | None = None):
         self.grid, self.block = grid, block
         self.cluster = cluster or (1, 1, 1)
         self.shared_bytes = shared_bytes
@@ -113,6 +114,13 @@ class Machine:
         self.make_globals = make_globals
         self.args = args
         self.execute = execute  # execute(machine, thread, name, args) -> value | Block
+        self.positions = positions or {}  # line of the lowered code -> its origin in the source
+
+    def where(self, lineno: int) -> Location:
+        """The kernel's source position of line ``lineno`` of the lowered code."""
+        origin = self.positions.get(lineno)
+        return origin.location if origin is not None else Location(self.code.co_filename,
+                                                                   lineno, 0)
 
     # ---------------------------------------------------------------------------------- run
     def run(self) -> None:
@@ -259,7 +267,7 @@ class Machine:
                 return "exited"
             if t.waiting and t.waiting[0] == "warp":
                 return f"at {t.waiting[1][0]} on line {t.waiting[1][1]}"
-            return f"at line {t.line(self.code).lineno}"
+            return f"at line {t.line(self.where).lineno}"
 
         reached = _threads([t.lane for t in waiting if t.waiting[1] == key])
         others = "; ".join(f"lane {t.lane} {where(t)}" for t in missing[:8])
@@ -273,12 +281,12 @@ class Machine:
         line = None
         while tb is not None:
             if tb.tb_frame.f_code is self.code:
-                line = Location(self.code.co_filename, tb.tb_lineno, 0)
+                line = self.where(tb.tb_lineno)
             tb = tb.tb_next
         return line
 
     def error(self, thread: Thread, message: str, location: Location | None = None):
-        location = location or thread.line(self.code)
+        location = location or thread.line(self.where)
         return InterpreterError(f"CTA {thread.cta.index} thread {thread.index} (warp "
                                 f"{thread.warp}, lane {thread.lane}): {message}", location)
 
@@ -286,7 +294,7 @@ class Machine:
         groups: dict[tuple, list] = {}
         for t in self.threads:
             if not t.done and t.waiting is not None:
-                key = (t.cta.index, str(t.line(self.code)), self._describe_wait(t))
+                key = (t.cta.index, str(t.line(self.where)), self._describe_wait(t))
                 groups.setdefault(key, []).append(t.linear)
         lines = [f"  CTA {cta} {_threads(linear)} at {line}: {what}"
                  for (cta, line, what), linear in groups.items()]
@@ -296,7 +304,7 @@ class Machine:
                    if partial else ""))
         shown = lines[:16] + ([f"  ... and {len(lines) - 16} more"] if len(lines) > 16 else [])
         first = next(t for t in self.threads if t.waiting)
-        return InterpreterError(head + ":\n" + "\n".join(shown), first.line(self.code))
+        return InterpreterError(head + ":\n" + "\n".join(shown), first.line(self.where))
 
     def _describe_wait(self, t: Thread) -> str:
         kind = t.waiting[0]

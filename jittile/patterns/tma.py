@@ -530,7 +530,7 @@ def _coord_steps(site: CallSite, steps, rank: int, lead_rank: int, group_shape,
     """One rank-length static increment per group/repeat axis."""
     if isinstance(steps, list):
         steps = tuple(steps)
-    if steps == ():
+    if isinstance(steps, tuple) and not steps:  # (a NumPy scalar compares elementwise)
         vectors = ()
     elif isinstance(steps, tuple) and all(isinstance(s, (tuple, list)) for s in steps):
         vectors = steps

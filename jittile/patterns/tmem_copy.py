@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-from ..errors import ContractError
+from ..errors import CompileError, ContractError
 from ..ir import BinOp, PlanRecord, SharedAddress, add, mul
 from ..ptx.asm import AsmCall
 from ..ptx.opcodes import Tcgen05CpOpcode, parse_tcgen05_cp
@@ -154,7 +154,10 @@ class TmemCopyPattern(TilePattern):
                              f"group/repeat axes {shapes[0][:-2]} vs {shapes[1][:-2]}; each repeat "
                              f"copies one atom from shared into TMEM", "operands")
         lead = shapes[0][:-2]
-        groups = ctx.group_indices(site.scope)
+        try:
+            groups = ctx.group_indices(site.scope)
+        except CompileError as exc:  # e.g. scope="cluster" in a kernel launched without clusters
+            raise site.error(exc.message, "scope") from None
         for axis, (extent, _) in enumerate(groups):
             if lead[axis] != extent:
                 raise site.error(f"group axis {axis} of the operands has extent {lead[axis]}, but "

@@ -71,6 +71,12 @@ class InstructionSpec:
     # transaction bytes, so that the frontend can check them against the loads completing on it.
     tx_count: tuple[int, int] | None = None
 
+    @property
+    def warp_aligned(self) -> bool:
+        """Whether the opcode carries ``.aligned``: every thread of the warp must execute this
+        same instruction together (PTX ISA: executing it in divergent code is undefined)."""
+        return "aligned" in self.opcode.split(".")
+
     def asm(self) -> AsmCall:
         return AsmCall(self.template, tuple(k.constraint for k in self.outputs),
                        tuple(k.constraint for k in self.inputs), memory=True, comment=self.opcode)

@@ -77,11 +77,11 @@ def check_target(requirement: str | Sequence[str], target: str | Target, opcode:
         return
     wanted = " or ".join(_describe_requirement(req) for req in alternatives)
     raise ContractError(f"requires target {wanted}, but the kernel is compiled for "
-                        f"{Target.parse(target).name}", location, opcode=opcode, parameter="target")
+                        f"{Target.from_name(target).name}", location, opcode=opcode, parameter="target")
 
 
 def _describe_requirement(requirement: str) -> str:
-    parsed = Target.parse(requirement)
+    parsed = Target.from_name(requirement)
     if parsed.suffix == "a":
         return f"{parsed.name} (or a target of its architecture family)"
     if parsed.suffix == "f":

@@ -102,8 +102,7 @@ class Launcher:
                             for offset, spec in enumerate(ir.host_tensormaps)]
         self._writers = [self._writer(index, param)
                          for index, param in enumerate(ir.runtime_params)]
-        slack = ir.shared_align - 16 if ir.dynamic_shared and ir.shared_align > 16 else 0
-        self.dynamic_shared = ir.shared_bytes + slack if ir.dynamic_shared else 0
+        self.dynamic_shared = ir.launch_shared_bytes
 
     def function(self):
         ctx = driver.current_context() if self._function is not None else None
