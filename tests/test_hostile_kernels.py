@@ -279,6 +279,9 @@ LIMIT_CASES = [
          match="alignment slack"),
     Case("shared-huge", "big = T.alloc_shared((1024, 1024, 25), 'uint8')  #!",
          match="26214400 bytes"),
+    Case("nesting-expression", "x = lane" + " + 1" * 150 + "  #!", match="nests 153 levels deep"),
+    Case("nesting-call", "x = T.uint32(" * 120 + "lane" + ")" * 120 + "  #!",
+         match="more than the 100 jittile lowers"),
 ]
 
 SYNTAX_CASES = [
