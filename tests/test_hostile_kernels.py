@@ -334,6 +334,9 @@ SYNTAX_CASES = [
     Case("cast-two-args", "x = T.uint32(1, 2)  #!", match=r"'T.uint32\(1, 2\)' fails"),
     Case("cast-runtime-two-args", "x = T.uint32(lane, 2)  #!", match="converts one value"),
     Case("cast-word", "x = T.uint32('abc')  #!", match="ValueError"),
+    Case("cast-tuple", "x = T.int32((1, 2))  #!", match="makes an array; kernel values are scalars"),
+    Case("max-of-one", "x = max(lane)  #!", match=r"max\(\) in a kernel takes two or more values"),
+    Case("abs-of-two", "x = abs(lane, 2)  #!", match=r"abs\(\) in a kernel takes one value"),
     Case("tuple-unpack-scalar", "x, y = 1  #!", match="cannot be compiled: failed to unpack"),
 ]
 
