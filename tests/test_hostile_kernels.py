@@ -234,6 +234,8 @@ NAME_CASES = [
     Case("helper-value", "Out[0, 0] = add_one  #!", match="is not a kernel value"),
     Case("helper-in-expression", "x = add_one(lane) + 1  #!", match="as a statement"),
     Case("helper-tensor-arith", "x = add_one(A)", match="tensor 'A'", marker="# helper-line"),
+    Case("helper-fold-in-its-names", "x = add_one(T)", match=r"'x \+ 1' fails: TypeError",
+         marker="# helper-line"),
     Case("helper-reserved-name", "x = reserved_helper(lane)", match="reserved",
          marker="# reserved-line"),
     Case("helper-read-before-assign", "x = early_helper(lane)", match="'z' is read here before",
