@@ -234,6 +234,8 @@ NAME_CASES = [
     Case("helper-value", "Out[0, 0] = add_one  #!", match="is not a kernel value"),
     Case("helper-in-expression", "x = add_one(lane) + 1  #!", match="as a statement"),
     Case("helper-tensor-arith", "x = add_one(A)", match="tensor 'A'", marker="# helper-line"),
+    Case("helper-fold-in-its-names", "x = add_one(T)", match=r"'x \+ 1' fails: TypeError",
+         marker="# helper-line"),
     Case("helper-reserved-name", "x = reserved_helper(lane)", match="reserved",
          marker="# reserved-line"),
     Case("helper-read-before-assign", "x = early_helper(lane)", match="'z' is read here before",
@@ -279,6 +281,9 @@ LIMIT_CASES = [
          match="alignment slack"),
     Case("shared-huge", "big = T.alloc_shared((1024, 1024, 25), 'uint8')  #!",
          match="26214400 bytes"),
+    Case("nesting-expression", "x = lane" + " + 1" * 150 + "  #!", match="nests 153 levels deep"),
+    Case("nesting-call", "x = T.uint32(" * 120 + "lane" + ")" * 120 + "  #!",
+         match="more than the 100 jittile lowers"),
 ]
 
 SYNTAX_CASES = [
@@ -332,6 +337,9 @@ SYNTAX_CASES = [
     Case("cast-two-args", "x = T.uint32(1, 2)  #!", match="too many positional arguments"),
     Case("cast-runtime-two-args", "x = T.uint32(lane, 2)  #!", match="too many positional arguments"),
     Case("cast-word", "x = T.uint32('abc')  #!", match="ValueError"),
+    Case("cast-tuple", "x = T.int32((1, 2))  #!", match="makes an array; kernel values are scalars"),
+    Case("max-of-one", "x = max(lane)  #!", match=r"max\(\) in a kernel takes two or more values"),
+    Case("abs-of-two", "x = abs(lane, 2)  #!", match=r"abs\(\) in a kernel takes one value"),
     Case("tuple-unpack-scalar", "x, y = 1  #!", match="cannot be compiled: failed to unpack"),
 ]
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from jittile import CompileError, JittileWarning, T
-from jittile.frontend import lower as lowering
+from jittile.frontend import checks, lower as lowering
 from jittile.frontend.static import sequence_length
 from jittile.targets import Target
 from test_hostile_kernels import HEADER, compile_module, write
@@ -95,8 +95,9 @@ def _repository_kernels():
 
 def test_the_repository_kernels_stay_far_below_the_limits():
     """Measured: at most 128 lowered statements (the 4-stage lagged ring), 4 unrolled iterations,
-    196744 bytes of shared memory as launched (the 3-stage 64x256 ring; 131216 with 4 stages of
-    32x256 here); ints of 17 bits and sequences of 99 elements (opcode strings) while folding."""
+    syntax trees 16 deep, 196744 bytes of shared memory as launched (the 3-stage 64x256 ring;
+    131216 with 4 stages of 32x256 here); ints of 17 bits and sequences of 99 elements (opcode
+    strings) while folding."""
     Measuring.largest_unroll = 0
     for kernel, args, target in _repository_kernels():
         specializer = kernel._specializer
@@ -107,5 +108,6 @@ def test_the_repository_kernels_stay_far_below_the_limits():
             lowered = Measuring(kernel.source, params, Target.parse(target)).lower()
         statements = lowering.statement_count(lowered.function.body)
         assert statements <= lowering.MAX_STATEMENTS // 4, (kernel, statements)
+        assert checks._deepest(kernel.source.tree)[1] <= checks.MAX_NESTING // 4
         assert lowered.ir.launch_shared_bytes <= Target.parse(target).max_shared_bytes
     assert 2 <= Measuring.largest_unroll <= lowering.MAX_UNROLL // 32

@@ -103,6 +103,17 @@ def test_the_failing_line_comes_from_the_error_its_traceback_or_its_message():
         constraint(types.SimpleNamespace(filename=LOWERED_FILENAME, line=12))
     except ValueError as exc:
         assert failing_line(exc) == 12
+    class Driver:  # numba's driver objects initialise the CUDA driver in __getattr__
+        def __getattr__(self, name):
+            raise RuntimeError("Error at driver init")
+
+    def typing(self, loc):
+        raise ValueError("inner")
+
+    try:
+        typing(Driver(), types.SimpleNamespace(filename=LOWERED_FILENAME, line=4))
+    except ValueError as exc:
+        assert failing_line(exc) == 4
     message = Exception(f'failed\nFile "{LOWERED_FILENAME}", line 3:\nFile "{LOWERED_FILENAME}", '
                         f'line 5:')
     assert failing_line(message) == 5

@@ -75,12 +75,21 @@ def _traceback_line(tb) -> int | None:
     found = None
     while tb is not None:
         frame_locals = tb.tb_frame.f_locals
-        for candidate in (frame_locals.get("loc"), getattr(frame_locals.get("self"), "loc", None)):
+        for candidate in (frame_locals.get("loc"), _own_loc(frame_locals.get("self"))):
             line = _line_of(candidate)
             if line is not None:
                 found = line
         tb = tb.tb_next
     return found
+
+
+def _own_loc(obj):
+    """``obj.loc`` where the object itself holds one; never runs an object's ``__getattr__``
+    (numba's driver objects initialise the CUDA driver there)."""
+    try:
+        return vars(obj).get("loc")
+    except TypeError:
+        return None
 
 
 def summary(message: str) -> str:

@@ -3,10 +3,10 @@
 - :func:`definition_problem`: what kind of Python function it is (a plain ``def`` with named
   parameters; no ``async def``, generator, ``*args`` or ``**kwargs``), from its code object, so
   that ``@jittile.kernel`` refuses it where it is applied.
-- :func:`body_problem`: names jittile reserves for its own temporaries (``__jt_...``), and names
-  read before any assignment. The latter is the simple, conservative rule: a name the body
-  assigns, read before its first assignment in program order, is refused (Python would raise
-  ``UnboundLocalError`` on some path), parameters excepted.
+- :func:`body_problem`: nesting too deep to lower, names jittile reserves for its own temporaries
+  (``__jt_...``), and names read before any assignment. The latter is the simple, conservative
+  rule: a name the body assigns, read before its first assignment in program order, is refused
+  (Python would raise ``UnboundLocalError`` on some path), parameters excepted.
 """
 from __future__ import annotations
 
@@ -17,6 +17,9 @@ import linecache
 from ..errors import CompileError, Location
 
 RESERVED_PREFIX = "__jt_"
+# The deepest a kernel's syntax tree may nest (the repository's kernels: 16); the lowering and
+# folding recurse over it, as does Python's own compiler over the lowered kernel.
+MAX_NESTING = 100
 
 
 def definition_problem(pyfunc, what: str = "kernel") -> CompileError | None:
@@ -47,7 +50,13 @@ def definition_location(code) -> Location:
 
 
 def body_problem(tree: ast.FunctionDef) -> tuple[ast.AST, str] | None:
-    """``(node, message)`` for the first reserved name or read-before-assignment in ``tree``."""
+    """``(node, message)`` for nesting past :data:`MAX_NESTING`, the first reserved name, or the
+    first read-before-assignment in ``tree``."""
+    deepest, depth = _deepest(tree)
+    if depth > MAX_NESTING:
+        return deepest, (f"the code nests {depth} levels deep here, more than the {MAX_NESTING} "
+                         f"jittile lowers; split the expression into several assignments or the "
+                         f"nested blocks into helpers")
     for node in ast.walk(tree):
         name = node.id if isinstance(node, ast.Name) else node.arg if isinstance(node, ast.arg) \
             else None
@@ -61,6 +70,18 @@ def body_problem(tree: ast.FunctionDef) -> tuple[ast.AST, str] | None:
         return node, (f"{node.id!r} is read here before it is assigned (its first assignment is "
                       f"at line {first.lineno}); assign it before this use")
     return None
+
+
+def _deepest(tree: ast.AST) -> tuple[ast.AST, int]:
+    """The deepest node of ``tree`` that has a position, and its depth (counted iteratively)."""
+    deepest, best = tree, 1
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > best and hasattr(node, "lineno"):
+            deepest, best = node, depth
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest, best
 
 
 def assigned_names(tree: ast.FunctionDef) -> dict[str, ast.Name]:

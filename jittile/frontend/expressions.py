@@ -168,6 +168,10 @@ class ExpressionLowering:
         if isinstance(target, Intrinsic):
             return self.intrinsic_expr(node, target)
         if target in (min, max, abs):
+            wanted = "one value" if target is abs else "two or more values"
+            if node.keywords or (len(node.args) != 1 if target is abs else len(node.args) < 2):
+                raise self.error(node, f"{target.__name__}() in a kernel takes {wanted}, "
+                                       f"positionally")
             return ast.Call(func=_name(target.__name__), args=[self.expr(a) for a in node.args],
                             keywords=[])
         if target is RUNTIME:

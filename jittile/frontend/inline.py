@@ -14,10 +14,11 @@ import ast
 import copy
 from dataclasses import dataclass
 
-from ..errors import CompileError
+from ..errors import CompileError, ContractError, JittileError
 from ..language.markers import DeviceFunction
 from .calls import check_calls
 from .checks import body_problem
+from .positions import HELPER_PREFIX
 from .static import RUNTIME, FoldError, StaticScope, evaluate
 from .syntax import name as _name
 
@@ -151,6 +152,17 @@ def assignment_counts(tree: ast.FunctionDef) -> dict[str, int]:
     return counts
 
 
+def without_helper_names(exc: JittileError) -> JittileError:
+    """``exc`` with inlining's renaming (``__jt_h3_x`` for a helper's ``x``) undone in its
+    message; ``exc`` itself when it names no renamed name."""
+    if not HELPER_PREFIX.search(str(exc)):
+        return exc
+    if isinstance(exc, ContractError):
+        return ContractError(HELPER_PREFIX.sub("", exc.rule), exc.location, opcode=exc.opcode,
+                             parameter=exc.parameter and HELPER_PREFIX.sub("", exc.parameter))
+    return type(exc)(HELPER_PREFIX.sub("", exc.message), exc.location)
+
+
 class HelperInlining:
     """``@jittile.func`` calls inlined into the kernel (a part of :class:`KernelLowering`)."""
 
@@ -228,10 +240,20 @@ class HelperInlining:
             body = inline_body(tree, call, renames, substitutions, targets)
         except InlineError as exc:
             raise located(exc) from None
-        caller, self.source = self.source, source
+        return prelude + self._helper_body(helper, body)
+
+    def _helper_body(self, helper: DeviceFunction, body: list[ast.stmt]) -> list[ast.stmt]:
+        """The helper's renamed statements lowered in its own source (errors point into its file
+        and name its own variables)."""
+        caller, self.source = self.source, helper.source
         self._inlining.append(helper)
         try:
-            return prelude + self.block(body)
+            return self.block(body)
+        except JittileError as exc:
+            plain = without_helper_names(exc)
+            if plain is exc:
+                raise
+            raise plain from None
         finally:
             self.source = caller
             self._inlining.pop()

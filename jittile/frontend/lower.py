@@ -153,10 +153,10 @@ class KernelLowering(ExpressionLowering, AllocationLowering, HelperInlining, Raw
     # ------------------------------------------------------------------------------ entry point
     def lower(self) -> Lowered:
         tree = self.source.tree
-        check_calls(tree, self.scope, self.loc)
-        problem = body_problem(tree)
+        problem = body_problem(tree)  # first: it bounds the nesting every later walk recurses on
         if problem is not None:
             raise self.error(*problem)
+        check_calls(tree, self.scope, self.loc)
         body = self.block(tree.body)
         args = [ast.arg(arg=p.name) for p in self.ir.runtime_params]
         for host in self.ir.host_tensormaps:

@@ -18,6 +18,8 @@ import math
 import operator
 import types as pytypes
 
+import numpy as np
+
 from ..errors import JittileError as _JittileError
 
 
@@ -226,6 +228,9 @@ def _bounded(node: ast.AST, value):
         raise _too_big(node, value.bit_length())
     if isinstance(value, (tuple, list, str, bytes)):
         _check_length(node, value)
+    if isinstance(value, np.ndarray):  # T.int32((1, 2)): a NumPy array, no kernel value
+        raise FoldError(node, f"the compile-time expression {ast.unparse(node)!r} makes an array; "
+                              f"kernel values are scalars")
     return value
 
 
