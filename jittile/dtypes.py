@@ -55,3 +55,16 @@ def dtype(name: "str | DType | object") -> DType:
 def from_numpy(np_dtype) -> DType:
     """The jittile dtype of a NumPy dtype (``bfloat16`` from ml_dtypes-style names too)."""
     return dtype(str(getattr(np_dtype, "name", np_dtype)))
+
+
+def convert(value, numpy_type):
+    """``value`` as a scalar of NumPy type ``numpy_type`` the way a conversion on the GPU does it:
+    integers wrap to the type's width (``uint32(-1)`` is 4294967295), anything else converts."""
+    import numpy as np
+
+    numpy_type = np.dtype(numpy_type)
+    if numpy_type.kind in "ui" and isinstance(value, (int, np.integer, np.bool_)):
+        bits = 8 * numpy_type.itemsize
+        unsigned = np.array(int(value) & ((1 << bits) - 1), dtype=f"uint{bits}")
+        return unsigned.view(numpy_type)[()]
+    return numpy_type.type(value)

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ..dtypes import convert
 from ..errors import InterpreterError
 from ..frontend.emit import CUDA, GLOBAL_ADDRESS, SHARED_ADDRESS
 from .machine import Fault, Machine
@@ -23,15 +24,11 @@ class Cast:
 
     def __init__(self, numpy_dtype: np.dtype):
         self.dtype = np.dtype(numpy_dtype)
-        self.bits = 8 * self.dtype.itemsize
 
     def __call__(self, value):
         if self.dtype.kind in "ui":
-            wrapped = int(value) & ((1 << self.bits) - 1)
-            return np.array(wrapped, dtype=f"uint{self.bits}").view(self.dtype)[()]
-        if self.dtype.kind == "b":
-            return np.bool_(value)
-        return self.dtype.type(value)
+            value = int(value)  # a float truncates first, as the GPU's conversion does
+        return convert(value, self.dtype)
 
 
 class SharedView:

@@ -4,9 +4,8 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass, field
 
-import numpy as np
 
-from ..dtypes import DType, dtype as lookup_dtype
+from ..dtypes import DType, convert, dtype as lookup_dtype
 from ..errors import JittileError
 
 
@@ -28,12 +27,7 @@ class ScalarType:
         """Outside a kernel (and when folded at compile time): the NumPy scalar of this type;
         integers wrap to its width as a conversion on the GPU does (``T.uint32(-1)`` is
         4294967295)."""
-        numpy_type = np.dtype(self.dtype.numpy)
-        if numpy_type.kind in "ui" and isinstance(value, (int, np.integer)):
-            bits = 8 * numpy_type.itemsize
-            unsigned = np.array(int(value) & ((1 << bits) - 1), dtype=f"uint{bits}")
-            return unsigned.view(numpy_type)[()]
-        return numpy_type.type(value)
+        return convert(value, self.dtype.numpy)
 
     def __repr__(self) -> str:
         return f"T.{self.dtype_name}"
