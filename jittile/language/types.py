@@ -4,7 +4,6 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass, field
 
-
 from ..dtypes import DType, convert, dtype as lookup_dtype
 from ..errors import JittileError
 
