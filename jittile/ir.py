@@ -258,7 +258,7 @@ class Asm:
 
 
 # How an asynchronous instruction completes (the pattern declares it per opcode).
-COMPLETIONS = ("mbarrier", "bulk_group", "tcgen05_commit", "none")
+COMPLETIONS = ("mbarrier", "bulk_group", "tcgen05_commit", "wgmma_group", "none")
 
 
 @dataclass(frozen=True)
@@ -270,7 +270,8 @@ class PlanRecord:
     ``shared_offset`` the static byte offset of its shared operand from the shared block base,
     ``bytes`` its payload. ``completion`` says how it completes and ``barrier`` is the mbarrier
     whose transaction count it completes (``completion == "mbarrier"``). ``fields`` are the static
-    descriptor facts of its family (JSON scalars and lists)."""
+    descriptor facts of its family (JSON scalars and lists). ``results`` are the kernel variables
+    the instruction writes (register fragments), in the asm's output order."""
 
     opcode: str
     instance: tuple[int, ...]
@@ -282,6 +283,7 @@ class PlanRecord:
     completion: str = "none"
     barrier: Expr | None = None
     fields: dict = field(default_factory=dict)
+    results: tuple = ()
 
     def operand(self, role: str) -> Expr:
         for name, value in self.operands:
@@ -315,10 +317,10 @@ class PlanRecord:
         elif self.completion != "none":
             parts.append(f"completes via {self.completion.replace('_', ' ')}")
         for role, value in self.operands:
-            if role in ("barrier", "size") or role.startswith("coord") or (
+            if role in ("barrier", "size") or role.startswith("coord") or "[" in role or (
                     role == "shared" and isinstance(value, SharedAddress)
                     and isinstance(value.offset, int)):
-                continue  # shown above
+                continue  # shown above, or one register of a fragment the fields name
             parts.append(str(value) if isinstance(value, HostParam) else
                          f"{'shared address' if role == 'shared' else role} {value}")
         parts += [f"{k}={_field_text(v)}" for k, v in self.fields.items()]
@@ -335,7 +337,8 @@ class PlanRecord:
                     "comment": self.asm.comment},
                 "completion": self.completion,
                 "barrier": None if self.barrier is None else expr_to_json(self.barrier),
-                "fields": _jsonable(self.fields)}
+                "fields": _jsonable(self.fields),
+                "results": [expr_to_json(v) for v in self.results]}
 
     @classmethod
     def from_json(cls, data: dict) -> PlanRecord:
@@ -352,7 +355,8 @@ class PlanRecord:
                 tuple(map(_str, asm["inputs"])), bool(asm["memory"]), _str(asm["comment"])),
             completion=data["completion"],
             barrier=None if data["barrier"] is None else expr_from_json(data["barrier"]),
-            fields=_tuples(data["fields"]))
+            fields=_tuples(data["fields"]),
+            results=tuple(expr_from_json(v) for v in data.get("results", ())))
 
 
 def _int(value) -> int:

@@ -20,6 +20,7 @@ from typing import Sequence, Union
 
 from .axis import AXES, AxisStride, Mem, as_axis_stride
 from .dtypes import DType, dtype as as_dtype
+from .fragment import FragmentLayout, wgmma_a, wgmma_accumulator  # noqa: F401  (register layouts)
 
 Shape = tuple[int, ...]
 Factors = tuple[tuple[int, AxisStride], ...]
@@ -354,6 +355,34 @@ def swizzle(mode: int, shape: "int | Sequence[int]", dtype: "str | DType") -> La
     if mode == 0:
         return row_major(shape)
     return ComposeLayout((16 // dt.bytes).bit_length() - 1, mode, 3, row_major(shape))
+
+
+def tiled_swizzle(mode: int, shape: "int | Sequence[int]", dtype: "str | DType") -> Layout:
+    """``swizzle(mode, ...)`` for tiles wider than one swizzled row: the last axis is cut into
+    chunks of the swizzle span (16/32/64/128 bytes), and each chunk is its own row-major
+    swizzled block of all the rows, the chunks one after another (leading axes outermost).
+
+    It is the layout TMA leaves when a wide tile is loaded as span-wide boxes, and the
+    canonical layout of wgmma / tcgen05 descriptors: K-major tiles with K over the span,
+    MN-major tiles, and with mode 0 the no-swizzle core-matrix layout (16-byte columns)."""
+    extents = _as_shape(shape)
+    dt = as_dtype(dtype)
+    wide = (16 << mode) // dt.bytes if mode else 16 // dt.bytes
+    *lead, rows, cols = extents if len(extents) > 1 else (1, *extents)
+    if cols <= wide:
+        return swizzle(mode, shape, dtype)
+    if cols % wide:
+        raise ValueError(f"tiled_swizzle: the last extent {cols} is not a multiple of the "
+                         f"{wide} {dt.name} elements of one {16 << mode if mode else 16}-byte chunk")
+    block = rows * cols
+    strides = [block * math.prod(lead[i + 1:]) for i in range(len(lead))]
+    factors = (*lead, rows, cols // wide, wide)
+    spec = LayoutSpec(shard=tuple(zip(factors, (as_axis_stride(s) for s in
+                                                (*strides, wide, rows * wide, 1)))))
+    tile = TileLayout(spec)
+    if mode == 0:
+        return tile
+    return ComposeLayout((16 // dt.bytes).bit_length() - 1, mode, 3, tile)
 
 
 def resolve_layout(layout: "Layout | LayoutSpec | str | None", shape: "int | Sequence[int]",

@@ -37,7 +37,8 @@ def interpretable(item) -> bool:
     params = getattr(getattr(item, "callspec", None), "params", {})
     device_params = any(any(tag in str(v) for tag in DEVICE_ARRAYS) for v in params.values())
     return (name not in DEVICE_ONLY and not device_params
-            and item.module.__name__ not in ("test_gpu_torch_dtypes", "test_gpu_interpreter"))
+            and item.module.__name__ not in ("test_gpu_torch_dtypes", "test_gpu_interpreter",
+                                             "test_gpu_wgmma"))  # the interpreter has no wgmma
 
 
 def pytest_collection_modifyitems(config, items):

@@ -31,41 +31,57 @@ def _as_int(context, builder, value, fromty, bits: int):
     return context.cast(builder, value, fromty, target)
 
 
+def _register_type(constraint: str, outputs: tuple[str, ...]):
+    """The numba type of an asm operand: a tied input has its output's type."""
+    if constraint.isdigit():
+        constraint = outputs[int(constraint)]
+    return types.float32 if constraint == "f" else _INT_TYPES[CONSTRAINT_BITS[constraint]]
+
+
+def _accepts(ty, register_type) -> bool:
+    numeric = (types.Integer, types.Boolean, types.IntegerLiteral, types.BooleanLiteral)
+    if isinstance(register_type, types.Float):
+        return isinstance(ty, numeric + (types.Float,))
+    return isinstance(ty, numeric)
+
+
 @functools.lru_cache(maxsize=None)
 def make_asm(call: AsmCall):
-    """An intrinsic issuing ``call``: integer inputs are converted to each operand's width; it returns
-    nothing, one unsigned integer, or a tuple of them. One per distinct call, so that further
-    specializations reuse numba's typing and lowering of it."""
-    out_bits = [CONSTRAINT_BITS[c] for c in call.outputs]
+    """An intrinsic issuing ``call``: inputs are converted to each operand's register type (an
+    integer of the operand's width, or float32 for ``f``); it returns nothing, one value, or a
+    tuple of them. One per distinct call, so that further specializations reuse numba's typing
+    and lowering of it."""
+    out_types = [_register_type(c, call.outputs) for c in call.outputs]
+    in_types = [_register_type(c, call.outputs) for c in call.inputs]
 
     def typer(typingctx, *argtys):
-        for ty in argtys:
-            if not isinstance(ty, (types.Integer, types.Boolean, types.IntegerLiteral,
-                                   types.BooleanLiteral)):
-                return None
-        if not out_bits:
+        if not all(_accepts(ty, want) for ty, want in zip(argtys, in_types)):
+            return None
+        if not out_types:
             resty = types.void
-        elif len(out_bits) == 1:
-            resty = _INT_TYPES[out_bits[0]]
+        elif len(out_types) == 1:
+            resty = out_types[0]
         else:
-            resty = types.Tuple([_INT_TYPES[b] for b in out_bits])
+            resty = types.Tuple(out_types)
         sig = resty(*argtys)
 
         def codegen(context, builder, signature, args):
-            llargs = [_as_int(context, builder, v, t, CONSTRAINT_BITS[c])
-                      for v, t, c in zip(args, signature.args, call.inputs)]
-            if not out_bits:
+            llargs = [context.cast(builder, v, t, want) if isinstance(want, types.Float) else
+                      _as_int(context, builder, v, t, want.bitwidth)
+                      for v, t, want in zip(args, signature.args, in_types)]
+            lltypes = [context.get_value_type(t) for t in out_types]
+            if not out_types:
                 llret = ir.VoidType()
-            elif len(out_bits) == 1:
-                llret = ir.IntType(out_bits[0])
+            elif len(out_types) == 1:
+                llret = lltypes[0]
             else:
-                llret = ir.LiteralStructType([ir.IntType(b) for b in out_bits])
+                llret = ir.LiteralStructType(lltypes)
             fnty = ir.FunctionType(llret, [a.type for a in llargs])
             asm = ir.InlineAsm(fnty, call.template, call.constraint_string, side_effect=True)
             result = builder.call(asm, llargs)
-            if len(out_bits) <= 1:
-                return result if out_bits else context.get_dummy_value()
-            values = [builder.extract_value(result, i) for i in range(len(out_bits))]
+            if len(out_types) <= 1:
+                return result if out_types else context.get_dummy_value()
+            values = [builder.extract_value(result, i) for i in range(len(out_types))]
             return context.make_tuple(builder, resty, values)
 
         return sig, codegen

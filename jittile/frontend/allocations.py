@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from .. import targets
 from ..dtypes import DType, dtype as lookup_dtype
+from ..fragment import FragmentLayout
 from .. import language as L
 from ..language import cuda as Lcuda
 from ..language.markers import call_signature
@@ -107,6 +108,13 @@ class AllocationLowering:
             raise self.error(call, f"T.alloc_local shape must be a static tuple of positive ints, "
                                    f"got {args['shape']!r}")
         dtype = self.dtype_arg(call, args["dtype"])
+        layout = args["layout"]
+        if isinstance(layout, FragmentLayout):
+            return self.alloc_fragment(name, call, shape, dtype, layout)
+        if not (isinstance(layout, str) and layout == "default"):
+            raise self.error(call, f"T.alloc_local layout is \"default\" (a per-thread array) or "
+                                   f"a register-fragment layout (jittile.layout.wgmma_accumulator, "
+                                   f"wgmma_a), got {layout!r}")
         self.locals.add(name)
         self.local_arrays[name] = shape
         alloc = ast.Call(

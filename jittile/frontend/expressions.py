@@ -91,6 +91,8 @@ class ExpressionLowering:
             return "shared buffer"
         if node.id in self.arrays:
             return "tensor"
+        if node.id in self.fragments:
+            return "register fragment"
         return "local array" if node.id in self.local_arrays else None
 
     def check_value_name(self, node: ast.Name) -> None:
@@ -130,8 +132,10 @@ class ExpressionLowering:
             if extent is not None and not -extent <= value < extent:
                 raise self.error(index, f"index {value} is outside axis extent {extent} of {what}")
 
-    def subscript(self, node: ast.Subscript) -> ast.Subscript:
+    def subscript(self, node: ast.Subscript) -> ast.expr:
         base = node.value
+        if isinstance(base, ast.Name) and base.id in self.fragments:
+            return _name(self.fragment_register(node, self.fragments[base.id]))
         indices = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         if isinstance(base, ast.Name) and base.id in self.shared:
             buf = self.shared[base.id].buffer
@@ -160,6 +164,9 @@ class ExpressionLowering:
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr == "ptr_to":
             return self.ptr_to(node)
+        if (isinstance(func, ast.Attribute) and func.attr in ("row", "col")
+                and isinstance(func.value, ast.Name) and func.value.id in self.fragments):
+            return self.fragment_coordinate(node, self.fragments[func.value.id])
         target = self.resolve(func)
         if isinstance(target, ScalarType):
             return self.cast(target.dtype, self.expr(node.args[0]))

@@ -31,6 +31,7 @@ from .checks import body_problem
 from .divergence import divergent_operations
 from .emit import CUDA, GLOBAL_ADDRESS, SHARED_ADDRESS
 from .expressions import ExpressionLowering, fits_64_bits, is_number
+from .fragments import FragmentLowering
 from .inline import HelperInlining, assignment_counts
 from .positions import HELPER_PREFIX, Origin, number_lines, tag
 from .raw_ptx import RawPtxLowering
@@ -63,8 +64,8 @@ class Lowered:
         return ast.unparse(self.function)
 
 
-class KernelLowering(ExpressionLowering, AllocationLowering, HelperInlining, RawPtxLowering,
-                     TileCallLowering):
+class KernelLowering(ExpressionLowering, AllocationLowering, FragmentLowering, HelperInlining,
+                     RawPtxLowering, TileCallLowering):
     """One kernel specialization being lowered (source + argument kinds + target)."""
 
     def __init__(self, source: KernelSource, params: list, target: Target, launch_override=None):
@@ -79,6 +80,7 @@ class KernelLowering(ExpressionLowering, AllocationLowering, HelperInlining, Raw
         self.tmem: dict[str, TmemVar] = {}
         self.locals: set[str] = set()
         self.local_arrays: dict[str, tuple] = {}  # T.alloc_local name -> shape
+        self.fragments: dict = {}  # T.alloc_local register fragment name -> FragmentVar
         self.arrays = {p.name: p for p in params if isinstance(p, ArrayParam)}
         self.scalars = {p.name: p for p in params if isinstance(p, ScalarParam)}
         self.tensormaps = {p.name: p for p in params if isinstance(p, TensorMapParam)}
@@ -280,9 +282,11 @@ class KernelLowering(ExpressionLowering, AllocationLowering, HelperInlining, Raw
 
     def store_target(self, node: ast.expr) -> ast.expr:
         if isinstance(node, ast.Name):
-            if node.id in self.shared or node.id in self.arrays or node.id in self.local_arrays:
+            if (node.id in self.shared or node.id in self.arrays or node.id in self.local_arrays
+                    or node.id in self.fragments):
                 raise self.error(node, f"cannot rebind {node.id!r}: it names memory (a shared "
-                                       f"buffer, tensor or local array); use another name")
+                                       f"buffer, tensor, local array or register fragment); use "
+                                       f"another name")
             self.locals.add(node.id)
             return _name(node.id, ast.Store())
         if isinstance(node, ast.Tuple):

@@ -52,6 +52,13 @@ class TileCallLowering:
                                         self.loc(kw.value), opcode=opcode, parameter="scope")
                 continue
             params[kw.arg] = self.tile_param(kw.value, prelude, opcode, kw.arg)
+        if not pattern.accepts_transposed:
+            for i, operand in enumerate(operands):
+                if isinstance(operand, SharedRegion) and operand.transposed:
+                    raise ContractError(f"operand {i} is a transposed shared region (.T); "
+                                        f"{pattern.family} moves regions in their buffer's own "
+                                        f"axis order", self.loc(node.args[1 + i]), opcode=opcode,
+                                        parameter=f"operand {i}")
         site = CallSite(location, opcode, operands, params, param_locations, self.target, scope)
         try:
             lowering = pattern.lower(site, self)
@@ -64,8 +71,7 @@ class TileCallLowering:
         self.ir.sites.append(SiteRecord(location, opcode, pattern.family, lowering.plan,
                                         lowering.predicate))
         site_index = len(self.ir.sites) - 1
-        emits = [ast.Expr(value=self.call(self.record_name(site_index, k),
-                                          *[render(v, self.asm_name) for _, v in record.operands]))
+        emits = [self.issue(self.record_name(site_index, k), record)
                  for k, record in enumerate(lowering.plan)]
         for stmt in emits:
             ast.copy_location(stmt, node)
@@ -73,6 +79,15 @@ class TileCallLowering:
             emits = [ast.If(test=render(lowering.predicate, self.asm_name), body=emits,
                             orelse=[])]
         return prelude + emits
+
+    def issue(self, global_name: str, record) -> ast.stmt:
+        """The statement issuing one plan record: a call, assigned to the registers it writes."""
+        call = self.call(global_name, *[render(v, self.asm_name) for _, v in record.operands])
+        if not record.results:
+            return ast.Expr(value=call)
+        targets = [_name(v.name, ast.Store()) for v in record.results]
+        target = targets[0] if len(targets) == 1 else ast.Tuple(elts=targets, ctx=ast.Store())
+        return ast.Assign(targets=[target], value=call)
 
     def tile_param(self, node: ast.expr, prelude: list[ast.stmt], opcode: str, parameter: str):
         """A keyword value: static where it folds, else runtime temporaries (per tuple element)."""
@@ -112,6 +127,20 @@ class TileCallLowering:
         return HELPER_PREFIX.sub("", src(Fold().visit(copy.deepcopy(node))))
 
     def tile_operand(self, node: ast.expr, opcode: str, index: int, prelude: list[ast.stmt]):
+        if isinstance(node, ast.IfExp):  # a choice made at compile time
+            test = self.static(node.test)
+            if test is not RUNTIME:
+                chosen = node.body if test else node.orelse
+                return self.tile_operand(chosen, opcode, index, prelude)
+        if isinstance(node, ast.Attribute) and node.attr == "T":
+            region = self.tile_operand(node.value, opcode, index, prelude)
+            if not isinstance(region, SharedRegion) or len(region.shape) != 2:
+                raise ContractError(f"operand {index}: .T transposes a two-axis shared region, "
+                                    f"got {src(node.value)!r}", self.loc(node), opcode=opcode,
+                                    parameter=f"operand {index}")
+            return region.transpose()
+        if isinstance(node, ast.Name) and node.id in self.fragments:
+            return self.fragments[node.id].region()
         base, indices = node, None
         if isinstance(node, ast.Subscript):
             base = node.value
@@ -137,7 +166,8 @@ class TileCallLowering:
                                   var.tensor.layout, origin, shape, axes)
         raise ContractError(
             f"operand {index} ({src(node)!r}) must be a shared buffer or region, a tensor "
-            f"parameter or region, a jittile.TensorMap parameter or a TMEM tensor",
+            f"parameter or region, a jittile.TensorMap parameter, a TMEM tensor or a register "
+            f"fragment",
             self.loc(node), opcode=opcode, parameter=f"operand {index}")
 
     def region(self, node, indices, shape, opcode, index, runtime: list | None = None,

@@ -82,6 +82,16 @@ class SharedRegion:
         """Byte offset of region element ``coords`` from the buffer base (physical, swizzled)."""
         return self.buffer.element_offset(self.buffer_coords(coords)) * self.buffer.dtype.bytes
 
+    @property
+    def transposed(self) -> bool:
+        """Whether the region's axes are permuted from the buffer's (``buf[...].T``)."""
+        return list(self.axes) != sorted(self.axes)
+
+    def transpose(self) -> "SharedRegion":
+        """The region with its axes reversed (``region.T``)."""
+        return SharedRegion(self.buffer, self.origin, self.shape[::-1], self.axes[::-1],
+                            self.runtime_indices)
+
 
 @dataclass(frozen=True)
 class GlobalRegion:
@@ -117,6 +127,19 @@ class GlobalRegion:
         full = self.static_shape[axis]
         return None if full is None or not isinstance(self.starts[axis], int) else \
             full - self.starts[axis]
+
+
+@dataclass(frozen=True)
+class FragmentRegion:
+    """A register fragment (``T.alloc_local(..., layout=wgmma_accumulator)``): its tile shape,
+    element type, :class:`~jittile.fragment.FragmentLayout` and one Var per 32-bit register of
+    the running thread."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: DType
+    layout: object
+    registers: tuple
 
 
 @dataclass(frozen=True)
@@ -208,6 +231,7 @@ class TilePattern:
     - ``operand_forms``: per form (e.g. ``load``/``store``), the ordered :class:`OperandRole` s;
     - ``parameters``: its keyword :class:`Parameter` s (``scope`` is the frontend's);
     - ``completions``: how each form completes (a subset of :data:`jittile.ir.COMPLETIONS`);
+    - ``accepts_transposed``: whether its shared operands may be transposed regions (``buf.T``);
 
     and implement :meth:`claims` (whether an opcode under its prefixes is one of its forms) and
     :meth:`lower` (contract -> plan)."""
@@ -218,6 +242,7 @@ class TilePattern:
     operand_forms: dict = {}
     parameters: tuple[Parameter, ...] = ()
     completions: dict = {}
+    accepts_transposed = False  # whether shared operands may be transposed regions (``buf.T``)
 
     def claims(self, opcode: str) -> bool:
         raise NotImplementedError

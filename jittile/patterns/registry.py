@@ -16,6 +16,7 @@ FAMILY_MODULES = (
     "tma",
     "tmem_copy",
     "bulk_copy",
+    "wgmma",
 )
 
 _patterns: list[TilePattern] | None = None

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from ..ir import Asm
 
-# Register class per operand kind: 'h' 16-bit, 'r' 32-bit, 'l' 64-bit, 'n' immediate.
-CONSTRAINT_BITS = {"h": 16, "r": 32, "l": 64, "n": 32}
+# Register class per operand kind: 'h' 16-bit, 'r' 32-bit, 'l' 64-bit, 'n' immediate, 'f' 32-bit
+# float. An input constraint that is a number ties the input to that output (read-modify-write
+# registers such as an MMA accumulator).
+CONSTRAINT_BITS = {"h": 16, "r": 32, "l": 64, "n": 32, "f": 32}
 
 # The inline-asm statement is plan data (it travels in plan records and cache entries).
 AsmCall = Asm

@@ -37,6 +37,7 @@ class OperandKind(Enum):
     S32 = "s32"
     U64 = "u64"
     B64 = "b64"
+    F32 = "f32"
     IMM = "compile-time integer"
 
     @property
@@ -52,7 +53,7 @@ class OperandKind(Enum):
 _CONSTRAINTS = {
     OperandKind.SHARED_ADDR: "r", OperandKind.GENERIC_PTR: "l", OperandKind.U16: "h",
     OperandKind.U32: "r", OperandKind.B32: "r", OperandKind.S32: "r",
-    OperandKind.U64: "l", OperandKind.B64: "l", OperandKind.IMM: "n",
+    OperandKind.U64: "l", OperandKind.B64: "l", OperandKind.F32: "f", OperandKind.IMM: "n",
 }
 
 
@@ -95,9 +96,9 @@ class InstructionSpec:
 
 
 _TABLE: dict[str, InstructionSpec] = {}
-_SA, _GP, _U16, _U32, _B32, _IMM = (OperandKind.SHARED_ADDR, OperandKind.GENERIC_PTR,
-                                    OperandKind.U16, OperandKind.U32, OperandKind.B32,
-                                    OperandKind.IMM)
+_SA, _GP, _U16, _U32, _B32, _F32, _IMM = (OperandKind.SHARED_ADDR, OperandKind.GENERIC_PTR,
+                                          OperandKind.U16, OperandKind.U32, OperandKind.B32,
+                                          OperandKind.F32, OperandKind.IMM)
 
 
 def _add(opcode: str, template: str, inputs: Iterable[tuple[str, OperandKind]] = (),
@@ -225,9 +226,35 @@ def _tcgen05() -> None:
         add(f"tcgen05.fence::{when}_thread_sync", "{op};")
 
 
+def _warpgroups_and_registers() -> None:
+    # wgmma.fence / commit_group / wait_group (the group count an immediate): PTX 8.0, sm_90a.
+    add = partial(_add, ptx=(8, 0), target="sm_90a")
+    add("wgmma.fence.sync.aligned", "{op};")
+    add("wgmma.commit_group.sync.aligned", "{op};")
+    add("wgmma.wait_group.sync.aligned", "{op} $0;", [("n", _IMM)])
+    # setmaxnreg: a warpgroup's per-thread register budget (24..256, a multiple of 8), PTX 8.0,
+    # sm_90a; ptxas needs the kernel's block size (.maxntid) to use it.
+    for direction in ("inc", "dec"):
+        add(f"setmaxnreg.{direction}.sync.aligned.u32", "{op} $0;", [("count", _IMM)])
+    # cvt.rn.{bf16x2,f16x2}.f32 d, hi, lo: two floats rounded into one packed register, hi in
+    # the upper half (PTX 7.0, sm_80); relu clamps negatives to zero.
+    for relu, packed in product(("", "relu"), ("bf16x2", "f16x2")):
+        _add(_dotted("cvt.rn", relu, packed, "f32"), "{op} $0, $1, $2;",
+             [("hi", _F32), ("lo", _F32)], [_B32], ptx=(7, 0), target="sm_80")
+    # st.shared: one 32-bit word or a 16-byte vector of four (the epilogue's stores).
+    _add("st.shared.b32", "{op} [$0], $1;", [("addr", _SA), ("value", _B32)], ptx=(2, 0),
+         target="sm_70")
+    _add("st.shared.v4.b32", "{op} [$0], {{$1, $2, $3, $4}};",
+         [("addr", _SA)] + [("value", _B32)] * 4, ptx=(2, 0), target="sm_70")
+    # Named barriers: a subset of the block's warps (count threads) meets on barrier id 0..15.
+    for sync in ("bar.sync", "bar.arrive"):
+        _add(sync, "{op} $0, $1;", [("id", _U32), ("count", _U32)], ptx=(2, 0), target="sm_70")
+
+
 _mbarrier()
 _fences_and_groups()
 _tcgen05()
+_warpgroups_and_registers()
 
 INSTRUCTIONS: Mapping[str, InstructionSpec] = MappingProxyType(_TABLE)
 
