@@ -32,6 +32,10 @@ COMPLETION_TEXT = {
                   "then `T.ptx.cp.async_.bulk.wait_group(n)`",
     "tcgen05_commit": "completes through `tcgen05.commit...mbarrier::arrive::one` on a barrier "
                       "the caller waits on (one arrival, no transaction bytes)",
+    "wgmma_group": "joins the warpgroup's wgmma group: `T.ptx.wgmma.commit_group.sync.aligned()`, "
+                   "then `T.ptx.wgmma.wait_group.sync.aligned(n)` before the registers are read; "
+                   "`T.ptx.wgmma.fence.sync.aligned()` before the first MMA and after the kernel "
+                   "touches its registers",
     "none": "nothing to wait for",
 }
 

@@ -40,17 +40,17 @@ PTXAS = _find_ptxas()
 needs_ptxas = pytest.mark.skipif(
     PTXAS is None, reason="the nvidia-cuda-nvcc wheel's ptxas (nvidia/cu13/bin/ptxas) is absent")
 
-_REGISTER = {"h": "%h", "r": "%r", "l": "%rd"}
+_REGISTER = {"h": "%h", "r": "%r", "l": "%rd", "f": "%f"}
 
 
-def instantiate(call: AsmCall) -> str:
-    """The template with each ``$N`` replaced by a declared register of its width (or an
-    immediate for ``n``), as the backend's inline asm would receive them."""
+def instantiate(call: AsmCall, immediate: int = 1) -> str:
+    """The template with each ``$N`` replaced by a declared register of its width (or the
+    ``immediate`` for ``n``), as the backend's inline asm would receive them."""
     counters: Counter[str] = Counter()
     names = []
     for letter in call.outputs + call.inputs:
         if letter == "n":
-            names.append("1")
+            names.append(str(immediate))
             continue
         names.append(f"{_REGISTER[letter]}{counters[letter]}")
         counters[letter] += 1
@@ -73,7 +73,8 @@ def assemble(target: str, items: dict[str, str], version: str = "9.5") -> dict[s
         groups[_entry_group(label)].append(label)
     for group, labels in groups.items():
         lines += [f".visible .entry jt_{group}()", "{",
-                  ".reg .b16 %h<4>;", ".reg .b32 %r<160>;", ".reg .b64 %rd<4>;"]
+                  ".reg .b16 %h<4>;", ".reg .b32 %r<160>;", ".reg .b64 %rd<4>;",
+                  ".reg .f32 %f<4>;"]
         for label in labels:
             for text in items[label].splitlines():
                 lines.append(text)
@@ -92,8 +93,13 @@ def assemble(target: str, items: dict[str, str], version: str = "9.5") -> dict[s
 
 
 def _specs_for(target: str) -> dict[str, str]:
-    return {op: instantiate(spec.asm()) for op, spec in INSTRUCTIONS.items()
+    return {op: _instantiate_spec(spec) for op, spec in INSTRUCTIONS.items()
             if satisfies(target, spec.requirement)}
+
+
+def _instantiate_spec(spec) -> str:
+    """``instantiate`` with the lowest immediate the entry allows."""
+    return instantiate(spec.asm(), spec.immediate_range[0] if spec.immediate_range else 1)
 
 
 # -- ptxas: every table entry --------------------------------------------------------------------
@@ -103,7 +109,8 @@ def _specs_for(target: str) -> dict[str, str]:
 def test_every_table_entry_assembles(target: str) -> None:
     items = _specs_for(target)
     hopper = {op for op, spec in INSTRUCTIONS.items() if not spec.opcode.startswith("tcgen05.")}
-    assert set(items) == (set(INSTRUCTIONS) if target == "sm_100a" else hopper)
+    blackwell = {op for op, spec in INSTRUCTIONS.items() if spec.requirement != "sm_90a"}
+    assert set(items) == (blackwell if target == "sm_100a" else hopper)
     assert assemble(target, items) == {}
 
 
@@ -133,10 +140,11 @@ def test_sm90_entries_are_rejected_on_sm80() -> None:
 @needs_ptxas
 def test_min_ptx_versions_suffice() -> None:
     """Each entry assembles at its recorded minimum PTX ISA version on its minimum target."""
-    base = {"sm_80": "sm_80", "sm_90": "sm_90", "sm_100a": "sm_100a"}
+    base = {"sm_80": "sm_80", "sm_90": "sm_90", "sm_90a": "sm_90a",
+            "sm_100a": "sm_100a"}
     batches: dict[tuple[tuple[int, int], str], dict[str, str]] = defaultdict(dict)
     for op, spec in INSTRUCTIONS.items():
-        batches[(spec.min_ptx, spec.requirement)][op] = instantiate(spec.asm())
+        batches[(spec.min_ptx, spec.requirement)][op] = _instantiate_spec(spec)
     for (version, requirement), items in batches.items():
         assert assemble(base[requirement], items, f"{version[0]}.{version[1]}") == {}
 
@@ -387,7 +395,7 @@ def test_operand_kinds_and_constraints() -> None:
     assert letters == {
         OperandKind.SHARED_ADDR: "r", OperandKind.GENERIC_PTR: "l", OperandKind.U16: "h",
         OperandKind.U32: "r", OperandKind.B32: "r", OperandKind.S32: "r",
-        OperandKind.U64: "l", OperandKind.B64: "l", OperandKind.IMM: "n",
+        OperandKind.U64: "l", OperandKind.B64: "l", OperandKind.F32: "f", OperandKind.IMM: "n",
     }
     assert OperandKind.U16.bits == 16 and OperandKind.GENERIC_PTR.bits == 64
 

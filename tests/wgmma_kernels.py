@@ -2,7 +2,7 @@
 accumulator scaled/negated) from operands staged in shared memory by plain element copies, in any
 layout the test picks, and writes the accumulator fragment out element by element.
 
-Operands travel as their storage bits (uint16 for bf16, uint8 for fp8, float32 for tf32), so the
+Operands travel as their storage bits (uint16 for bf16, uint8 for fp8, uint32 for tf32), so the
 tests need NumPy only; ``exact_values`` draws values every wgmma type represents exactly.
 """
 from dataclasses import dataclass
@@ -15,7 +15,7 @@ from jittile.layout import tiled_swizzle, wgmma_a, wgmma_accumulator
 
 # jittile element type -> (storage dtype of the global array, exponent bias, mantissa bits)
 STORAGE = {"bfloat16": ("uint16", None, None), "float16": ("float16", None, None),
-           "tf32": ("float32", None, None), "float32": ("float32", None, None),
+           "tf32": ("uint32", None, None), "float32": ("float32", None, None),
            "float8_e4m3fn": ("uint8", 7, 3), "float8_e5m2": ("uint8", 15, 2),
            "int8": ("int8", None, None), "uint8": ("uint8", None, None)}
 ACCUMULATOR = {"f32": "float32", "f16": "float16", "s32": "int32"}
@@ -58,6 +58,8 @@ def storage_bits(values: np.ndarray, element: str) -> np.ndarray:
     storage, bias, mantissa = STORAGE[element]
     if element == "bfloat16":
         return (values.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    if element == "tf32":  # the float32 bits (a shared tf32 buffer holds raw 32-bit words)
+        return values.astype(np.float32).view(np.uint32)
     if bias is not None:
         bits = np.zeros(values.shape, np.uint8)
         nonzero = values != 0
@@ -136,7 +138,7 @@ def run_case(case: Case, launch: bool = True, seed: int = 0):
     rng = np.random.default_rng(seed)
     a = exact_values((64, case.k), case.atype, rng)
     b = exact_values((case.k, case.n), case.btype, rng)
-    c = exact_values((64, case.n), "float32", rng)
+    c = exact_values((64, case.n), "int8" if case.dtype == "s32" else "float32", rng)
     a_stored = a if case.a_major != "MN" else a.T
     b_stored = b.T if case.b_major == "K" else b
     a_bits = np.ascontiguousarray(storage_bits(a_stored, case.atype))

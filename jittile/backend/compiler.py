@@ -126,7 +126,8 @@ def compile_lowered(lowered: Lowered, target: Target) -> Artifact:
         raise numba_failure(exc, lowered.positions) from exc
     entry = stable_entry_name(ir.name)
     cluster = ir.launch.cluster if ir.launch is not None else None
-    ptx = ptx_post.rewrite(ptx, entry, grid_constant, cluster)
+    block = ir.launch.block if ir.launch is not None else None
+    ptx = ptx_post.rewrite(ptx, entry, grid_constant, cluster, block)
     try:
         cubin, log = toolchain.link_cubin(ptx, target, entry)
     except ToolchainError as exc:  # told at the kernel it failed to build

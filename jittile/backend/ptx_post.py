@@ -4,7 +4,9 @@
 - grid-constant TensorMap parameters: numba sees a ``uint64``; the entry gets a 64-byte aligned
   128-byte ``.param`` and every load of it becomes the parameter's generic address, exactly what
   NVRTC emits for ``const __grid_constant__ CUtensorMap``;
-- cluster directives ``.explicitcluster`` / ``.reqnctapercluster``.
+- cluster directives ``.explicitcluster`` / ``.reqnctapercluster``;
+- ``.maxntid`` from the static block of a kernel that issues ``setmaxnreg``: ptxas needs the
+  block size to give each warpgroup its register budget.
 """
 from __future__ import annotations
 
@@ -23,8 +25,10 @@ def entry_name(ptx: str) -> str:
 
 
 def rewrite(ptx: str, stable_name: str, grid_constant_params: list[int],
-            cluster: tuple[int, int, int] | None) -> str:
-    """Apply the three rewrites; ``grid_constant_params`` are flattened parameter indices."""
+            cluster: tuple[int, int, int] | None,
+            block: tuple[int, int, int] | None = None) -> str:
+    """Apply the rewrites; ``grid_constant_params`` are flattened parameter indices, ``block``
+    the static block size (used where the kernel issues ``setmaxnreg``)."""
     old = entry_name(ptx)
     ptx = ptx.replace(old, stable_name)
     for index in grid_constant_params:
@@ -35,6 +39,10 @@ def rewrite(ptx: str, stable_name: str, grid_constant_params: list[int],
         ptx = decl.sub(f".param .align 64 .b8 {param}[128]", ptx)
         ptx = re.sub(rf"ld\.param\.u64\s+(%rd\d+),\s*\[{re.escape(param)}\];",
                      rf"mov.b64 \1, {param};\n\tcvta.param.u64 \1, \1;", ptx)
+    if block is not None and "setmaxnreg" in ptx:
+        x, y, z = block
+        ptx = re.sub(rf"(\.entry\s+{re.escape(stable_name)}\s*\((?:[^)]*)\))",
+                     rf"\1\n.maxntid {x}, {y}, {z}", ptx, count=1)
     if cluster is not None:
         x, y, z = cluster
         ptx = re.sub(rf"(\.entry\s+{re.escape(stable_name)}\s*\((?:[^)]*)\))",

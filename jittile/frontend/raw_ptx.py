@@ -49,8 +49,8 @@ class RawPtxLowering:
             ptx_table.check_operands(spec, len(args))
         except ContractError as exc:
             raise located(exc, location) from None
-        operands = [self.ptx_operand(a, kind, opcode, i) for i, (a, kind) in
-                    enumerate(zip(args, spec.inputs))]
+        operands = [self.ptx_operand(a, kind, opcode, i, spec.immediate_range) for i, (a, kind)
+                    in enumerate(zip(args, spec.inputs))]
         call = self.call(self.asm_name(spec.asm()), *operands)
         if spec.warp_aligned:
             mark(call, f"{opcode} is .aligned: every thread of the warp must execute it together")
@@ -84,7 +84,8 @@ class RawPtxLowering:
         except ContractError as exc:
             raise located(exc, self.loc(node)) from None
 
-    def ptx_operand(self, node: ast.expr, kind, opcode: str, index: int) -> ast.expr:
+    def ptx_operand(self, node: ast.expr, kind, opcode: str, index: int,
+                    immediate_range: tuple[int, int, int] | None = None) -> ast.expr:
         kind_name = getattr(kind, "name", str(kind))
         if kind_name == "IMM":
             value = self.static(node)
@@ -92,6 +93,13 @@ class RawPtxLowering:
                 raise ContractError(f"operand {index} must be a compile-time integer, got "
                                     f"{src(node)!r}", self.loc(node), opcode=opcode,
                                     parameter=f"operand {index}")
+            if immediate_range is not None:
+                low, high, step = immediate_range
+                if not low <= value <= high or value % step:
+                    multiple = f", a multiple of {step}" if step > 1 else ""
+                    raise ContractError(f"operand {index} must be between {low} and {high}"
+                                        f"{multiple}, got {value}", self.loc(node),
+                                        opcode=opcode, parameter=f"operand {index}")
             return ast.Constant(value=value)
         if isinstance(node, ast.Name):
             if node.id in self.shared:

@@ -71,6 +71,8 @@ class InstructionSpec:
     # (barrier operand, byte-count operand) of an instruction that sets an mbarrier's expected
     # transaction bytes, so that the frontend can check them against the loads completing on it.
     tx_count: tuple[int, int] | None = None
+    # (lowest, highest, multiple of) for compile-time integer operands the ISA restricts
+    immediate_range: tuple[int, int, int] | None = None
 
     @property
     def warp_aligned(self) -> bool:
@@ -103,7 +105,8 @@ _SA, _GP, _U16, _U32, _B32, _F32, _IMM = (OperandKind.SHARED_ADDR, OperandKind.G
 
 def _add(opcode: str, template: str, inputs: Iterable[tuple[str, OperandKind]] = (),
          outputs: Iterable[OperandKind] = (), *, ptx: tuple[int, int], target: str,
-         tx_count: tuple[int, int] | None = None) -> None:
+         tx_count: tuple[int, int] | None = None,
+         immediate_range: tuple[int, int, int] | None = None) -> None:
     """Register ``opcode``; ``{op}`` in ``template`` stands for the opcode itself."""
     pairs = tuple(inputs)
     _TABLE[opcode] = InstructionSpec(
@@ -115,6 +118,7 @@ def _add(opcode: str, template: str, inputs: Iterable[tuple[str, OperandKind]] =
         template=template.replace("{op}", opcode),
         input_names=tuple(name for name, _ in pairs),
         tx_count=tx_count,
+        immediate_range=immediate_range,
     )
 
 
@@ -231,24 +235,32 @@ def _warpgroups_and_registers() -> None:
     add = partial(_add, ptx=(8, 0), target="sm_90a")
     add("wgmma.fence.sync.aligned", "{op};")
     add("wgmma.commit_group.sync.aligned", "{op};")
-    add("wgmma.wait_group.sync.aligned", "{op} $0;", [("n", _IMM)])
+    add("wgmma.wait_group.sync.aligned", "{op} $0;", [("n", _IMM)], immediate_range=(0, 7, 1))
     # setmaxnreg: a warpgroup's per-thread register budget (24..256, a multiple of 8), PTX 8.0,
     # sm_90a; ptxas needs the kernel's block size (.maxntid) to use it.
     for direction in ("inc", "dec"):
-        add(f"setmaxnreg.{direction}.sync.aligned.u32", "{op} $0;", [("count", _IMM)])
+        add(f"setmaxnreg.{direction}.sync.aligned.u32", "{op} $0;", [("count", _IMM)],
+            immediate_range=(24, 256, 8))
     # cvt.rn.{bf16x2,f16x2}.f32 d, hi, lo: two floats rounded into one packed register, hi in
     # the upper half (PTX 7.0, sm_80); relu clamps negatives to zero.
     for relu, packed in product(("", "relu"), ("bf16x2", "f16x2")):
         _add(_dotted("cvt.rn", relu, packed, "f32"), "{op} $0, $1, $2;",
              [("hi", _F32), ("lo", _F32)], [_B32], ptx=(7, 0), target="sm_80")
     # st.shared: one 32-bit word or a 16-byte vector of four (the epilogue's stores).
-    _add("st.shared.b32", "{op} [$0], $1;", [("addr", _SA), ("value", _B32)], ptx=(2, 0),
-         target="sm_70")
-    _add("st.shared.v4.b32", "{op} [$0], {{$1, $2, $3, $4}};",
-         [("addr", _SA)] + [("value", _B32)] * 4, ptx=(2, 0), target="sm_70")
+    _add("st.shared.b32", "{op} [$0], $1;", [("addr", _SA), ("value", _B32)], ptx=(7, 0),
+         target="sm_80")
+    _add("st.shared.v4.b32", "{op} [$0], {$1, $2, $3, $4};",
+         [("addr", _SA)] + [("value", _B32)] * 4, ptx=(7, 0), target="sm_80")
+    # stmatrix: a warp stores 1, 2 or 4 8x8 matrices of b16 from mma-fragment registers (one
+    # packed pair per matrix per thread); lanes 8i..8i+7 give the row addresses of matrix i.
+    # .trans stores them transposed. PTX 7.8, sm_90.
+    for count, trans in product((1, 2, 4), ("", "trans")):
+        _add(_dotted("stmatrix.sync.aligned.m8n8", f"x{count}", trans, "shared.b16"),
+             f"{{op}} [$0], {{{operand_list(1, count)}}};",
+             [("addr", _SA)] + [("r", _B32)] * count, ptx=(7, 8), target="sm_90")
     # Named barriers: a subset of the block's warps (count threads) meets on barrier id 0..15.
     for sync in ("bar.sync", "bar.arrive"):
-        _add(sync, "{op} $0, $1;", [("id", _U32), ("count", _U32)], ptx=(2, 0), target="sm_70")
+        _add(sync, "{op} $0, $1;", [("id", _U32), ("count", _U32)], ptx=(7, 0), target="sm_80")
 
 
 _mbarrier()
