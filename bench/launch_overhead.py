@@ -1,7 +1,9 @@
 """Host cost per launch of a tiny kernel: jittile vs a raw prepacked cuLaunchKernel, CuPy
 RawKernel, Triton and numba-cuda, measured in one run (wall time over many asynchronous launches).
 jittile is also timed with a torch tensor argument (torch's own pointer/shape path), and launching a
-one-CTA TMA copy, whose two host TensorMaps are kept from launch to launch rather than re-encoded.
+one-CTA TMA copy, whose two host TensorMaps are kept from launch to launch rather than re-encoded;
+a raw ctypes ``cuLaunchKernel`` (the call jittile makes) and the host time to issue a 1 GiB copy
+(jittile's TMA copy vs memcpy) are recorded next to them.
 
     PYTHONPATH=$PWD python3 bench/launch_overhead.py
 """
@@ -72,11 +74,16 @@ def main() -> None:
     launcher = ck.launcher()
     fn = launcher.function()
     view = __import__("jittile.runtime.arrays", fromlist=["device_view"]).device_view(a)
-    launcher._pack((view,))
+    launcher.pack((view,))
     drv = driver._driver()
     address = launcher.params.address
     results["raw_cuLaunchKernel_prepacked"] = per_launch_us(
         lambda: drv.cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, 0, address, 0), sync)
+    direct = driver._direct()  # the ctypes call jittile launches through, without jittile
+    if direct is not None:
+        handle, call = int(fn), direct.launch
+        results["raw_ctypes_cuLaunchKernel_prepacked"] = per_launch_us(
+            lambda: call(handle, 1, 1, 1, 32, 1, 1, 0, 0, address, None), sync)
 
     raw = cupy.RawKernel(r'''extern "C" __global__ void touch(float* a) {
         if (threadIdx.x == 0) a[0] += 1.0f; }''', "touch")
@@ -108,8 +115,29 @@ def main() -> None:
     results["numba_cuda"] = per_launch_us(lambda: ntouch[1, 32](na), sync)
     base = results["raw_cuLaunchKernel_prepacked"]
     ratios = {k: v / base for k, v in results.items() if isinstance(v, float)}
+    triton = results.get("triton")
+    vs_triton = ({k: v / triton for k, v in results.items() if k.startswith("jittile")}
+                 if isinstance(triton, float) else None)
     common.save("launch_overhead", {"launches_per_sample": LAUNCHES, "us_per_launch": results,
-                                    "ratio_vs_raw": ratios})
+                                    "ratio_vs_raw": ratios, "ratio_vs_triton": vs_triton,
+                                    "copy_1gib_host_us_per_call": copy_host_cost(tma_copy)})
+
+
+def copy_host_cost(tma_copy) -> dict:
+    """Host microseconds to issue one 1 GiB copy (bench/tma_copy.py's timing: batches of 10 calls
+    while the device is busy): D2D memcpy vs jittile's swizzled 64x64 TMA copy."""
+    import cupy
+
+    m = n = tma_copy.M
+    a = cupy.ones((m, n), dtype=cupy.float32)
+    out = cupy.zeros_like(a)
+    launch = tma_copy.tma_copy[(n // 64, m // 64), 32]
+    runs = {"memcpy_d2d": lambda: cupy.cuda.runtime.memcpyAsync(out.data.ptr, a.data.ptr, a.nbytes,
+                                                                3, 0),
+            "jittile_tma_64x64_sw128": lambda: launch(a, out)}
+    host = {name: common.time_gpu(run)["host_us_per_call"] for name, run in runs.items()}
+    host["ratio"] = host["jittile_tma_64x64_sw128"] / host["memcpy_d2d"]
+    return host
 
 
 if __name__ == "__main__":

@@ -29,8 +29,8 @@ class Kernel:
     """A JIT kernel; call it (``k(*args)`` or ``k[grid, block](*args)``) or ``k.compile(...)``.
 
     State shared with jittile/launch.py: ``_specializer``, ``_prepared`` (launches by argument
-    kinds), ``_launch_target``, ``_compiled`` (the in-memory specializations) and
-    ``_drop_if_stale``.
+    kinds), ``_fast`` (fast paths by launch configuration), ``_launch_target``, ``_compiled``
+    (the in-memory specializations) and ``_drop_if_stale``.
     """
 
     def __init__(self, pyfunc, target: str | None = None, cache: bool = True,
@@ -46,6 +46,7 @@ class Kernel:
         self._source: KernelSource | None = None
         self._memory: dict = {}
         self._prepared: dict = {}
+        self._fast: dict = {}  # (launch config, cluster) -> runtime.fastpath.FastLaunch
         self._launch_target: Target | None = None
         self._watch: GlobalsWatch | None = None  # made with the first specialization
         self._lock = threading.Lock()
@@ -109,7 +110,7 @@ class Kernel:
                 for helper in watch.helpers:
                     helper.reread()
                 self._source = self._watch = None  # a re-read source captures the closure anew
-                self._memory, self._prepared = {}, {}
+                self._memory, self._prepared, self._fast = {}, {}, {}
 
     @property
     def cache(self) -> list:

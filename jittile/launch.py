@@ -1,9 +1,10 @@
 """Launching a kernel: arguments to device values, the prepared-launch table, the launch.
 
-Repeated launches with the same argument kinds take a dictionary lookup to find the compiled
-kernel, its launch dimensions and its parameter buffer, after an identity check of the globals
-the kernel reads (jittile/watch.py); only the first launch of a kind specializes, compiles (or
-hits a cache) and resolves the launch configuration.
+A repeated launch whose arguments fingerprint as the last one of its launch configuration did
+launches the kept parameter buffer (jittile/runtime/fastpath.py), after an identity check of the
+globals the kernel reads (jittile/watch.py). Otherwise every argument is converted and the
+prepared launch of their kinds found by a dictionary lookup; only the first launch of a kind
+specializes, compiles (or hits a cache) and resolves the launch configuration.
 """
 from __future__ import annotations
 
@@ -27,6 +28,12 @@ def _import_runtime_arrays():
 
     _runtime_arrays = arrays
     return arrays
+
+
+def _fastpath():
+    from .runtime import fastpath
+
+    return fastpath
 
 
 # ``JITTILE_INTERPRET=1``: every launch runs on the CPU interpreter. Read once, at import: the
@@ -55,6 +62,20 @@ def launch_kernel(kernel: Kernel, args: tuple, kwargs: dict, config: LaunchConfi
 
         interpret(kernel, args, kwargs, config, cluster, shared_bytes)
         return
+    watch = kernel._watch
+    if watch is not None and watch.changed():
+        kernel._drop_if_stale()
+    if not kwargs:
+        fast = kernel._fast.get((config, cluster))
+        if fast is not None and fast.launch(args, stream, shared_bytes):
+            return
+    _launch_converted(kernel, args, kwargs, config, stream, cluster, shared_bytes)
+
+
+def _launch_converted(kernel: Kernel, args: tuple, kwargs: dict, config: LaunchConfig | None,
+                      stream, cluster, shared_bytes: int | None) -> None:
+    """The full path: convert every argument, find (or prepare) the launch of these argument
+    kinds, pack, launch; then keep a fast path for launches that fingerprint alike."""
     arrays = _runtime_arrays or _import_runtime_arrays()
     view_type = arrays.DeviceView
     specializer = kernel._specializer
@@ -71,21 +92,23 @@ def launch_kernel(kernel: Kernel, args: tuple, kwargs: dict, config: LaunchConfi
     else:
         kinds = [v.kind if type(v) is view_type else type(v) for v in converted]
     key = (config, cluster, *kinds)
-    watch = kernel._watch
-    if watch is not None and watch.changed():
-        kernel._drop_if_stale()
     try:
         prepared = kernel._prepared.get(key)
         if prepared is None:
             prepared = prepare(kernel, tuple(converted), config, cluster)
             kernel._prepared[key] = prepared
         compiled, grid, block, cluster_dims, runtime_positions = prepared
-        compiled.launcher().launch([converted[i] for i in runtime_positions], grid, block,
-                                   stream, cluster_dims, shared_bytes)
+        launcher = compiled.launcher()
+        launcher.launch([converted[i] for i in runtime_positions], grid, block, stream,
+                        cluster_dims, shared_bytes)
     finally:
         for value in converted:
             if type(value) is view_type and value.owned:
                 value.finish()
+    fast = _fastpath().FastLaunch.after(launcher, grid, block, cluster_dims, args, converted,
+                                        static, runtime_positions)
+    if fast is not None:
+        kernel._fast[(config, cluster)] = fast
 
 
 def _raise_argument_error_first(specializer, args: tuple, problem: LaunchError) -> NoReturn:

@@ -282,10 +282,10 @@ def test_the_launcher_uploads_host_arrays_after_checking_them(host_driver):
 
     launcher = _launcher()
     with pytest.raises(LaunchError, match="dtype"):
-        launcher._pack((device_view(np.zeros((4, 8), np.int32)), 1, 1.0))
+        launcher.pack((device_view(np.zeros((4, 8), np.int32)), 1, 1.0))
     assert not host_driver.blocks
     view = device_view(np.ones((4, 8), np.float32))
-    launcher._pack((view, 1, 1.0))
+    launcher.pack((view, 1, 1.0))
     assert view.owned and _slot(launcher, 4, "<q") == view.ptr != 0
     view.finish()
 

@@ -32,7 +32,7 @@ def _slot(launcher, index, fmt):
 def test_array_and_scalars_are_packed_in_numba_order():
     launcher = _launcher()
     view = DeviceView(0x7000_0000_0100, (4, 8), (32, 4), dtype("float32"))
-    launcher._pack((view, 5, 2.5))
+    launcher.pack((view, 5, 2.5))
     values = [_slot(launcher, i, "<q") for i in range(9)]
     assert values == [0, 0, 32, 4, 0x7000_0000_0100, 4, 8, 32, 4]
     assert _slot(launcher, 9, "<i") == 5
@@ -47,7 +47,7 @@ def test_array_and_scalars_are_packed_in_numba_order():
 ])
 def test_mismatched_arrays_raise_launch_error(view, match):
     with pytest.raises(LaunchError, match=match):
-        _launcher()._pack((view, 1, 1.0))
+        _launcher().pack((view, 1, 1.0))
 
 
 @pytest.mark.parametrize("target,capability,ok", [

@@ -148,23 +148,23 @@ def test_repeated_launches_reuse_encodings_and_changes_re_encode(counted):
     launcher, encoder = counted
     a, out = _array(BASE), _array(BASE + 0x10000)
     for _ in range(3):
-        launcher._pack((a, out))
+        launcher.pack((a, out))
     assert len(encoder.calls) == 2  # one per TensorMap, not per launch
     first = _tensormap_bytes(launcher, 0)
     assert first == encoder.bytes_for(region_fields(launcher.ir.host_tensormaps[0], a))
 
     moved = _array(BASE + 0x20000)
-    launcher._pack((moved, out))
+    launcher.pack((moved, out))
     assert len(encoder.calls) == 3 and encoder.calls[2].address == BASE + 0x20000
     assert _tensormap_bytes(launcher, 0) == encoder.bytes_for(encoder.calls[2]) != first
 
-    launcher._pack((a, out))  # back to the first array: its encoding is still kept
+    launcher.pack((a, out))  # back to the first array: its encoding is still kept
     assert len(encoder.calls) == 3 and _tensormap_bytes(launcher, 0) == first
 
-    launcher._pack((_array(BASE, rows=32), out))  # same pointer, more rows
+    launcher.pack((_array(BASE, rows=32), out))  # same pointer, more rows
     assert len(encoder.calls) == 4 and encoder.calls[3].dims == (64, 32)
 
-    launcher._pack((a, _array(BASE + 0x10000, pitch=1024)))
+    launcher.pack((a, _array(BASE + 0x10000, pitch=1024)))
     assert len(encoder.calls) == 5 and encoder.calls[4].strides == (1024,)  # a new row pitch
     assert _tensormap_bytes(launcher, 1) == encoder.bytes_for(encoder.calls[4])
 
@@ -173,8 +173,8 @@ def test_each_tensormap_keeps_its_own_encodings(counted):
     """A and Out at the same address: the load's and the store's descriptors differ by spec and
     are encoded separately."""
     launcher, encoder = counted
-    launcher._pack((_array(BASE), _array(BASE)))
-    launcher._pack((_array(BASE), _array(BASE)))
+    launcher.pack((_array(BASE), _array(BASE)))
+    launcher.pack((_array(BASE), _array(BASE)))
     specs = launcher.ir.host_tensormaps
     assert len(encoder.calls) == 2
     assert [c.address for c in encoder.calls] == [BASE, BASE] and specs[0] != specs[1]

@@ -110,6 +110,22 @@ def _from_cupy(obj) -> DeviceView:  # faster than building __cuda_array_interfac
     return DeviceView(obj.data.ptr, obj.shape, obj.strides, _dtype_of(obj.dtype))
 
 
+def is_cupy_type(kind: type) -> bool:
+    return kind.__module__.startswith("cupy") and hasattr(kind, "__cuda_array_interface__")
+
+
+# ------------------------------------------------------------------------------------------- Numba
+def _from_numba(obj) -> DeviceView:  # its __cuda_array_interface__ is a property making a dict
+    return DeviceView(obj.device_ctypes_pointer.value or 0, obj.shape, obj.strides,
+                      _dtype_of(obj.dtype))
+
+
+def is_numba_type(kind: type) -> bool:
+    """A numba-cuda device array (DeviceNDArray and its kin)."""
+    return (kind.__module__.startswith("numba") and hasattr(kind, "device_ctypes_pointer")
+            and hasattr(kind, "__cuda_array_interface__"))
+
+
 # ------------------------------------------------------------------------------------------- torch
 _TORCH_DTYPES: dict = {}
 
@@ -149,7 +165,7 @@ def _from_torch(obj) -> DeviceView:
         raise LaunchError(f"cannot pass this torch tensor to a kernel: {exc}") from None
 
 
-def _is_torch_type(kind: type) -> bool:
+def is_torch_type(kind: type) -> bool:
     if kind.__module__.partition(".")[0] == "torch" and hasattr(kind, "data_ptr"):
         return True
     torch = sys.modules.get("torch")
@@ -317,10 +333,12 @@ def _array_converter(kind: type):
     """How to read an array of class ``kind``; None when the class does not say it is one."""
     if issubclass(kind, np.ndarray):
         return _from_numpy
-    if kind.__module__.startswith("cupy") and hasattr(kind, "__cuda_array_interface__"):
+    if is_cupy_type(kind):
         return _from_cupy
-    if _is_torch_type(kind):
+    if is_torch_type(kind):
         return _from_torch
+    if is_numba_type(kind):
+        return _from_numba
     if hasattr(kind, "__cuda_array_interface__"):
         return _from_interface
     if hasattr(kind, "__dlpack__"):

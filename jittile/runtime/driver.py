@@ -5,7 +5,9 @@ initialised until first use, so importing jittile on a machine without a GPU cos
 """
 from __future__ import annotations
 
+import ctypes
 import functools
+import os
 
 from ..errors import LaunchError
 
@@ -73,9 +75,66 @@ def ensure_context() -> int:
     return int(ctx)
 
 
+class _DirectCalls:
+    """``cuCtxGetCurrent`` and ``cuLaunchKernel`` called straight into libcuda through ctypes: the
+    two driver calls every launch makes, without the argument conversion of ``cuda.bindings``
+    (about half of a raw ``cuLaunchKernel``'s host cost there). The library is the one
+    ``cuda.bindings`` loaded, so handles are shared."""
+
+    def __init__(self, library: ctypes.CDLL):
+        per_thread = os.environ.get("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", "0") != "0"
+        launch = getattr(library, "cuLaunchKernel_ptsz" if per_thread else "cuLaunchKernel")
+        launch.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
+        launch.restype = ctypes.c_int
+        self.launch = launch
+        get_current = library.cuCtxGetCurrent
+        get_current.argtypes, get_current.restype = [ctypes.c_void_p], ctypes.c_int
+        self._context = ctypes.c_void_p()
+        self._context_address = ctypes.addressof(self._context)
+        self._get_current = get_current
+
+    def current_context(self) -> int:
+        self._get_current(self._context_address)
+        return self._context.value or 0
+
+
+@functools.lru_cache(maxsize=None)
+def _direct() -> _DirectCalls | None:
+    """The direct calls, or None where libcuda cannot be opened by ctypes (then ``cuda.bindings``
+    makes them)."""
+    _driver()
+    try:
+        return _DirectCalls(ctypes.CDLL("libcuda.so.1"))
+    except (OSError, AttributeError):
+        return None
+
+
 def current_context() -> int:
     """The current context's handle (0 when none): one cheap driver call per launch."""
+    direct = _direct()
+    if direct is not None:
+        return direct.current_context()
     return int(_driver().cuCtxGetCurrent()[1])
+
+
+def launch_call(function, what: str):
+    """A function ``launch(grid, block, shared, stream, params)`` making the checked
+    ``cuLaunchKernel`` of a loaded ``function`` with a packed ``void*[]`` of parameters; made once
+    per loaded function, so that a launch converts nothing."""
+    direct = _direct()
+    if direct is None:
+        launch = _driver().cuLaunchKernel
+
+        def launch_through_bindings(grid, block, shared: int, stream: int, params: int) -> None:
+            check(launch(function, *grid, *block, shared, stream, params, 0), what)
+        return launch_through_bindings
+    handle, launch = int(function), direct.launch
+
+    def launch_directly(grid, block, shared: int, stream: int, params: int) -> None:
+        status = launch(handle, *grid, *block, shared, stream, params, None)
+        if status:
+            check((_driver().CUresult(status),), what)
+    return launch_directly
 
 
 def driver_version() -> str | None:

@@ -59,10 +59,7 @@ class ParamBuffer:
         self.pointers = (ctypes.c_void_p * max(len(slots), 1))(
             *[base + o for o, _ in self.slots])
         self.view = memoryview(self.storage).cast("B")
-
-    @property
-    def address(self) -> int:
-        return ctypes.addressof(self.pointers)
+        self.address = ctypes.addressof(self.pointers)  # the driver's kernelParams
 
     def put_bytes(self, index: int, data: bytes) -> None:
         offset = self.slots[self.fields[index]][0]
@@ -95,6 +92,8 @@ class Launcher:
         self.params = ParamBuffer(param_layout)
         self._function = None
         self._context = None
+        self._launch_call = None  # driver.launch_call of the loaded function
+        self.packed_by = None  # the FastLaunch whose arguments the buffer holds (fastpath.py)
         names = [p.name for p in ir.runtime_params]
         # Per host TensorMap: its parameter slot, the argument it describes, its spec and the
         # encodings already made, keyed by what of the array enters the encoding.
@@ -105,12 +104,15 @@ class Launcher:
         self.dynamic_shared = ir.launch_shared_bytes
 
     def function(self):
+        """The loaded function in the current context (loaded again after a context switch)."""
         ctx = driver.current_context() if self._function is not None else None
         if self._function is None or ctx != self._context:
             ctx = driver.ensure_context()
             check_device(self.target, driver.current_device_capability(), self.ir.name)
             _, self._function = driver.load_function(self.cubin, self.entry,
                                                      max(self.dynamic_shared, 0))
+            self._launch_call = driver.launch_call(self._function,
+                                                   f"launch of {self.ir.name}")
             self._context = ctx
         return self._function
 
@@ -118,15 +120,32 @@ class Launcher:
                shared_bytes: int | None = None) -> None:
         """Launch with ``args`` (DeviceViews for arrays); NumPy-backed views are synchronised so
         the caller can copy them back."""
-        function = self.function()
-        self._pack(args)
-        dynamic = self.dynamic_shared if shared_bytes is None else shared_bytes
-        driver.check(self._launch(function, grid, block, dynamic, stream_handle(stream), cluster),
-                     f"launch of {self.ir.name}")
+        self.function()  # loaded (and the device checked) before host arrays are uploaded
+        self.packed_by = None
+        self.pack(args)
+        self.launch_packed(grid, block, stream_handle(stream), cluster, shared_bytes)
         for arg in args:
             if type(arg) is DeviceView and arg.host is not None:
                 driver.synchronize()
                 break
+
+    def launch_packed(self, grid, block, stream: int, cluster, shared_bytes: int | None) -> None:
+        """Launch with the parameters the buffer holds."""
+        function = self.function()
+        dynamic = self.dynamic_shared if shared_bytes is None else shared_bytes
+        if cluster is None:
+            self._launch_call(grid, block, dynamic, stream, self.params.address)
+        else:
+            driver.check(self._launch_cluster(function, grid, block, dynamic, stream, cluster),
+                         f"launch of {self.ir.name}")
+
+    def write(self, index: int, value) -> None:
+        """Write runtime argument ``index`` (a DeviceView for an array) and, for an array, the
+        TensorMaps that describe it."""
+        view = self._writers[index](value)
+        for slot, argument, spec, encoded in self._tensormaps:
+            if argument == index:
+                self._put_tensormap(slot, spec, encoded, view)
 
     def _writer(self, index: int, param):
         """A function writing one argument into the parameter buffer, specialised once so that a
@@ -171,24 +190,25 @@ class Launcher:
             buf[offset:offset + TENSORMAP_BYTES] = value.data
         return write_tensormap
 
-    def _pack(self, args: tuple) -> None:
+    def pack(self, args: tuple) -> None:
         views = [write(value) for write, value in zip(self._writers, args)]
         for slot, argument, spec, encoded in self._tensormaps:
-            view = views[argument]
-            key = (view.ptr, view.shape, view.strides)
-            data = encoded.get(key)
-            if data is None:
-                data = encode(region_fields(spec, view))
-                if len(encoded) >= _ENCODINGS_KEPT:
-                    encoded.clear()
-                encoded[key] = data
-            self.params.put_bytes(slot, data)
+            self._put_tensormap(slot, spec, encoded, views[argument])
 
-    def _launch(self, function, grid, block, shared: int, stream: int, cluster):
+    def _put_tensormap(self, slot: int, spec, encoded: dict, view: DeviceView) -> None:
+        """Write the TensorMap of ``spec`` over ``view``: kept bytes when the pointer, extents and
+        strides were seen before, else a new encoding."""
+        key = (view.ptr, view.shape, view.strides)
+        data = encoded.get(key)
+        if data is None:
+            data = encode(region_fields(spec, view))
+            if len(encoded) >= _ENCODINGS_KEPT:
+                encoded.clear()
+            encoded[key] = data
+        self.params.put_bytes(slot, data)
+
+    def _launch_cluster(self, function, grid, block, shared: int, stream: int, cluster):
         drv = driver._driver()
-        if cluster is None:
-            return drv.cuLaunchKernel(function, *grid, *block, shared, stream, self.params.address,
-                                      0)
         config = drv.CUlaunchConfig()
         config.gridDimX, config.gridDimY, config.gridDimZ = grid
         config.blockDimX, config.blockDimY, config.blockDimZ = block

@@ -1,0 +1,100 @@
+"""The launch fast path: a repeated launch whose arguments fingerprint as the last one's did
+launches the parameter buffer as it is; one whose arrays moved rewrites only their pointers and
+the TensorMaps over them (kept encodings when seen before).
+
+Every check a launch makes (dtype, rank, extents, contiguity, TensorMap fields) depends on the
+fingerprint minus the pointer, so it ran when that fingerprint was first seen; alignment depends
+on the pointer and runs whenever a pointer changes. Anything else that differs (a new type, shape,
+strides, dtype, ``T.constexpr`` value or TensorMap object) goes through the full path, which
+makes a new FastLaunch.
+"""
+from __future__ import annotations
+
+from .arrays import DeviceView
+from .fingerprints import reader
+from .launcher import Launcher, stream_handle
+from .tensormap import TensorMap
+
+_ARRAY, _SCALAR, _FIXED = 0, 1, 2
+
+
+class FastLaunch:
+    """One kernel, launch configuration and argument fingerprint, with the launcher whose buffer
+    it packs."""
+
+    __slots__ = ("launcher", "grid", "block", "cluster", "types", "readers", "prints", "roles",
+                 "views")
+
+    def __init__(self, launcher: Launcher, grid, block, cluster, args: tuple, readers: list,
+                 roles: list, views: list):
+        self.launcher, self.grid, self.block, self.cluster = launcher, grid, block, cluster
+        self.types = tuple(map(type, args))
+        self.readers = readers
+        self.prints = [read(a) for read, a in zip(readers, args)]
+        self.roles = roles  # per argument: (_ARRAY | _SCALAR | _FIXED, runtime index or None)
+        self.views = views  # per runtime argument: what the buffer was packed from
+        launcher.packed_by = self
+
+    @classmethod
+    def after(cls, launcher, grid, block, cluster, args: tuple, converted: list,
+              static: frozenset, runtime: tuple) -> FastLaunch | None:
+        """The fast path for launches like the one just made with ``args`` (``converted``: their
+        DeviceViews; ``runtime``: the positions packed), or None when an argument must be
+        converted on every launch (host arrays, DLPack) or the launcher is not jittile's."""
+        if type(launcher) is not Launcher:
+            return None
+        readers, roles = [], []
+        for position, (arg, value) in enumerate(zip(args, converted)):
+            read = reader(type(arg), position in static)
+            if read is None or (type(value) is DeviceView and value.host is not None):
+                return None
+            index = runtime.index(position) if position in runtime else None
+            if type(value) is DeviceView:
+                roles.append((_ARRAY, index))
+            elif index is not None and not isinstance(value, TensorMap):
+                roles.append((_SCALAR, index))
+            else:
+                roles.append((_FIXED, index))
+            readers.append(read)
+        return cls(launcher, grid, block, cluster, args,
+                   readers, roles, [converted[i] for i in runtime])
+
+    def launch(self, args: tuple, stream, shared_bytes: int | None) -> bool:
+        """Launch when ``args`` fit this fast path; False (nothing done) when they do not."""
+        if tuple(map(type, args)) != self.types:
+            return False
+        prints = [read(a) for read, a in zip(self.readers, args)]
+        launcher = self.launcher
+        if (prints != self.prints or launcher.packed_by is not self) and not self._repack(
+                args, prints):
+            return False
+        launcher.launch_packed(self.grid, self.block, stream_handle(stream), self.cluster,
+                               shared_bytes)
+        return True
+
+    def _repack(self, args: tuple, prints: list) -> bool:
+        """Rewrite what changed since the buffer was packed for this fast path: pointers of arrays
+        (alignment checked, TensorMaps over them rewritten) and scalar values."""
+        launcher, views = self.launcher, self.views
+        changes = []
+        for position, (now, then) in enumerate(zip(prints, self.prints)):
+            if now is then or now == then:
+                continue
+            role, index = self.roles[position]
+            if role == _ARRAY and now[1:] == then[1:]:
+                old = views[index]
+                changes.append((index, DeviceView(now[0], old.shape, old.strides, old.dtype)))
+            elif role == _SCALAR:
+                changes.append((index, args[position]))
+            else:
+                return False
+        if launcher.packed_by is not self:
+            launcher.packed_by = None
+            launcher.pack(views)
+        for index, value in changes:
+            launcher.packed_by = None
+            launcher.write(index, value)
+            views[index] = value
+        self.prints = prints
+        launcher.packed_by = self
+        return True

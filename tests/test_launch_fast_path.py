@@ -1,0 +1,212 @@
+"""The launch fast path (jittile/runtime/fastpath.py) on a stand-in driver: a repeated launch
+converts nothing, a moved array rewrites its pointer and TensorMap, and every check still runs
+when what it depends on changed. CPU only: nothing reaches a GPU."""
+import struct
+
+import numpy as np
+import pytest
+
+import jittile
+from jittile import LaunchError, T
+from jittile.runtime import arrays, driver
+from jittile.runtime import launcher as launcher_module
+
+LIMIT = 32  # read by guarded_copy: changing it must recompile, fast path or not
+
+
+@jittile.kernel
+def tma_rows(A: T.Tensor((8, 32), "float32"), Out: T.Tensor((None, 32), "float32"), n: T.int32):
+    T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))
+    tid = T.cuda.thread_idx("x")
+    buf = T.alloc_shared((8, 32), "float32", align=128)
+    mbar = T.alloc_shared((1,), "uint64")
+    if tid == 0:
+        T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), T.uint32(1))
+        T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(1024))
+        T.cuda.tile.apply(
+            T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"],
+            buf, A, box=(8, 32), coords=(0, 0), mbar=mbar.ptr_to([0]))
+    T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
+    if tid < n:
+        Out[0, tid] = buf[0, tid]
+
+
+@jittile.kernel
+def guarded_copy(A: T.Tensor((None,), "float32"), Out: T.Tensor((None,), "float32")):
+    tid = T.cuda.thread_idx("x")
+    if tid < LIMIT:
+        Out[tid] = A[tid]
+
+
+class _Data:
+    def __init__(self, ptr):
+        self.ptr = ptr
+
+
+class CupyLike:
+    """What a launch reads of a CuPy array."""
+
+    __module__ = "cupy._core.core"
+    __cuda_array_interface__ = property(lambda self: {})
+
+    def __init__(self, ptr, shape, dtype="float32"):
+        self.data, self.shape, self.dtype = _Data(ptr), shape, np.dtype(dtype)
+        step, strides = self.dtype.itemsize, []
+        for extent in reversed(shape):
+            strides.append(step)
+            step *= extent
+        self.strides = tuple(reversed(strides))
+
+
+class TorchLike:
+    """What a launch reads of a torch tensor (``is_cuda`` says where it lives)."""
+
+    __module__ = "torch"
+
+    def __init__(self, ptr, shape, is_cuda=True):
+        import torch
+
+        self.ptr, self.shape, self.dtype = ptr, torch.Size(shape), torch.float32
+        self.is_cuda = is_cuda
+
+    def data_ptr(self):
+        return self.ptr
+
+    def stride(self):
+        return (self.shape[1], 1) if len(self.shape) == 2 else (1,)
+
+
+@pytest.fixture
+def gpu(monkeypatch):
+    """A driver stand-in: launches and TensorMap encodings are recorded, not made."""
+    record = {"launches": [], "encoded": [], "converted": 0}
+    for name, value in (("available", lambda: True), ("ensure_context", lambda: 1),
+                        ("current_context", lambda: 1),
+                        ("current_device_capability", lambda: (9, 0)),
+                        ("load_function", lambda cubin, entry, shared: (None, 7)),
+                        ("launch_call",
+                         lambda function, what: lambda *a: record["launches"].append(a))):
+        monkeypatch.setattr(driver, name, value)
+
+    def encode(fields):
+        record["encoded"].append(fields.address)
+        return fields.address.to_bytes(8, "little") * 16
+
+    def convert(obj, real=arrays.convert_argument):
+        record["converted"] += 1
+        return real(obj)
+
+    monkeypatch.setattr(launcher_module, "encode", encode)
+    monkeypatch.setattr(arrays, "convert_argument", convert)
+    for kernel in (tma_rows, guarded_copy):
+        kernel._memory, kernel._prepared, kernel._fast = {}, {}, {}
+    return record
+
+
+def _launcher(kernel):
+    (fast,) = kernel._fast.values()
+    return fast.launcher
+
+
+def _array_pointer(launcher, index):
+    """The data pointer numba's flattening puts in the fifth slot of argument ``index``."""
+    offset = launcher.params.slots[launcher.params.fields[index] + 4][0]
+    return struct.unpack_from("<q", launcher.params.view, offset)[0]
+
+
+def _tensormap_address(launcher):
+    offset = launcher.params.slots[-1][0]
+    return struct.unpack_from("<q", launcher.params.view, offset)[0]
+
+
+def test_a_repeated_launch_converts_nothing_and_encodes_nothing(gpu):
+    a, out = CupyLike(0x10000, (8, 32)), CupyLike(0x20000, (2, 32))
+    tma_rows(a, out, 32)
+    assert (gpu["converted"], len(gpu["encoded"])) == (3, 1)
+    for _ in range(3):
+        tma_rows(a, out, 32)
+    assert (gpu["converted"], len(gpu["encoded"]), len(gpu["launches"])) == (3, 1, 4)
+
+
+def test_a_moved_array_rewrites_its_pointer_and_reuses_kept_tensormaps(gpu):
+    out = CupyLike(0x20000, (2, 32))
+    first, second = CupyLike(0x10000, (8, 32)), CupyLike(0x30000, (8, 32))
+    for a in (first, second, first, second):
+        tma_rows(a, out, 32)
+        launcher = _launcher(tma_rows)
+        assert _array_pointer(launcher, 0) == a.data.ptr
+        assert _tensormap_address(launcher) == a.data.ptr
+    assert gpu["converted"] == 3 and gpu["encoded"] == [0x10000, 0x30000]
+
+
+def test_a_scalar_value_is_rewritten(gpu):
+    a, out = CupyLike(0x10000, (8, 32)), CupyLike(0x20000, (2, 32))
+    for n in (5, 7):
+        tma_rows(a, out, n)
+        launcher = _launcher(tma_rows)
+        offset = launcher.params.slots[launcher.params.fields[2]][0]
+        assert struct.unpack_from("<i", launcher.params.view, offset)[0] == n
+
+
+def test_a_misaligned_pointer_is_refused_after_a_fast_launch(gpu):
+    out = CupyLike(0x20000, (2, 32))
+    tma_rows(CupyLike(0x10000, (8, 32)), out, 32)
+    with pytest.raises(LaunchError, match="aligned"):
+        tma_rows(CupyLike(0x10004, (8, 32)), out, 32)
+    assert len(gpu["launches"]) == 1
+
+
+@pytest.mark.parametrize("bad,match", [
+    (CupyLike(0x10000, (4, 32)), "extent 4 on axis 0"),
+    (CupyLike(0x10000, (8, 32), "int32"), "dtype"),
+    (CupyLike(0x10000, (8, 8, 4)), "rank"),
+])
+def test_a_new_shape_or_dtype_is_checked(gpu, bad, match):
+    out = CupyLike(0x20000, (2, 32))
+    tma_rows(CupyLike(0x10000, (8, 32)), out, 32)
+    with pytest.raises(LaunchError, match=match):
+        tma_rows(bad, out, 32)
+
+
+def test_launch_configurations_sharing_a_buffer_repack_it(gpu):
+    a, b = CupyLike(0x10000, (64,)), CupyLike(0x40000, (64,))
+    one, two = guarded_copy[1, 32], guarded_copy[2, 32]
+    one(a, a)
+    two(b, b)
+    one(a, a)
+    launcher = gpu["launches"]  # grid, block, shared, stream, params of each launch
+    assert [call[0] for call in launcher] == [(1, 1, 1), (2, 1, 1), (1, 1, 1)]
+    (fast, other) = guarded_copy._fast.values()
+    assert fast.launcher is other.launcher
+    assert _array_pointer(fast.launcher, 0) == 0x10000
+
+
+def test_a_changed_global_recompiles_on_the_fast_path(gpu, monkeypatch):
+    a = CupyLike(0x10000, (64,))
+    launch = guarded_copy[1, 32]
+    launch(a, a)
+    before = _launcher(guarded_copy)
+    monkeypatch.setitem(globals(), "LIMIT", 16)
+    launch(a, a)
+    after = _launcher(guarded_copy)
+    assert after is not before and after.cubin != before.cubin
+
+
+def test_host_arrays_take_the_full_path_every_time(gpu, monkeypatch):
+    allocations = []
+    monkeypatch.setattr(driver, "alloc", lambda nbytes: allocations.append(nbytes) or 0x50000)
+    for name in ("free", "copy_to_device", "copy_to_host", "synchronize"):
+        monkeypatch.setattr(driver, name, lambda *args: None)
+    a = np.zeros(64, np.float32)
+    guarded_copy[1, 32](a, a)
+    guarded_copy[1, 32](a, a)
+    assert len(allocations) == 4 and not guarded_copy._fast
+
+
+def test_a_cpu_tensor_never_matches_a_cuda_fingerprint(gpu):
+    pytest.importorskip("torch")
+    out = CupyLike(0x20000, (2, 32))
+    tma_rows(TorchLike(0x10000, (8, 32)), out, 32)
+    (fast,) = tma_rows._fast.values()
+    assert fast.launch((TorchLike(0x10000, (8, 32)), out, 32), None, None)
+    assert not fast.launch((TorchLike(0x10000, (8, 32), is_cuda=False), out, 32), None, None)
