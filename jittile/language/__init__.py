@@ -34,7 +34,11 @@ def alloc_shared(shape: tuple[int, ...], dtype: str, layout="default", align: in
 @intrinsic("T.alloc_local")
 def alloc_local(shape: tuple[int, ...], dtype: str, layout="default"):
     """Allocate a per-thread local array (registers or local memory) of the static ``shape`` and
-    ``dtype``; assign it to a name and index it, or pass it as a raw PTX destination."""
+    ``dtype``; assign it to a name and index it, or pass it as a raw PTX destination. With
+    ``layout=wgmma_accumulator`` or ``wgmma_a`` (``jittile.layout``) it is a register fragment of
+    a ``(64, N)`` warpgroup tile: one scalar register per variable, indexed ``frag[i]`` with a
+    compile-time ``i`` (``frag.size`` registers), located by ``frag.row(i)`` / ``frag.col(i)``,
+    and passed whole to ``wgmma.mma_async`` tile calls."""
 
 
 @intrinsic("T.address_of")
