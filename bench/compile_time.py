@@ -6,9 +6,10 @@ Every number comes from fresh Python processes (medians over ``--runs`` processe
 
 - ``import``: ``import jittile`` (target <= 0.2 s; numba must not load);
 - ``first_compile``: ``tma_two_boxes.tma_load.compile(target="sm_90a")`` with the disk cache off, the
-  first compile of the process (numba-cuda and NVVM load here; target <= 0.5 s);
+  first compile of the process (numba-cuda and NVVM load here; target <= 0.9 s), split into parts;
+  ``first_compile_uninstrumented``: the same without the split, as a user meets it;
 - ``further_specialization``: after that, the same kernel (``tma_boxes`` below) again with another
-  ``T.constexpr`` value or another dtype, cache off (target <= 80 ms each);
+  ``T.constexpr`` value or another dtype, cache off (target <= 50 ms each);
 - ``disk_hit``: ``.compile()`` when the entry exists, in a fresh process (target <= 10 ms per kernel):
   the first kernel of the process (which also pays one-time imports of the frontend's pattern modules
   and the cache package), a second kernel, and a second specialization of that kernel.
@@ -41,8 +42,8 @@ import common  # noqa: E402
 import jittile  # noqa: E402
 from jittile import T  # noqa: E402
 
-TARGETS = {"import_s": 0.2, "first_compile_s": 0.5, "further_specialization_s": 0.080,
-           "disk_hit_s": 0.010}
+TARGETS = {"import_s": 0.2, "first_compile_s": 0.9, "further_specialization_s": 0.050,
+           "disk_hit_s": 0.010}  # issue #13 (first compile, further specialization), issue #5
 
 
 @jittile.kernel
@@ -116,6 +117,14 @@ total = time.perf_counter() - start
 parts = dict(spent, numba_cuda_import=imported - start)
 parts["jittile"] = total - sum(parts.values())
 print(json.dumps({"s": total, "cache": ck.metadata.get("cache"), "parts": parts}))
+"""
+# The first compile as a user meets it: no instrumentation, so numba-cuda's import and the linker's
+# start-up may overlap jittile's frontend (jittile/backend/warmup.py).
+FIRST_PLAIN = _PRELUDE + """
+import tma_two_boxes
+start = time.perf_counter()
+ck = tma_two_boxes.tma_load.compile(target="sm_90a")
+print(json.dumps({"s": time.perf_counter() - start, "cache": ck.metadata.get("cache")}))
 """
 FURTHER = _PRELUDE + """
 import tma_two_boxes, compile_time as bench
@@ -209,6 +218,7 @@ def measure(runs: int) -> dict:
         imports = [_run(IMPORT, off) for _ in range(runs)]
         cold = [_run(IMPORT, _env(None))["s"] for _ in range(runs)]
         first = [_run(FIRST, off) for _ in range(runs)]
+        first_plain = [_run(FIRST_PLAIN, off)["s"] for _ in range(runs)]
         further = [_run(FURTHER, off) for _ in range(runs)]
         disk = [_run("CHECK = True\n" + DISK, on) for _ in range(runs)]
         floors = [_run(FLOOR, off) for _ in range(runs)]
@@ -229,7 +239,11 @@ def measure(runs: int) -> dict:
                               kernel="examples/tma_two_boxes.py:tma_load", target="sm_90a",
                               disk_cache="off",
                               parts_median_s={part: round(statistics.median(
-                                  r["parts"][part] for r in first), 4) for part in first[0]["parts"]}),
+                                  r["parts"][part] for r in first), 4) for part in first[0]["parts"]},
+                              note="parts measured one after another (numba-cuda imported before "
+                                   "the compile starts); first_compile_uninstrumented is the same "
+                                   "compile with nothing imported ahead of it"),
+        "first_compile_uninstrumented": _summary(first_plain, TARGETS["first_compile_s"]),
         "further_specialization": dict(
             _summary([statistics.median(r["times"].values()) for r in further],
                      TARGETS["further_specialization_s"]),
