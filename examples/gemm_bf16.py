@@ -36,11 +36,13 @@ STAGE_BYTES = (BM + BN) * BK * 2
 
 @jittile.func
 def tile_origin(tile, tiles_m, tiles_n):
-    """(row, column) of output tile ``tile``: column-major within bands of GROUP_M row-blocks."""
-    band = tile // (GROUP_M * tiles_n)
-    first = band * GROUP_M
-    rows = min(tiles_m - first, GROUP_M)
-    within = tile % (GROUP_M * tiles_n)
+    """(row, column) of output tile ``tile``: column-major within bands of GROUP_M row-blocks.
+    The divisions are 32-bit: a 64-bit one is a call into ptxas' runtime, and a call in the
+    kernel makes ptxas serialize every wgmma."""
+    band_tiles = T.uint32(GROUP_M * tiles_n)
+    first = T.uint32(tile) // band_tiles * GROUP_M
+    rows = T.uint32(min(tiles_m - first, GROUP_M))
+    within = T.uint32(tile) % band_tiles
     return (first + within % rows) * BM, (within // rows) * BN
 
 
