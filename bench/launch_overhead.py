@@ -2,8 +2,8 @@
 RawKernel, Triton and numba-cuda, measured in one run (wall time over many asynchronous launches).
 jittile is also timed with a torch tensor argument (torch's own pointer/shape path), and launching a
 one-CTA TMA copy, whose two host TensorMaps are kept from launch to launch rather than re-encoded;
-a raw ctypes ``cuLaunchKernel`` (the call jittile makes) and the host time to issue a 1 GiB copy
-(jittile's TMA copy vs memcpy) are recorded next to them.
+CuPy's raw ``launchKernel`` wrapper (the call jittile makes where CuPy is installed) and the host
+time to issue a 1 GiB copy (jittile's TMA copy vs memcpy) are recorded next to them.
 
     PYTHONPATH=$PWD python3 bench/launch_overhead.py
 """
@@ -79,11 +79,11 @@ def main() -> None:
     address = launcher.params.address
     results["raw_cuLaunchKernel_prepacked"] = per_launch_us(
         lambda: drv.cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, 0, address, 0), sync)
-    direct = driver._direct()  # the ctypes call jittile launches through, without jittile
-    if direct is not None:
-        handle, call = int(fn), direct.launch
-        results["raw_ctypes_cuLaunchKernel_prepacked"] = per_launch_us(
-            lambda: call(handle, 1, 1, 1, 32, 1, 1, 0, 0, address, None), sync)
+    cupy_launch = driver._cupy_launch()  # the wrapper jittile launches through where CuPy is
+    if cupy_launch is not None:
+        handle = int(fn)
+        results["raw_cupy_launchKernel_prepacked"] = per_launch_us(
+            lambda: cupy_launch(handle, 1, 1, 1, 32, 1, 1, 0, 0, address, 0), sync)
 
     raw = cupy.RawKernel(r'''extern "C" __global__ void touch(float* a) {
         if (threadIdx.x == 0) a[0] += 1.0f; }''', "touch")

@@ -129,9 +129,10 @@ class Kernel:
             raise LaunchError("launch with kernel[grid, block](...)")
         return Configured(self, LaunchConfig(grid=config[0], block=config[1]))
 
-    @public_entry
     def __call__(self, *args, stream=None, cluster=None, shared_bytes=None, **kwargs) -> None:
-        launch_kernel(self, args, kwargs, None, stream, cluster, shared_bytes)
+        fast = None if kwargs else self._fast.get((None, cluster))
+        if fast is None or not fast.launch(args, stream, shared_bytes):
+            launch_kernel(self, args, kwargs, None, stream, cluster, shared_bytes)
 
 
 def func(fn):

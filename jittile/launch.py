@@ -48,15 +48,18 @@ class Configured:
         self.kernel = kernel
         self.config = config
 
-    @public_entry
     def __call__(self, *args, stream=None, cluster=None, shared_bytes=None, **kwargs) -> None:
-        launch_kernel(self.kernel, args, kwargs, self.config, stream, cluster, shared_bytes)
+        fast = None if kwargs else self.kernel._fast.get((self.config, cluster))
+        if fast is None or not fast.launch(args, stream, shared_bytes):
+            launch_kernel(self.kernel, args, kwargs, self.config, stream, cluster, shared_bytes)
 
 
+@public_entry
 def launch_kernel(kernel: Kernel, args: tuple, kwargs: dict, config: LaunchConfig | None, stream,
-           cluster, shared_bytes: int | None) -> None:
+                  cluster, shared_bytes: int | None) -> None:
     """Launch ``kernel`` with ``config`` (None: its ``T.device_entry`` launch); NumPy arguments are
-    copied to the device and back."""
+    copied to the device and back. Callers try the kernel's fast path (``kernel._fast``) first;
+    what it refuses comes here."""
     if INTERPRET:
         from .interpreter import interpret
 
@@ -65,10 +68,6 @@ def launch_kernel(kernel: Kernel, args: tuple, kwargs: dict, config: LaunchConfi
     watch = kernel._watch
     if watch is not None and watch.changed():
         kernel._drop_if_stale()
-    if not kwargs:
-        fast = kernel._fast.get((config, cluster))
-        if fast is not None and fast.launch(args, stream, shared_bytes):
-            return
     _launch_converted(kernel, args, kwargs, config, stream, cluster, shared_bytes)
 
 
@@ -105,8 +104,8 @@ def _launch_converted(kernel: Kernel, args: tuple, kwargs: dict, config: LaunchC
         for value in converted:
             if type(value) is view_type and value.owned:
                 value.finish()
-    fast = _fastpath().FastLaunch.after(launcher, grid, block, cluster_dims, args, converted,
-                                        static, runtime_positions)
+    fast = _fastpath().FastLaunch.after(launcher, grid, block, cluster_dims, kernel._watch, args,
+                                        converted, static, runtime_positions)
     if fast is not None:
         kernel._fast[(config, cluster)] = fast
 

@@ -210,3 +210,58 @@ def test_a_cpu_tensor_never_matches_a_cuda_fingerprint(gpu):
     (fast,) = tma_rows._fast.values()
     assert fast.launch((TorchLike(0x10000, (8, 32)), out, 32), None, None)
     assert not fast.launch((TorchLike(0x10000, (8, 32), is_cuda=False), out, 32), None, None)
+
+
+def test_a_launch_refused_in_another_context_loads_the_kernel_there(gpu, monkeypatch):
+    """The fast path does not ask for the current context; a launch the driver refuses does."""
+    context = {"now": 1, "loads": []}
+
+    def load_function(cubin, entry, shared):
+        context["loads"].append(context["now"])
+        return None, context["now"]
+
+    def launch_call(function, what):
+        def launch(*args):
+            if function != context["now"]:
+                raise LaunchError(f"{what} failed: CUDA_ERROR_INVALID_HANDLE")
+            gpu["launches"].append((function, *args))
+        return launch
+
+    monkeypatch.setattr(driver, "load_function", load_function)
+    monkeypatch.setattr(driver, "launch_call", launch_call)
+    monkeypatch.setattr(driver, "current_context", lambda: context["now"])
+    monkeypatch.setattr(driver, "ensure_context", lambda: context["now"])
+    a = CupyLike(0x10000, (64,))
+    launch = guarded_copy[1, 32]
+    launch(a, a)
+    context["now"] = 2
+    launch(a, a)
+    assert context["loads"] == [1, 2]
+    assert [call[0] for call in gpu["launches"]] == [1, 2]
+
+
+def test_a_launch_refused_in_its_own_context_is_a_launch_error(gpu, monkeypatch):
+    calls = []
+
+    def launch_call(function, what):
+        def launch(*args):
+            calls.append(args)
+            if len(calls) > 1:
+                raise LaunchError(f"{what} failed: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES")
+        return launch
+
+    monkeypatch.setattr(driver, "launch_call", launch_call)
+    a = CupyLike(0x10000, (64,))
+    guarded_copy[1, 32](a, a)
+    with pytest.raises(LaunchError, match="launch of guarded_copy failed"):
+        guarded_copy[1, 32](a, a)
+
+
+def test_cupy_driver_errors_become_launch_errors(monkeypatch):
+    def refuse(*args):
+        raise RuntimeError("CUDA_ERROR_INVALID_VALUE: invalid argument")
+
+    monkeypatch.setattr(driver, "_cupy_launch", lambda: refuse)
+    launch = driver.launch_call(7, "launch of k")
+    with pytest.raises(LaunchError, match="launch of k failed: CUDA_ERROR_INVALID_VALUE"):
+        launch((1, 1, 1), (32, 1, 1), 0, 0, 0x1000)

@@ -22,12 +22,13 @@ class FastLaunch:
     """One kernel, launch configuration and argument fingerprint, with the launcher whose buffer
     it packs."""
 
-    __slots__ = ("launcher", "grid", "block", "cluster", "types", "readers", "prints", "roles",
-                 "views")
+    __slots__ = ("launcher", "grid", "block", "cluster", "changed", "types", "readers", "prints",
+                 "roles", "views")
 
-    def __init__(self, launcher: Launcher, grid, block, cluster, args: tuple, readers: list,
-                 roles: list, views: list):
+    def __init__(self, launcher: Launcher, grid, block, cluster, changed, args: tuple,
+                 readers: list, roles: list, views: list):
         self.launcher, self.grid, self.block, self.cluster = launcher, grid, block, cluster
+        self.changed = changed  # the kernel's globals watch (jittile/watch.py), or None
         self.types = tuple(map(type, args))
         self.readers = readers
         self.prints = [read(a) for read, a in zip(readers, args)]
@@ -36,11 +37,12 @@ class FastLaunch:
         launcher.packed_by = self
 
     @classmethod
-    def after(cls, launcher, grid, block, cluster, args: tuple, converted: list,
+    def after(cls, launcher, grid, block, cluster, watch, args: tuple, converted: list,
               static: frozenset, runtime: tuple) -> FastLaunch | None:
         """The fast path for launches like the one just made with ``args`` (``converted``: their
-        DeviceViews; ``runtime``: the positions packed), or None when an argument must be
-        converted on every launch (host arrays, DLPack) or the launcher is not jittile's."""
+        DeviceViews; ``runtime``: the positions packed; ``watch``: the kernel's GlobalsWatch or
+        None), or None when an argument must be converted on every launch (host arrays, DLPack)
+        or the launcher is not jittile's."""
         if type(launcher) is not Launcher:
             return None
         readers, roles = [], []
@@ -56,20 +58,23 @@ class FastLaunch:
             else:
                 roles.append((_FIXED, index))
             readers.append(read)
-        return cls(launcher, grid, block, cluster, args,
+        return cls(launcher, grid, block, cluster, None if watch is None else watch.changed, args,
                    readers, roles, [converted[i] for i in runtime])
 
     def launch(self, args: tuple, stream, shared_bytes: int | None) -> bool:
-        """Launch when ``args`` fit this fast path; False (nothing done) when they do not."""
-        if tuple(map(type, args)) != self.types:
+        """Launch when ``args`` fit this fast path and the kernel's globals are unchanged; False
+        (nothing done) otherwise."""
+        changed = self.changed
+        if (changed is not None and changed()) or tuple(map(type, args)) != self.types:
             return False
         prints = [read(a) for read, a in zip(self.readers, args)]
         launcher = self.launcher
         if (prints != self.prints or launcher.packed_by is not self) and not self._repack(
                 args, prints):
             return False
-        launcher.launch_packed(self.grid, self.block, stream_handle(stream), self.cluster,
-                               shared_bytes)
+        launcher.launch_unchecked(self.grid, self.block,
+                                  0 if stream is None else stream_handle(stream), self.cluster,
+                                  shared_bytes)
         return True
 
     def _repack(self, args: tuple, prints: list) -> bool:

@@ -139,6 +139,22 @@ class Launcher:
             driver.check(self._launch_cluster(function, grid, block, dynamic, stream, cluster),
                          f"launch of {self.ir.name}")
 
+    def launch_unchecked(self, grid, block, stream: int, cluster, shared_bytes: int | None) -> None:
+        """Launch with the parameters the buffer holds, in the context the function was loaded in
+        without asking the driver which context is current (a call as costly as the rest of a
+        fast launch); a launch the driver refuses is retried after that check, so that a switched
+        (or, in a new thread, absent) context loads the function there."""
+        if cluster is None and self._launch_call is not None:
+            try:
+                self._launch_call(grid, block,
+                                  self.dynamic_shared if shared_bytes is None else shared_bytes,
+                                  stream, self.params.address)
+                return
+            except LaunchError:
+                if driver.current_context() == self._context:
+                    raise
+        self.launch_packed(grid, block, stream, cluster, shared_bytes)
+
     def write(self, index: int, value) -> None:
         """Write runtime argument ``index`` (a DeviceView for an array) and, for an array, the
         TensorMaps that describe it."""
