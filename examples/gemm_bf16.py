@@ -26,7 +26,8 @@ from jittile import T
 from jittile.layout import swizzle, wgmma_accumulator
 
 BM, BN, BK = 128, 256, 64  # the CTA's output tile and the K-slice of one pipeline stage
-STAGES = 3
+STAGES = 4
+EPILOGUE_N = 128  # the epilogue stages the tile in two 64x128 halves per warpgroup
 GROUP_M = 8  # tiles run in bands of 8 row-blocks, so concurrent CTAs share A and B in L2
 LOAD = "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
 STORE = "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"
@@ -56,7 +57,7 @@ def gemm_bf16(A: T.Tensor((None, None), "bfloat16"), B: T.Tensor((None, None), "
                          layout=swizzle(3, (STAGES, 2, 64, BK), "bfloat16"), align=1024)
     B_s = T.alloc_shared((STAGES, BN, BK), "bfloat16",
                          layout=swizzle(3, (STAGES, BN, BK), "bfloat16"), align=1024)
-    C_s = T.alloc_shared((2, 64, BN), "bfloat16", align=1024)
+    C_s = T.alloc_shared((2, 64, EPILOGUE_N), "bfloat16", align=1024)
     full = T.alloc_shared((STAGES,), "uint64")
     empty = T.alloc_shared((STAGES,), "uint64")
     if tid == 0:
@@ -112,23 +113,26 @@ def gemm_bf16(A: T.Tensor((None, None), "bfloat16"), B: T.Tensor((None, None), "
             T.ptx.wgmma.wait_group.sync.aligned(0)
             if leader:
                 T.ptx.mbarrier.arrive.shared.b64(empty.ptr_to([(it + STAGES - 1) % STAGES]))
-                T.ptx.cp.async_.bulk.wait_group.read(0)  # the last tile's store has read C_s
-            T.ptx.bar.sync(1 + half, 128)
-            for j in T.unroll(BN // 16):  # 16 columns: four 8x8 matrices of the warp's rows
-                col = 16 * j + 8 * (lane // 16)
-                T.ptx.stmatrix.sync.aligned.m8n8.x4.shared.b16(
-                    C_s.ptr_to([half, row, col]),
-                    T.ptx.cvt.rn.bf16x2.f32(acc[8 * j + 1], acc[8 * j]),
-                    T.ptx.cvt.rn.bf16x2.f32(acc[8 * j + 3], acc[8 * j + 2]),
-                    T.ptx.cvt.rn.bf16x2.f32(acc[8 * j + 5], acc[8 * j + 4]),
-                    T.ptx.cvt.rn.bf16x2.f32(acc[8 * j + 7], acc[8 * j + 6]))
-            T.ptx.fence.proxy.async_.shared__cta()
-            T.ptx.bar.sync(1 + half, 128)
-            if leader:
-                m0, n0 = tile_origin(tile, tiles_m, tiles_n)
-                T.cuda.tile.apply(T.ptx[STORE], C, C_s[half], box=(64, BN),
-                                  coords=(m0 + 64 * half, n0))
-                T.ptx.cp.async_.bulk.commit_group()
+            for p in T.unroll(BN // EPILOGUE_N):
+                if leader:
+                    T.ptx.cp.async_.bulk.wait_group.read(0)  # the last store has read C_s
+                T.ptx.bar.sync(1 + half, 128)
+                for j in T.unroll(EPILOGUE_N // 16):  # 16 columns: four 8x8 matrices
+                    r = 8 * (p * EPILOGUE_N // 16 + j)  # their first accumulator register
+                    col = 16 * j + 8 * (lane // 16)
+                    T.ptx.stmatrix.sync.aligned.m8n8.x4.shared.b16(
+                        C_s.ptr_to([half, row, col]),
+                        T.ptx.cvt.rn.bf16x2.f32(acc[r + 1], acc[r]),
+                        T.ptx.cvt.rn.bf16x2.f32(acc[r + 3], acc[r + 2]),
+                        T.ptx.cvt.rn.bf16x2.f32(acc[r + 5], acc[r + 4]),
+                        T.ptx.cvt.rn.bf16x2.f32(acc[r + 7], acc[r + 6]))
+                T.ptx.fence.proxy.async_.shared__cta()
+                T.ptx.bar.sync(1 + half, 128)
+                if leader:
+                    m0, n0 = tile_origin(tile, tiles_m, tiles_n)
+                    T.cuda.tile.apply(T.ptx[STORE], C, C_s[half], box=(64, EPILOGUE_N),
+                                      coords=(m0 + 64 * half, n0 + p * EPILOGUE_N))
+                    T.ptx.cp.async_.bulk.commit_group()
             tile += T.cuda.grid_dim("x")
         if leader:
             T.ptx.cp.async_.bulk.wait_group(0)
