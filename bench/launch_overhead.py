@@ -114,6 +114,7 @@ def main() -> None:
     na = ncuda.as_cuda_array(a)
     results["numba_cuda"] = per_launch_us(lambda: ntouch[1, 32](na), sync)
     base = results["raw_cuLaunchKernel_prepacked"]
+    results["host_parts"] = host_parts(a)
     ratios = {k: v / base for k, v in results.items() if isinstance(v, float)}
     triton = results.get("triton")
     vs_triton = ({k: v / triton for k, v in results.items() if k.startswith("jittile")}
@@ -121,6 +122,30 @@ def main() -> None:
     common.save("launch_overhead", {"launches_per_sample": LAUNCHES, "us_per_launch": results,
                                     "ratio_vs_raw": ratios, "ratio_vs_triton": vs_triton,
                                     "copy_1gib_host_us_per_call": copy_host_cost(tma_copy)})
+
+
+def host_parts(a) -> dict:
+    """Microseconds of the pieces of a fast launch that depend on the array library: reading a
+    fingerprint (jittile/runtime/fingerprints.py) of a CuPy array and of a torch tensor."""
+    from jittile.runtime import fingerprints
+
+    parts = {}
+
+    def each(fn, count=100000) -> float:
+        start = time.perf_counter()
+        for _ in range(count):
+            fn()
+        return (time.perf_counter() - start) / count * 1e6
+
+    parts["fingerprint_cupy"] = each(lambda: fingerprints._cupy(a))
+    try:
+        import torch
+
+        ta = torch.as_tensor(a, device="cuda")
+        parts["fingerprint_torch"] = each(lambda: fingerprints._torch(ta))
+    except ImportError:
+        pass
+    return parts
 
 
 def copy_host_cost(tma_copy) -> dict:
