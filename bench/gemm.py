@@ -1,8 +1,8 @@
 """bf16 GEMM on the H200: jittile's examples/gemm_bf16.py vs torch.matmul (cuBLAS) vs a Triton
 matmul autotuned over four Hopper configurations, in one run, ``C = A @ B.T`` with A (M, K) and
 B (N, K), fp32 accumulation, bf16 out. Sizes: 4096^3, 8192^3 and a ragged 3000x5000x2000.
-TFLOP/s from the median of 20 CUDA-event timings after 3 warm-ups; every output is checked
-against torch.matmul.
+TFLOP/s from the median of 20 CUDA-event timings after 3 warm-ups, the contenders' samples
+interleaved; every output is checked against torch.matmul.
 
     PYTHONPATH=$PWD python3 bench/gemm.py
 """
@@ -20,20 +20,25 @@ import common  # noqa: E402
 SIZES = ((4096, 4096, 4096), (8192, 8192, 8192), (3000, 5000, 2000))
 
 
-def median_ms(fn, repeat: int = 20, warmup: int = 3) -> float:
+def median_ms(contenders: dict, repeat: int = 20, warmup: int = 3) -> dict:
+    """Median milliseconds per contender. Samples alternate between the contenders (one call of
+    each per round), so clock and thermal drift during the run reaches all of them alike."""
     import torch
 
-    for _ in range(warmup):
-        fn()
-    samples = []
+    for fn in contenders.values():
+        for _ in range(warmup):
+            fn()
+    samples = {name: [] for name in contenders}
     for _ in range(repeat):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        samples.append(start.elapsed_time(stop))
-    return statistics.median(samples)
+        for name, fn in contenders.items():
+            start = torch.cuda.Event(enable_timing=True)
+            stop = torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            stop.record()
+            stop.synchronize()
+            samples[name].append(start.elapsed_time(stop))
+    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 def triton_matmul():
@@ -90,15 +95,17 @@ def main() -> None:
         b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
         reference = torch.matmul(a, b.T)
         row = {"M": m, "N": n, "K": k}
+        calls = {}
         for name, fn in contenders.items():
             c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
             fn(a, b, c)
             torch.cuda.synchronize()
             error = (c.float() - reference.float()).abs().max().item()
             scale = reference.float().abs().max().item()
-            ms = median_ms(lambda: fn(a, b, c))
-            row[name] = {"ms": ms, "tflops": 2 * m * n * k / ms / 1e9,
-                         "max_abs_error": error, "correct": error <= 0.02 * scale}
+            row[name] = {"max_abs_error": error, "correct": error <= 0.02 * scale}
+            calls[name] = (lambda fn, c: lambda: fn(a, b, c))(fn, c)
+        for name, ms in median_ms(calls).items():
+            row[name].update(ms=ms, tflops=2 * m * n * k / ms / 1e9)
         for name in contenders:
             row[name]["vs_cublas"] = row[name]["tflops"] / row["torch.matmul"]["tflops"]
         results.append(row)
@@ -108,9 +115,11 @@ def main() -> None:
     ck = gemm_bf16.gemm_bf16.compile(a, b, c, m, n, k, target="sm_90a")
     common.save("gemm", {"command": "PYTHONPATH=$PWD python3 bench/gemm.py",
                          "device": common.device(), "versions": common.versions(),
-                         "kernel": {k: ck.metadata[k] for k in ("registers", "local_bytes",
-                                                                "shared_bytes", "spill_stores",
-                                                                "spill_loads")},
+                         "kernel": {**{k: ck.metadata[k] for k in ("registers", "local_bytes",
+                                                                   "shared_bytes", "spill_stores",
+                                                                   "spill_loads")},
+                                    "sass_hgmma": ck.sass.count("HGMMA."),
+                                    "sass_warpgroup_depbar": ck.sass.count("WARPGROUP.DEPBAR")},
                          "results": results})
 
 

@@ -3,17 +3,24 @@ nn.Linear keeps its weights; fp32 accumulation, bf16 out).
 
 The kernel is the classic warp-specialized persistent design, written in jittile:
 
-- one *producer* warpgroup (it gives registers away with ``setmaxnreg.dec``) whose first thread
+- one *producer* warpgroup whose first thread
   streams 128x64 tiles of A and 256x64 tiles of B into a ``STAGES``-deep ring of 128B-swizzled
   shared buffers with TMA, each stage guarded by a ``full`` mbarrier (TMA transaction bytes) and
   an ``empty`` one (released by the consumers);
-- two *consumer* warpgroups (``setmaxnreg.inc``), each owning 64 rows of the 128x256 output tile
+- two *consumer* warpgroups, each owning 64 rows of the 128x256 output tile
   as a register fragment, issuing four ``wgmma.mma_async.m64n256k16`` per stage (one tile call:
   the 64x64 K-slice expands into four instructions with advancing descriptors), keeping one
   wgmma group in flight while they release the stage before it;
 - a persistent loop over output tiles (one CTA per SM), so the producer already loads the next
   tile while the consumers run the epilogue: round to bf16 pairs, store them into a swizzled
   shared tile, and write it with a TMA store that clips at M and N.
+
+Registers: the 384-thread block gives every thread 168 registers, and the consumers' 128-float
+accumulator plus their loop state fit in them (0 bytes of local memory). ``setmaxnreg`` would move
+registers from the producer to the consumers, but jittile links through nvJitLink, whose ptxas
+ignores it ("(C7504) 'setmaxnreg' ignored to maintain compatibility across compilation units",
+reported as a JittileWarning), so the kernel does not rely on it. Likewise its index arithmetic
+stays 32-bit: a 64-bit division is a call, and a call makes ptxas serialize every wgmma (C7509).
 
 M, N and K need not be multiples of the tile: TMA loads fill out-of-bounds elements with zeros
 (they add nothing to the products) and TMA stores skip them. (TMA needs 16-byte row strides: K
@@ -71,7 +78,6 @@ def gemm_bf16(A: T.Tensor((None, None), "bfloat16"), B: T.Tensor((None, None), "
     tiles = tiles_m * tiles_n
     k_tiles = (K + BK - 1) // BK
     if warpgroup == 0:  # producer
-        T.ptx.setmaxnreg.dec.sync.aligned.u32(40)
         if tid == 0:
             loaded = 0
             job = T.cuda.block_idx("x")
@@ -89,7 +95,6 @@ def gemm_bf16(A: T.Tensor((None, None), "bfloat16"), B: T.Tensor((None, None), "
                     loaded += 1
                 job += T.cuda.grid_dim("x")
     else:  # consumers: warpgroup 1 computes rows 0..63 of the tile, warpgroup 2 rows 64..127
-        T.ptx.setmaxnreg.inc.sync.aligned.u32(232)
         half = warpgroup - 1
         leader = tid % 128 == 0
         lane = T.cuda.lane_id()

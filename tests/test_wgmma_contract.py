@@ -231,3 +231,36 @@ def test_setmaxnreg_count_is_checked():
 
     with pytest.raises(jittile.ContractError, match="multiple of 8"):
         budget.compile(T.Tensor((64, 64), "float32"), target="sm_90a")
+
+
+def test_ptxas_serializing_the_wgmmas_is_a_warning():
+    """A 64-bit division is a call into ptxas' runtime; with a call in the kernel ptxas issues
+    every wgmma alone (C7509). jittile passes that advisory on, at the kernel."""
+    @jittile.kernel
+    def divides(D: T.Tensor((64, None), "float32"), a: T.int64, b: T.int64):
+        T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=128))
+        A_s = T.alloc_shared((64, 64), "bfloat16", layout=swizzle(3, (64, 64), "bfloat16"),
+                             align=1024)
+        B_s = T.alloc_shared((64, 64), "bfloat16", layout=swizzle(3, (64, 64), "bfloat16"),
+                             align=1024)
+        acc = T.alloc_local((64, 64), "float32", layout=wgmma_accumulator)
+        for kt in range(a // b):
+            T.ptx.wgmma.fence.sync.aligned()
+            T.cuda.tile.apply(T.ptx[MMA], acc, A_s, B_s.T, scale_d=kt)
+            T.ptx.wgmma.commit_group.sync.aligned()
+            T.ptx.wgmma.wait_group.sync.aligned(0)
+        D[acc.row(0), acc.col(0)] = acc[0]
+
+    with pytest.warns(jittile.JittileWarning, match="ptxas: wgmma.mma_async instructions are "
+                                                    "serialized"):
+        divides.compile(T.Tensor((64, None), "float32"), np.int64(1), np.int64(1),
+                        target="sm_90a")
+
+
+def test_performance_advisories_are_read_from_the_log():
+    from jittile.backend.toolchain import performance_advisories
+
+    log = ("ptxas info    : (C7504) Potential Performance Loss: 'setmaxnreg' ignored\n"
+           "ptxas info    : Used 168 registers\n")
+    assert performance_advisories(log) == ["'setmaxnreg' ignored"]
+    assert performance_advisories("ptxas info    : Used 32 registers") == []

@@ -12,7 +12,7 @@ numpy_compat.install()
 from numba import cuda  # noqa: E402
 from numba.cuda import types  # noqa: E402
 
-from ..errors import CompileError, ToolchainError  # noqa: E402
+from ..errors import CompileError, ToolchainError, warn_at  # noqa: E402
 from ..ir import ArrayParam, KernelIR, ScalarParam, TensorMapParam  # noqa: E402
 from ..frontend.lower import Lowered  # noqa: E402
 from ..targets import Target  # noqa: E402
@@ -133,5 +133,7 @@ def compile_lowered(lowered: Lowered, target: Target) -> Artifact:
     except ToolchainError as exc:  # told at the kernel it failed to build
         raise ToolchainError(exc.message, lowered.positions[1].location) from exc
     usage = toolchain.resource_usage(log)
+    for advisory in toolchain.performance_advisories(log):
+        warn_at(f"ptxas: {advisory}", lowered.positions[1].location)
     return Artifact(ptx, cubin, entry, usage, layout, time.perf_counter() - start,
                     toolchain.libraries())

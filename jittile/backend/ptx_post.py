@@ -5,8 +5,10 @@
   128-byte ``.param`` and every load of it becomes the parameter's generic address, exactly what
   NVRTC emits for ``const __grid_constant__ CUtensorMap``;
 - cluster directives ``.explicitcluster`` / ``.reqnctapercluster``;
-- ``.maxntid`` from the static block of a kernel that issues ``setmaxnreg``: ptxas needs the
-  block size to give each warpgroup its register budget.
+- ``.maxntid`` from the block the specialization is launched with (``T.device_entry`` or the
+  ``kernel[grid, block]`` it was built for): ptxas then allocates no more registers per thread
+  than that block can launch with (a 384-thread block gets at most 168), and can apply
+  ``setmaxnreg``.
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ def rewrite(ptx: str, stable_name: str, grid_constant_params: list[int],
             cluster: tuple[int, int, int] | None,
             block: tuple[int, int, int] | None = None) -> str:
     """Apply the rewrites; ``grid_constant_params`` are flattened parameter indices, ``block``
-    the static block size (used where the kernel issues ``setmaxnreg``)."""
+    the block the kernel is launched with (None: unknown)."""
     old = entry_name(ptx)
     ptx = ptx.replace(old, stable_name)
     for index in grid_constant_params:
@@ -39,7 +41,7 @@ def rewrite(ptx: str, stable_name: str, grid_constant_params: list[int],
         ptx = decl.sub(f".param .align 64 .b8 {param}[128]", ptx)
         ptx = re.sub(rf"ld\.param\.u64\s+(%rd\d+),\s*\[{re.escape(param)}\];",
                      rf"mov.b64 \1, {param};\n\tcvta.param.u64 \1, \1;", ptx)
-    if block is not None and "setmaxnreg" in ptx:
+    if block is not None:
         x, y, z = block
         ptx = re.sub(rf"(\.entry\s+{re.escape(stable_name)}\s*\((?:[^)]*)\))",
                      rf"\1\n.maxntid {x}, {y}, {z}", ptx, count=1)

@@ -91,6 +91,15 @@ _STACK = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) b
 _CMEM = re.compile(r"(\d+) bytes cmem\[0\]")
 
 
+_ADVISORY = re.compile(r"\(C75\d\d\) Potential Performance Loss: (.*)")
+
+
+def performance_advisories(info_log: str) -> list[str]:
+    """ptxas' "Potential Performance Loss" notes (wgmma serialized, setmaxnreg ignored...):
+    code that runs, but slower than the kernel was written to run."""
+    return [m.group(1).strip() for m in _ADVISORY.finditer(info_log)]
+
+
 def resource_usage(info_log: str) -> dict:
     """Registers, static shared bytes, local (stack) bytes and spills from ptxas' verbose log."""
     usage = {"registers": None, "static_shared_bytes": 0, "local_bytes": 0, "spill_stores": 0,
