@@ -3,7 +3,9 @@ RawKernel, Triton and numba-cuda, measured in one run (wall time over many async
 jittile is also timed with a torch tensor argument (torch's own pointer/shape path), and launching a
 one-CTA TMA copy, whose two host TensorMaps are kept from launch to launch rather than re-encoded;
 CuPy's raw ``launchKernel`` wrapper (the call jittile makes where CuPy is installed) and the host
-time to issue a 1 GiB copy (jittile's TMA copy vs memcpy) are recorded next to them.
+time to issue a 1 GiB copy (jittile's TMA copy vs memcpy) are recorded next to them, and the device
+time per launch of each batch (``device_us_per_launch``), which tells a host-bound figure from one
+the device paced.
 
     PYTHONPATH=$PWD python3 bench/launch_overhead.py
 """
@@ -30,17 +32,32 @@ def touch(A: T.Tensor((None,), "float32")):
         A[0] = A[0] + 1.0
 
 
-def per_launch_us(fn, sync) -> float:
-    samples = []
+# Device microseconds per launch over the same batches (CUDA events on the legacy default stream,
+# which every contender launches on): where it is close to the host figure, the device, not the
+# host, set the pace (a full launch queue blocks the host), and the host figure is an upper bound.
+DEVICE_US: dict = {}
+
+
+def per_launch_us(fn, sync, name: str | None = None) -> float:
+    import cupy
+
+    samples, device = [], []
     for _ in range(5):
         fn()
         sync()
+        begin, end = cupy.cuda.Event(), cupy.cuda.Event()
+        begin.record()
         start = time.perf_counter()
         for _ in range(LAUNCHES):
             fn()
         elapsed = time.perf_counter() - start
+        end.record()
+        end.synchronize()
         sync()
         samples.append(elapsed / LAUNCHES * 1e6)
+        device.append(cupy.cuda.get_elapsed_time(begin, end) / LAUNCHES * 1e3)
+    if name is not None:
+        DEVICE_US[name] = statistics.median(device)
     return statistics.median(samples)
 
 
@@ -54,12 +71,12 @@ def main() -> None:
     results = {}
 
     launch = touch[1, 32]
-    results["jittile"] = per_launch_us(lambda: launch(a), sync)
+    results["jittile"] = per_launch_us(lambda: launch(a), sync, "jittile")
     try:
         import torch
 
         ta = torch.as_tensor(a, device="cuda")
-        results["jittile_torch"] = per_launch_us(lambda: launch(ta), sync)
+        results["jittile_torch"] = per_launch_us(lambda: launch(ta), sync, "jittile_torch")
     except ImportError as exc:
         results["jittile_torch"] = repr(exc)
 
@@ -67,7 +84,8 @@ def main() -> None:
 
     tile, tile_out = cupy.zeros((64, 64), dtype=cupy.float32), cupy.zeros((64, 64), cupy.float32)
     copy_tile = tma_copy.tma_copy[(1, 1), 32]
-    results["jittile_tma_copy_64x64"] = per_launch_us(lambda: copy_tile(tile, tile_out), sync)
+    results["jittile_tma_copy_64x64"] = per_launch_us(lambda: copy_tile(tile, tile_out), sync,
+                                                      "jittile_tma_copy_64x64")
 
     # Raw prepacked cuLaunchKernel on the same cubin and parameter buffer.
     ck = touch.compile(a, launch=jittile.T.cuda.LaunchConfig(grid=1, block=32))
@@ -78,16 +96,19 @@ def main() -> None:
     drv = driver._driver()
     address = launcher.params.address
     results["raw_cuLaunchKernel_prepacked"] = per_launch_us(
-        lambda: drv.cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, 0, address, 0), sync)
+        lambda: drv.cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, 0, address, 0), sync,
+        "raw_cuLaunchKernel_prepacked")
     cupy_launch = driver._cupy_launch()  # the wrapper jittile launches through where CuPy is
     if cupy_launch is not None:
         handle = int(fn)
         results["raw_cupy_launchKernel_prepacked"] = per_launch_us(
-            lambda: cupy_launch(handle, 1, 1, 1, 32, 1, 1, 0, 0, address, 0), sync)
+            lambda: cupy_launch(handle, 1, 1, 1, 32, 1, 1, 0, 0, address, 0), sync,
+            "raw_cupy_launchKernel_prepacked")
 
     raw = cupy.RawKernel(r'''extern "C" __global__ void touch(float* a) {
         if (threadIdx.x == 0) a[0] += 1.0f; }''', "touch")
-    results["cupy_RawKernel"] = per_launch_us(lambda: raw((1,), (32,), (a,)), sync)
+    results["cupy_RawKernel"] = per_launch_us(lambda: raw((1,), (32,), (a,)), sync,
+                                              "cupy_RawKernel")
 
     try:
         import torch
@@ -100,7 +121,8 @@ def main() -> None:
             tl.store(ptr, x + 1.0)
 
         ta = torch.as_tensor(a, device="cuda")
-        results["triton"] = per_launch_us(lambda: ttouch[(1,)](ta), torch.cuda.synchronize)
+        results["triton"] = per_launch_us(lambda: ttouch[(1,)](ta), torch.cuda.synchronize,
+                                          "triton")
     except Exception as exc:
         results["triton"] = repr(exc)
 
@@ -112,7 +134,7 @@ def main() -> None:
             arr[0] += 1.0
 
     na = ncuda.as_cuda_array(a)
-    results["numba_cuda"] = per_launch_us(lambda: ntouch[1, 32](na), sync)
+    results["numba_cuda"] = per_launch_us(lambda: ntouch[1, 32](na), sync, "numba_cuda")
     base = results["raw_cuLaunchKernel_prepacked"]
     results["host_parts"] = host_parts(a)
     ratios = {k: v / base for k, v in results.items() if isinstance(v, float)}
@@ -121,6 +143,7 @@ def main() -> None:
                  if isinstance(triton, float) else None)
     common.save("launch_overhead", {"launches_per_sample": LAUNCHES, "us_per_launch": results,
                                     "ratio_vs_raw": ratios, "ratio_vs_triton": vs_triton,
+                                    "device_us_per_launch": DEVICE_US,
                                     "copy_1gib_host_us_per_call": copy_host_cost(tma_copy)})
 
 

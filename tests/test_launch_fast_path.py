@@ -265,3 +265,19 @@ def test_cupy_driver_errors_become_launch_errors(monkeypatch):
     launch = driver.launch_call(7, "launch of k")
     with pytest.raises(LaunchError, match="launch of k failed: CUDA_ERROR_INVALID_VALUE"):
         launch((1, 1, 1), (32, 1, 1), 0, 0, 0x1000)
+
+
+def test_a_moved_array_survives_another_configuration_packing_the_buffer(gpu):
+    a, moved, b = CupyLike(0x10000, (64,)), CupyLike(0x60000, (64,)), CupyLike(0x40000, (64,))
+    one, two = guarded_copy[1, 32], guarded_copy[2, 32]
+    one(a, a)
+    one(moved, a)  # a pointer-only change: rewritten in place
+    two(b, b)  # the same compiled kernel's buffer, packed for another configuration
+    one(moved, a)
+    launcher = _launcher_of(guarded_copy, one)
+    assert (_array_pointer(launcher, 0), _array_pointer(launcher, 1)) == (0x60000, 0x10000)
+    assert gpu["converted"] == 4  # two full launches of two arrays; the rest fast
+
+
+def _launcher_of(kernel, configured):
+    return kernel._fast[(configured.config, None)].launcher

@@ -23,7 +23,7 @@ class FastLaunch:
     it packs."""
 
     __slots__ = ("launcher", "grid", "block", "cluster", "changed", "types", "readers", "prints",
-                 "roles", "views")
+                 "roles", "views", "pointers")
 
     def __init__(self, launcher: Launcher, grid, block, cluster, changed, args: tuple,
                  readers: list, roles: list, views: list):
@@ -33,7 +33,8 @@ class FastLaunch:
         self.readers = readers
         self.prints = [read(a) for read, a in zip(readers, args)]
         self.roles = roles  # per argument: (_ARRAY | _SCALAR | _FIXED, runtime index or None)
-        self.views = views  # per runtime argument: what the buffer was packed from
+        self.views = views  # per runtime argument: what the buffer was first packed from
+        self.pointers = {}  # runtime array index -> its data pointer now, where it moved
         launcher.packed_by = self
 
     @classmethod
@@ -87,19 +88,24 @@ class FastLaunch:
                 continue
             role, index = self.roles[position]
             if role == _ARRAY and now[1:] == then[1:]:
-                old = views[index]
-                changes.append((index, DeviceView(now[0], old.shape, old.strides, old.dtype)))
+                changes.append((index, now[0]))
             elif role == _SCALAR:
                 changes.append((index, args[position]))
             else:
                 return False
         if launcher.packed_by is not self:
             launcher.packed_by = None
-            launcher.pack(views)
+            launcher.pack([DeviceView(self.pointers[i], v.shape, v.strides, v.dtype)
+                           if i in self.pointers else v for i, v in enumerate(views)])
+        launcher.packed_by = None
         for index, value in changes:
-            launcher.packed_by = None
-            launcher.write(index, value)
-            views[index] = value
+            view = views[index]
+            if type(view) is DeviceView:
+                launcher.repoint(index, view, value)
+                self.pointers[index] = value
+            else:
+                launcher.write(index, value)
+                views[index] = value
         self.prints = prints
         launcher.packed_by = self
         return True

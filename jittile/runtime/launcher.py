@@ -102,6 +102,18 @@ class Launcher:
         self._writers = [self._writer(index, param)
                          for index, param in enumerate(ir.runtime_params)]
         self.dynamic_shared = ir.launch_shared_bytes
+        self._pointer = struct.Struct("<q")  # an array's data pointer, the fifth of its slots
+        # Per runtime array argument: its data pointer's offset, the alignment its uses need (the
+        # largest, and each), and its TensorMaps (slot, spec, kept encodings).
+        self._arrays = {}
+        for index, param in enumerate(ir.runtime_params):
+            if isinstance(param, ArrayParam):
+                needs = [a for a in ir.alignments if a.tensor == param.name]
+                self._arrays[index] = (
+                    self.params.slots[self.params.fields[index] + 4][0],
+                    max((a.bytes for a in needs), default=1), needs,
+                    [(slot, spec, kept) for slot, argument, spec, kept in self._tensormaps
+                     if argument == index])
 
     def function(self):
         """The loaded function in the current context (loaded again after a context switch)."""
@@ -154,6 +166,23 @@ class Launcher:
                 if driver.current_context() == self._context:
                     raise
         self.launch_packed(grid, block, stream, cluster, shared_bytes)
+
+    def repoint(self, index: int, view: DeviceView, ptr: int) -> None:
+        """Runtime array argument ``index``, packed from ``view``, moved to ``ptr`` with the same
+        extents, strides and dtype: the alignment its uses need is checked, then only its data
+        pointer and the TensorMaps over it are rewritten (kept encodings when seen before)."""
+        offset, align, needs, tensormaps = self._arrays[index]
+        if ptr % align:
+            check_array(self.ir.runtime_params[index],
+                        DeviceView(ptr, view.shape, view.strides, view.dtype), needs)
+        self._pointer.pack_into(self.params.view, offset, ptr)
+        for slot, spec, encoded in tensormaps:
+            data = encoded.get((ptr, view.shape, view.strides))
+            if data is None:
+                self._put_tensormap(slot, spec, encoded,
+                                    DeviceView(ptr, view.shape, view.strides, view.dtype))
+            else:
+                self.params.put_bytes(slot, data)
 
     def write(self, index: int, value) -> None:
         """Write runtime argument ``index`` (a DeviceView for an array) and, for an array, the
