@@ -264,3 +264,56 @@ def test_performance_advisories_are_read_from_the_log():
            "ptxas info    : Used 168 registers\n")
     assert performance_advisories(log) == ["'setmaxnreg' ignored"]
     assert performance_advisories("ptxas info    : Used 32 registers") == []
+
+
+def _ordered(fence=True, commit=True, wait=True, touch_after_fence=False, read_early=False):
+    @jittile.kernel
+    def order(D: T.Tensor((64, None), "float32")):
+        T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=128))
+        A_s = T.alloc_shared((64, 64), "bfloat16", layout=swizzle(3, (64, 64), "bfloat16"),
+                             align=1024)
+        B_s = T.alloc_shared((64, 64), "bfloat16", layout=swizzle(3, (64, 64), "bfloat16"),
+                             align=1024)
+        acc = T.alloc_local((64, 64), "float32", layout=wgmma_accumulator)
+        if fence:
+            T.ptx.wgmma.fence.sync.aligned()
+        if touch_after_fence:
+            acc[0] = 1.0
+        T.cuda.tile.apply(T.ptx[MMA], acc, A_s, B_s.T)
+        if commit:
+            T.ptx.wgmma.commit_group.sync.aligned()
+        if read_early:
+            D[0, 0] = acc[0]
+        if wait:
+            T.ptx.wgmma.wait_group.sync.aligned(0)
+        D[acc.row(0), acc.col(0)] = acc[0]
+
+    return order
+
+
+def test_the_wgmma_discipline_holds_quietly():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", jittile.JittileWarning)
+        assert _lower(_ordered()).plan
+
+
+@pytest.mark.parametrize("broken, match", [
+    (dict(fence=False), "no T.ptx.wgmma.fence.sync.aligned"),
+    (dict(commit=False), "no T.ptx.wgmma.commit_group.sync.aligned"),
+])
+def test_a_missing_fence_or_commit_is_an_error(broken, match):
+    with pytest.raises(jittile.ContractError, match=match) as info:
+        _lower(_ordered(**broken))
+    assert info.value.parameter == "order"
+
+
+@pytest.mark.parametrize("broken, match", [
+    (dict(touch_after_fence=True), "touched at .* after the last wgmma.fence"),
+    (dict(read_early=True), "may still be using it"),
+    (dict(wait=False), "may still be using it"),
+])
+def test_touching_registers_out_of_order_is_a_warning(broken, match):
+    with pytest.warns(jittile.JittileWarning, match=match):
+        _lower(_ordered(**broken))

@@ -13,7 +13,7 @@ from ..dtypes import dtype as lookup_dtype
 from ..language import cuda as Lcuda
 from ..language.markers import DeviceFunction, Intrinsic, PtxInstruction
 from ..language.types import ScalarType
-from ..patterns.base import SharedBuffer
+from ..patterns.base import OrderEvent, SharedBuffer
 from ..ptx import builtins
 from .divergence import mark
 from .emit import CUDA, GLOBAL_ADDRESS, SHARED_ADDRESS, linear_index
@@ -135,6 +135,7 @@ class ExpressionLowering:
     def subscript(self, node: ast.Subscript) -> ast.expr:
         base = node.value
         if isinstance(base, ast.Name) and base.id in self.fragments:
+            self.order_events.append(OrderEvent("access", self.loc(node), fragments=(base.id,)))
             return _name(self.fragment_register(node, self.fragments[base.id]))
         indices = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         if isinstance(base, ast.Name) and base.id in self.shared:

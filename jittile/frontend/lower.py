@@ -25,6 +25,7 @@ from ..patterns.base import SharedBuffer
 from ..ptx.asm import AsmCall
 from ..targets import Target
 from .accounting import check_transaction_bytes
+from .ordering import check_ordering
 from .allocations import AllocationLowering, SharedVar, TmemVar
 from .calls import check_calls
 from .checks import body_problem
@@ -96,6 +97,7 @@ class KernelLowering(ExpressionLowering, AllocationLowering, FragmentLowering, H
         self._host_params: dict[HostTensorMap, HostParam] = {}
         self._launch_override = launch_override
         self.tx_counts: list = []  # (location, barrier key, barrier text, bytes or None)
+        self.order_events: list = []  # OrderEvent per tile call, raw PTX, fragment access
         self.value_keys: dict[str, str] = {}  # temporary -> its lowered expression
         self._unrolled: set[str] = set()  # T.unroll loop names in scope
         self._inlining: list[DeviceFunction] = []
@@ -179,6 +181,7 @@ class KernelLowering(ExpressionLowering, AllocationLowering, FragmentLowering, H
             self.namespace[var.view] = ("smem", var.buffer)
         warned = check_transaction_bytes(self.ir.sites, self.tx_counts, self.value_keys)
         warned += warn_divergent_operations(fn)
+        warned += check_ordering(self.ir.sites, self.order_events)
         return Lowered(fn, self.namespace, self.ir, self._buffers, warned, positions)
 
     # ------------------------------------------------------------------------------- statements

@@ -9,6 +9,7 @@ import numpy as np
 from ..errors import ContractError
 from ..language.markers import PtxInstruction
 from ..patterns import registry
+from ..patterns.base import OrderEvent
 from ..ptx import instructions as ptx_table
 from .divergence import mark
 from .emit import GLOBAL_ADDRESS, SHARED_ADDRESS
@@ -52,6 +53,10 @@ class RawPtxLowering:
         operands = [self.ptx_operand(a, kind, opcode, i, spec.immediate_range) for i, (a, kind)
                     in enumerate(zip(args, spec.inputs))]
         call = self.call(self.asm_name(spec.asm()), *operands)
+        immediates = [o.value for o, kind in zip(operands, spec.inputs)
+                      if getattr(kind, "name", "") == "IMM"]
+        self.order_events.append(OrderEvent("ptx", location, opcode,
+                                            immediate=immediates[0] if immediates else None))
         if spec.warp_aligned:
             mark(call, f"{opcode} is .aligned: every thread of the warp must execute it together")
         if spec.tx_count is not None:

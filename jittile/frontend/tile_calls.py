@@ -13,7 +13,8 @@ from ..errors import CompileError, ContractError, JittileError
 from ..ir import ArgumentAlignment, ArrayParam, BinOp, HostParam, SiteRecord, Special, Var
 from ..language.markers import PtxInstruction
 from ..patterns import registry
-from ..patterns.base import CallSite, GlobalRegion, SharedRegion, TensorMapOperand, TmemRegion
+from ..patterns.base import (CallSite, FragmentRegion, GlobalRegion, OrderEvent, SharedRegion,
+                             TensorMapOperand, TmemRegion)
 from .emit import render
 from .positions import HELPER_PREFIX
 from .static import RUNTIME
@@ -70,6 +71,9 @@ class TileCallLowering:
             raise CompileError(exc.message, location) from None
         self.ir.sites.append(SiteRecord(location, opcode, pattern.family, lowering.plan,
                                         lowering.predicate))
+        self.order_events.append(OrderEvent(
+            "tile", location, opcode,
+            fragments=tuple(o.name for o in operands if isinstance(o, FragmentRegion))))
         site_index = len(self.ir.sites) - 1
         emits = [self.issue(self.record_name(site_index, k), record)
                  for k, record in enumerate(lowering.plan)]

@@ -181,6 +181,30 @@ class CallSite:
         return ContractError(message, location, opcode=self.opcode, parameter=parameter, hint=hint)
 
 
+@dataclass(frozen=True)
+class OrderEvent:
+    """One step of the kernel, in program (textual) order, for families whose instructions
+    must be ordered by the kernel's own code: ``kind`` is ``tile`` (a call of the family, with
+    the register fragments it uses), ``ptx`` (a raw PTX instruction, with its first immediate)
+    or ``access`` (plain code reading or writing a register fragment)."""
+
+    kind: str
+    location: Location
+    opcode: str | None = None
+    fragments: tuple[str, ...] = ()
+    immediate: int | None = None
+
+
+@dataclass(frozen=True)
+class OrderFinding:
+    """A broken ordering rule: an error (a ContractError) or a warning."""
+
+    location: Location
+    opcode: str
+    message: str
+    error: bool = False
+
+
 @dataclass
 class Lowering:
     """What a pattern returns for one checked call site: its plan and the runtime bool (if any)
@@ -249,6 +273,11 @@ class TilePattern:
 
     def lower(self, site: "CallSite", ctx: LoweringContext) -> Lowering:
         raise NotImplementedError
+
+    def check_order(self, events: list) -> list:
+        """The :class:`OrderFinding` s of the kernel's :class:`OrderEvent` s (families whose
+        completion the kernel orders with raw PTX declare their rules here)."""
+        return []
 
     @property
     def parameter_names(self) -> tuple[str, ...]:

@@ -21,8 +21,8 @@ from ..fragment import FragmentLayout
 from ..ir import Asm, BinOp, PlanRecord, SharedAddress, Var, add, mul
 from ..ptx.grammar import did_you_mean, split_opcode
 from ..ptx.opcodes import check_target
-from .base import (CallSite, FragmentRegion, Lowering, LoweringContext, OperandRole, Parameter,
-                   SharedRegion, TilePattern, runtime_index_step)
+from .base import (CallSite, FragmentRegion, Lowering, LoweringContext, OperandRole, OrderFinding,
+                   Parameter, SharedRegion, TilePattern, runtime_index_step)
 from .descriptors import DescriptorError
 from .matrix_descriptors import START_ADDRESS_MASK, MatrixWalk, derive_matrix_walk
 from .swizzle import swizzle_period
@@ -266,6 +266,9 @@ class WgmmaPattern(TilePattern):
     def claims(self, opcode: str) -> bool:
         return opcode.startswith(self.prefixes[0] + ".")
 
+    def check_order(self, events: list) -> list:
+        return check_order(events)
+
     def lower(self, site: CallSite, ctx: LoweringContext) -> Lowering:
         try:
             check_target(TARGET, site.target, site.opcode)
@@ -283,6 +286,63 @@ class WgmmaPattern(TilePattern):
             raise site.error(f"takes three operands (D, A, B), got {len(site.operands)}",
                              "operands")
         return plan_instructions(site, op, scale_d, scale_a, scale_b)
+
+
+# --------------------------------------------------------------- ordering (the kernel's code)
+FENCE = "wgmma.fence.sync.aligned"
+COMMIT = "wgmma.commit_group.sync.aligned"
+WAIT = "wgmma.wait_group.sync.aligned"
+
+
+def check_order(events: list) -> list[OrderFinding]:
+    """The PTX ISA's wgmma discipline, in program order: a ``wgmma.fence`` before the first MMA
+    and between the kernel touching a fragment and an MMA using it; a ``commit_group`` after the
+    MMAs; a ``wait_group`` between an MMA and the kernel reading its accumulator. A missing
+    instruction is an error; an access that only textual order puts in the wrong place (loops
+    may make it right) is a warning."""
+    findings = []
+    fenced = False  # a fence since the kernel last touched a fragment
+    touched: dict[str, object] = {}  # fragment -> where plain code last touched it
+    in_flight: dict[str, tuple] = {}  # fragment -> (location, opcode) of an MMA not waited on
+    for index, event in enumerate(events):
+        if event.kind == "ptx" and event.opcode == FENCE:
+            fenced, touched = True, {}
+        elif event.kind == "ptx" and event.opcode == WAIT and event.immediate == 0:
+            in_flight = {}
+        elif event.kind == "access":
+            (name,) = event.fragments
+            if name in in_flight:
+                findings.append(OrderFinding(
+                    event.location, in_flight[name][1],
+                    f"reads or writes register fragment {name!r} while the wgmma at "
+                    f"{in_flight[name][0]} may still be using it: wait for it first "
+                    f"(T.ptx.wgmma.wait_group.sync.aligned(0))"))
+            touched[name] = event.location
+        elif event.kind == "tile" and event.opcode.startswith(HEAD):
+            findings += _check_mma(event, events[index + 1:], fenced, touched)
+            in_flight.update({name: (event.location, event.opcode) for name in event.fragments})
+    return findings
+
+
+def _check_mma(event, after: list, fenced: bool, touched: dict) -> list[OrderFinding]:
+    findings = []
+    if not fenced:
+        findings.append(OrderFinding(event.location, event.opcode,
+                                     "no T.ptx.wgmma.fence.sync.aligned() comes before this "
+                                     "wgmma: the PTX ISA requires one before the first MMA",
+                                     error=True))
+    for name in event.fragments:
+        if fenced and name in touched:
+            findings.append(OrderFinding(
+                event.location, event.opcode,
+                f"register fragment {name!r} was touched at {touched[name]} after the last "
+                f"wgmma.fence; fence again (T.ptx.wgmma.fence.sync.aligned()) between touching "
+                f"its registers and the MMA"))
+    if not any(e.kind == "ptx" and e.opcode == COMMIT for e in after):
+        findings.append(OrderFinding(event.location, event.opcode,
+                                     "no T.ptx.wgmma.commit_group.sync.aligned() follows this "
+                                     "wgmma, so no wait_group can ever complete it", error=True))
+    return findings
 
 
 # ----------------------------------------------------------------------- code generation
