@@ -281,3 +281,26 @@ def test_a_moved_array_survives_another_configuration_packing_the_buffer(gpu):
 
 def _launcher_of(kernel, configured):
     return kernel._fast[(configured.config, None)].launcher
+
+
+class _Interface:
+    """A device array known through ``__cuda_array_interface__`` alone, which may fail to say."""
+
+    def __init__(self, ptr, shape, fails=False):
+        self.ptr, self.shape, self.fails = ptr, shape, fails
+
+    @property
+    def __cuda_array_interface__(self):
+        if self.fails:
+            raise KeyError("typestr")
+        return {"data": (self.ptr, False), "shape": self.shape, "typestr": "<f4",
+                "strides": None, "version": 3}
+
+
+def test_an_argument_the_fast_path_cannot_read_gets_the_full_path_error(gpu):
+    out = _Interface(0x20000, (64,))
+    guarded_copy[1, 32](_Interface(0x10000, (64,)), out)
+    guarded_copy[1, 32](_Interface(0x30000, (64,)), out)
+    assert gpu["converted"] == 2 and len(gpu["launches"]) == 2
+    with pytest.raises(LaunchError, match="cannot read __cuda_array_interface__"):
+        guarded_copy[1, 32](_Interface(0x10000, (64,), fails=True), out)

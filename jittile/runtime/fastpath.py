@@ -68,7 +68,10 @@ class FastLaunch:
         changed = self.changed
         if (changed is not None and changed()) or tuple(map(type, args)) != self.types:
             return False
-        prints = [read(a) for read, a in zip(self.readers, args)]
+        try:
+            prints = [read(a) for read, a in zip(self.readers, args)]
+        except Exception:  # an attribute this argument lacks: the full path says what is wrong
+            return False
         launcher = self.launcher
         if (prints != self.prints or launcher.packed_by is not self) and not self._repack(
                 args, prints):
