@@ -304,3 +304,16 @@ def test_an_argument_the_fast_path_cannot_read_gets_the_full_path_error(gpu):
     assert gpu["converted"] == 2 and len(gpu["launches"]) == 2
     with pytest.raises(LaunchError, match="cannot read __cuda_array_interface__"):
         guarded_copy[1, 32](_Interface(0x10000, (64,), fails=True), out)
+
+
+def test_the_same_array_objects_launch_without_fingerprints_until_reshaped(gpu):
+    """Re-passing the very objects of the last launch skips the fingerprints, except a CuPy
+    array's shape (``a.shape = ...`` reshapes it in place): a reshaped array is checked again."""
+    a, out = CupyLike(0x10000, (8, 32)), CupyLike(0x20000, (2, 32))
+    tma_rows(a, out, 32)
+    tma_rows(a, out, 32)
+    assert len(gpu["launches"]) == 2 and gpu["converted"] == 3
+    a.shape, a.strides = (4, 64), (256, 4)  # what an in-place reshape does
+    with pytest.raises(LaunchError, match="extent 4 on axis 0"):
+        tma_rows(a, out, 32)
+    assert len(gpu["launches"]) == 2

@@ -11,7 +11,9 @@ makes a new FastLaunch.
 from __future__ import annotations
 
 from .arrays import DeviceView
-from .fingerprints import reader
+from operator import is_
+
+from .fingerprints import identity_check, reader
 from .launcher import Launcher, stream_handle
 from .tensormap import TensorMap
 
@@ -23,7 +25,7 @@ class FastLaunch:
     it packs."""
 
     __slots__ = ("launcher", "grid", "block", "cluster", "changed", "types", "readers", "prints",
-                 "roles", "views", "pointers")
+                 "roles", "views", "pointers", "objects", "shaped")
 
     def __init__(self, launcher: Launcher, grid, block, cluster, changed, args: tuple,
                  readers: list, roles: list, views: list):
@@ -35,6 +37,10 @@ class FastLaunch:
         self.roles = roles  # per argument: (_ARRAY | _SCALAR | _FIXED, runtime index or None)
         self.views = views  # per runtime argument: what the buffer was first packed from
         self.pointers = {}  # runtime array index -> its data pointer now, where it moved
+        checks = [identity_check(read) for read in readers]
+        # the last launch's argument objects, where re-passing them needs at most shape checks
+        self.objects = None if None in checks else args
+        self.shaped = tuple(i for i, check in enumerate(checks) if check == "shape")
         launcher.packed_by = self
 
     @classmethod
@@ -66,7 +72,17 @@ class FastLaunch:
         """Launch when ``args`` fit this fast path and the kernel's globals are unchanged; False
         (nothing done) otherwise."""
         changed = self.changed
-        if (changed is not None and changed()) or tuple(map(type, args)) != self.types:
+        if changed is not None and changed():
+            return False
+        objects, launcher = self.objects, self.launcher
+        if (objects is not None and len(args) == len(objects) and all(map(is_, args, objects))
+                and launcher.packed_by is self
+                and all(args[i].shape == self.prints[i][1] for i in self.shaped)):
+            launcher.launch_unchecked(self.grid, self.block,
+                                      0 if stream is None else stream_handle(stream),
+                                      self.cluster, shared_bytes)
+            return True
+        if tuple(map(type, args)) != self.types:
             return False
         try:
             prints = [read(a) for read, a in zip(self.readers, args)]
@@ -79,6 +95,8 @@ class FastLaunch:
         launcher.launch_unchecked(self.grid, self.block,
                                   0 if stream is None else stream_handle(stream), self.cluster,
                                   shared_bytes)
+        if objects is not None:
+            self.objects = args
         return True
 
     def _repack(self, args: tuple, prints: list) -> bool:

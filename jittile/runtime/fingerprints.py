@@ -41,6 +41,19 @@ def _value(value):
     return value
 
 
+def identity_check(read: Callable) -> str | None:
+    """What a fast launch must still compare when an argument is the very object of the last
+    launch: nothing for values, TensorMaps and Numba arrays (immutable), the shape for CuPy (an
+    ndarray's data and dtype are read-only, but ``a.shape = ...`` reshapes in place, strides
+    with it), and None (the whole fingerprint) for torch (``resize_``/``set_`` move its data)
+    and anything read through ``__cuda_array_interface__``."""
+    if read is _value or read is _numba:
+        return "object"
+    if read is _cupy:
+        return "shape"
+    return None
+
+
 def reader(kind: type, static: bool) -> Callable | None:
     """How to fingerprint an argument of class ``kind`` (``static``: a ``T.constexpr`` one);
     None when it has to be converted on every launch."""
