@@ -141,6 +141,11 @@ def main() -> None:
     except Exception as exc:
         results["triton"] = repr(exc)
 
+    # numba-cuda 0.30 needs NumPy's row_stack alias at its first compile; jittile restores it
+    # only when it compiles, and a warm disk cache compiles nothing
+    from jittile.backend import numpy_compat
+
+    numpy_compat.install()
     from numba import cuda as ncuda
 
     @ncuda.jit
