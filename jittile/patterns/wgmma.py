@@ -409,14 +409,16 @@ def _descriptor(region: SharedRegion, walk: MatrixWalk, site: CallSite):
     return BinOp("|", BinOp("&", BinOp(">>", start, 4), START_ADDRESS_MASK), constant_bits)
 
 
-def _record(site: CallSite, op: WgmmaOpcode, instance: tuple, d_registers: tuple, a_inputs: tuple,
-            a_walk: MatrixWalk | None, b: SharedOperand, b_walk: MatrixWalk, scale_d,
-            scale_a: int, scale_b: int, accumulator: str) -> PlanRecord:
-    count = len(d_registers)
+def instruction_asm(op: WgmmaOpcode, a_major: str | None, b_major: str, scale_d,
+                    scale_a: int = 1, scale_b: int = 1) -> Asm:
+    """The inline asm of one wgmma: accumulator registers as outputs tied to inputs, then A (a
+    descriptor, or four registers where ``a_major`` is None), B's descriptor, and ``scale_d``
+    (an int is written into the template, a runtime value is one more ``r`` input)."""
+    count = op.n // 2 if op.dtype in ("f32", "s32") else op.n // 4
     register = "f" if op.dtype == "f32" else "r"
-    a_from_registers = a_walk is None
+    a_from_registers = a_major is None
     first_a = 2 * count
-    first_b = first_a + len(a_inputs)
+    first_b = first_a + (4 if a_from_registers else 1)
     a_text = ("{" + ", ".join(f"${first_a + j}" for j in range(4)) + "}" if a_from_registers
               else f"${first_a}")
     immediates = []
@@ -424,24 +426,32 @@ def _record(site: CallSite, op: WgmmaOpcode, instance: tuple, d_registers: tuple
         immediates = [str(scale_a), str(scale_b)]
         if op.atype.transposable:
             if not a_from_registers:
-                immediates.append(str(int(a_walk.major == "MN")))
-            immediates.append(str(int(b_walk.major == "MN")))
-    scale_operand = [] if isinstance(scale_d, int) else [("scale_d", scale_d)]
-    predicate = f"${first_b + 1}" if scale_operand else str(scale_d)
+                immediates.append(str(int(a_major == "MN")))
+            immediates.append(str(int(b_major == "MN")))
+    runtime_scale = not isinstance(scale_d, int)
+    predicate = f"${first_b + 1}" if runtime_scale else str(scale_d)
     d_list = "{" + ", ".join(f"${j}" for j in range(count)) + "}"
     template = ("{\n.reg .pred %jt_p;\n"
                 f"setp.ne.b32 %jt_p, {predicate}, 0;\n"
                 f"{op.text} {d_list}, {a_text}, ${first_b}, "
                 + ", ".join(["%jt_p"] + immediates) + ";\n}")
     inputs = tuple(str(j) for j in range(count)) + \
-        (("r",) * 4 if a_from_registers else ("l",)) + ("l",) + (("r",) if scale_operand else ())
-    asm = Asm(template, (register,) * count, inputs, comment=op.text)
+        (("r",) * 4 if a_from_registers else ("l",)) + ("l",) + (("r",) if runtime_scale else ())
+    return Asm(template, (register,) * count, inputs, comment=op.text)
+
+
+def _record(site: CallSite, op: WgmmaOpcode, instance: tuple, d_registers: tuple, a_inputs: tuple,
+            a_walk: MatrixWalk | None, b: SharedOperand, b_walk: MatrixWalk, scale_d,
+            scale_a: int, scale_b: int, accumulator: str) -> PlanRecord:
+    asm = instruction_asm(op, None if a_walk is None else a_walk.major, b_walk.major, scale_d,
+                          scale_a, scale_b)
+    scale_operand = () if isinstance(scale_d, int) else (("scale_d", scale_d),)
     operands = tuple((f"d[{j}]", v) for j, v in enumerate(d_registers)) + a_inputs + \
-        (("b_desc", _descriptor(b.region, b_walk, site)),) + tuple(scale_operand)
+        (("b_desc", _descriptor(b.region, b_walk, site)),) + scale_operand
     fields = {"accumulator": accumulator, "b": _walk_text(b_walk)}
     if a_walk is not None:
         fields["a"] = _walk_text(a_walk)
-    read = (0 if a_from_registers else M * op.k) * _bytes(op.atype) + op.n * op.k * _bytes(op.btype)
+    read = (0 if a_walk is None else M * op.k) * _bytes(op.atype) + op.n * op.k * _bytes(op.btype)
     return PlanRecord(opcode=op.text, instance=instance, coords=(),
                       shared_offset=b.region.buffer.offset + b_walk.origin, bytes=read,
                       operands=operands, asm=asm, completion="wgmma_group", fields=fields,
