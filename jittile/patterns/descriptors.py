@@ -48,13 +48,26 @@ _VERSION = 0b001
 _RESERVED_MASK = (0b11 << 14) | (0b11 << 30) | (0xFF << 53)
 
 
-def _check_address_field(name: str, value: int) -> None:
+def check_address_field(name: str, value: int) -> None:
     if value < 0:
         raise DescriptorError(name, "descriptor strides and addresses are nonnegative", value)
     if value % 16:
         raise DescriptorError(name, "descriptor strides and addresses are 16-byte multiples", value)
     if value >= _ADDRESS_LIMIT:
         raise DescriptorError(name, "descriptor strides and addresses are below 2^18 bytes", value)
+
+
+def check_descriptor_fields(start_address: int, leading: tuple[str, int], stride: tuple[str, int],
+                            swizzle: int, base_offset: int) -> None:
+    """The fields every shared-matrix descriptor (tcgen05 and wgmma) shares: an encodable start
+    address and two strides (``(name, bytes)``), a jittile swizzle mode, a 3-bit base offset."""
+    check_address_field("start_address", start_address)
+    check_address_field(*leading)
+    check_address_field(*stride)
+    if swizzle not in _SWIZZLE_FIELD:
+        raise DescriptorError("swizzle", "swizzle mode is 0, 1, 2 or 3 (none/32B/64B/128B)", swizzle)
+    if not 0 <= base_offset <= 7:
+        raise DescriptorError("base_offset", "matrix base offset is a 3-bit field", base_offset)
 
 
 @dataclass(frozen=True)
@@ -69,13 +82,8 @@ class SmemDescriptor:
     lbo_mode: int = 0
 
     def __post_init__(self) -> None:
-        _check_address_field("start_address", self.start_address)
-        _check_address_field("LDO", self.ldo)
-        _check_address_field("SDO", self.sdo)
-        if self.swizzle not in _SWIZZLE_FIELD:
-            raise DescriptorError("swizzle", "swizzle mode is 0, 1, 2 or 3 (none/32B/64B/128B)", self.swizzle)
-        if not 0 <= self.base_offset <= 7:
-            raise DescriptorError("base_offset", "matrix base offset is a 3-bit field", self.base_offset)
+        check_descriptor_fields(self.start_address, ("LDO", self.ldo), ("SDO", self.sdo),
+                                self.swizzle, self.base_offset)
         if self.lbo_mode not in (0, 1):
             raise DescriptorError("lbo_mode", "leading dimension stride mode is one bit", self.lbo_mode)
 
@@ -160,7 +168,7 @@ def _check_rules(walk: DescriptorWalk, physical_origin: int, rows: int, words: i
         raise DescriptorError("base_align", "the shared allocation must be 16-byte aligned for a descriptor "
                               "start address", base_align)
     for name, value in (("LDO", walk.ldo), ("SDO", walk.sdo)):
-        _check_address_field(name, value)
+        check_address_field(name, value)
     period = swizzle_period(walk.swizzle)
     if walk.swizzle and base_align % period:
         raise DescriptorError("base_align", f"a {SWIZZLE_SPAN[walk.swizzle]}B-swizzled shared allocation must be "

@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from .descriptors import DescriptorError
+from .descriptors import DescriptorError, check_address_field, check_descriptor_fields
 from .swizzle import SWIZZLE_SPAN, inverse_swizzled_origin, swizzle_address, swizzle_period
 
 # PTX ISA 9.7.15.5.1.1, "Matrix Descriptor Format" (wgmma):
@@ -42,18 +42,8 @@ from .swizzle import SWIZZLE_SPAN, inverse_swizzled_origin, swizzle_address, swi
 # matrix-descriptor-encode(x) = (x & 0x3FFFF) >> 4.
 SWIZZLE_FIELD = {0: 0, 3: 1, 2: 2, 1: 3}  # jittile mode (none/32B/64B/128B) -> bits 62-63
 _FIELD_SWIZZLE = {v: k for k, v in SWIZZLE_FIELD.items()}
-_ADDRESS_LIMIT = 1 << 18
 START_ADDRESS_MASK = 0x3FFF
 MAJORS = ("K", "MN")
-
-
-def _check_field(name: str, value: int) -> None:
-    if value < 0:
-        raise DescriptorError(name, "descriptor strides and addresses are nonnegative", value)
-    if value % 16:
-        raise DescriptorError(name, "descriptor strides and addresses are 16-byte multiples", value)
-    if value >= _ADDRESS_LIMIT:
-        raise DescriptorError(name, "descriptor strides and addresses are below 2^18 bytes", value)
 
 
 @dataclass(frozen=True)
@@ -67,15 +57,8 @@ class MatrixDescriptor:
     base_offset: int = 0
 
     def __post_init__(self) -> None:
-        _check_field("start_address", self.start_address)
-        _check_field("LBO", self.lbo)
-        _check_field("SBO", self.sbo)
-        if self.swizzle not in SWIZZLE_FIELD:
-            raise DescriptorError("swizzle", "swizzle mode is 0, 1, 2 or 3 (none/32B/64B/128B)",
-                                  self.swizzle)
-        if not 0 <= self.base_offset <= 7:
-            raise DescriptorError("base_offset", "matrix base offset is a 3-bit field",
-                                  self.base_offset)
+        check_descriptor_fields(self.start_address, ("LBO", self.lbo), ("SBO", self.sbo),
+                                self.swizzle, self.base_offset)
 
     def encode(self) -> int:
         """The 64-bit descriptor value."""
@@ -166,7 +149,7 @@ def _check_rules(walk: MatrixWalk, base_align: int) -> None:
     if walk.origin % 16:
         raise DescriptorError("origin", "a matrix start address is 16-byte aligned", walk.origin)
     for name, value in (("LBO", walk.lbo), ("SBO", walk.sbo)):
-        _check_field(name, value)
+        check_address_field(name, value)
     period = swizzle_period(walk.swizzle)
     if walk.swizzle and base_align % period:
         raise DescriptorError("base_align", f"a {SWIZZLE_SPAN[walk.swizzle]}B-swizzled shared "
