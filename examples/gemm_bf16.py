@@ -162,7 +162,8 @@ def main() -> None:
     from jittile.runtime import driver
 
     if not driver.available():
-        print("gemm_bf16: no GPU here; compiled only (the interpreter does not model wgmma)")
+        print("gemm_bf16: no GPU here; compiled only (the interpreter runs wgmma, but not the "
+              "named barriers and stmatrix of this epilogue)")
         return
     import torch
 

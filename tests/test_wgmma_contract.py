@@ -317,3 +317,13 @@ def test_a_missing_fence_or_commit_is_an_error(broken, match):
 def test_touching_registers_out_of_order_is_a_warning(broken, match):
     with pytest.warns(jittile.JittileWarning, match=match):
         _lower(_ordered(**broken))
+
+
+def test_a_launch_with_a_partial_warpgroup_is_refused_at_compile_time():
+    kernel = _kernel(block=128)
+    with pytest.raises(jittile.ContractError, match="whole warpgroups") as info:
+        kernel.compile(T.Tensor((64, None), "float32"), target="sm_90a",
+                       launch=T.cuda.LaunchConfig(grid=1, block=96))
+    assert info.value.parameter == "operands"
+    assert kernel.compile(T.Tensor((64, None), "float32"), target="sm_90a",
+                          launch=T.cuda.LaunchConfig(grid=1, block=256)).plan

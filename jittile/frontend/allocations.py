@@ -147,7 +147,8 @@ class AllocationLowering:
         problem = launch_problem(launch)
         if problem is not None:
             raise self.error(launch_node, f"T.device_entry launch: {problem}")
-        self.ir.launch = launch
+        if self._launch_override is None:  # kernel[grid, block] launches with its own block
+            self.ir.launch = launch
 
     def static_args(self, call: ast.Call, target, what: str) -> dict:
         """The compile-time value of each parameter of ``target``'s signature (defaults filled

@@ -161,6 +161,8 @@ class KernelLowering(ExpressionLowering, AllocationLowering, FragmentLowering, H
         if problem is not None:
             raise self.error(*problem)
         check_calls(tree, self.scope, self.loc)
+        if self._launch_override is not None:  # what the body's checks see is how it launches
+            self.ir.launch = self._launch_override
         body = self.block(tree.body)
         args = [ast.arg(arg=p.name) for p in self.ir.runtime_params]
         for host in self.ir.host_tensormaps:

@@ -3,7 +3,8 @@
 Tile-pattern instructions are the plan records themselves (``__jt_rS_K`` -> ``ir.sites[S].plan[K]``):
 their operands arrive in the record's role order, their completion (mbarrier transaction bytes,
 bulk group, tcgen05 commit) is the record's. Raw PTX and the language's built-ins arrive as their
-asm statement, named by the opcode it issues. Asynchronous copies complete when issued.
+asm statement, named by the opcode it issues. Asynchronous copies and wgmma MMAs complete when
+issued.
 """
 from __future__ import annotations
 
@@ -291,7 +292,33 @@ def _check_granule(address: int, what: str) -> None:
         raise Fault(f"bulk copy {what} address {address:#x} is not 16-byte aligned")
 
 
-RECORD_FAMILIES = {"cp.async.bulk.tensor": _tma, "cp.async.bulk": _bulk, "tcgen05.cp": _tcgen05_cp}
+def _wgmma(machine, thread, record: PlanRecord, ops: dict):
+    from .wgmma import wgmma
+
+    return wgmma(machine, thread, record, ops)
+
+
+def _cvt_packed(machine, thread, opcode, values, name):
+    """``cvt.rn{.relu}.{bf16x2,f16x2}.f32 d, hi, lo``: two rounded halves, ``hi`` on top."""
+    halves = np.array(values, dtype=np.float32)
+    if ".relu" in opcode:
+        halves = np.where(halves < 0, np.float32(0), halves)
+    if "bf16x2" in opcode:  # round to nearest even on the upper 16 bits
+        bits = halves.view(np.uint32).astype(np.uint64)
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+        hi, lo = (int(b) & 0xFFFF for b in bits)
+    else:
+        hi, lo = (int(h) for h in halves.astype(np.float16).view(np.uint16))
+    return hi << 16 | lo
+
+
+def _st_shared(machine, thread, opcode, values, name):
+    address, *words = values
+    thread.cta.smem.write(address, np.array(words, dtype=np.uint32))
+
+
+RECORD_FAMILIES = {"cp.async.bulk.tensor": _tma, "cp.async.bulk": _bulk, "tcgen05.cp": _tcgen05_cp,
+                   "wgmma.mma_async": _wgmma}
 
 # Raw PTX and built-ins by opcode prefix (longest first where prefixes overlap).
 RAW = [
@@ -318,4 +345,10 @@ RAW = [
     ("tcgen05.commit", _tcgen05_commit),
     ("tcgen05.wait", _nothing),
     ("tcgen05.fence", _nothing),
+    ("wgmma.fence", _nothing),  # an MMA completes at issue: nothing to order or wait for
+    ("wgmma.commit_group", _nothing),
+    ("wgmma.wait_group", _nothing),
+    ("setmaxnreg.", _nothing),  # registers are not a resource here
+    ("cvt.rn.", _cvt_packed),
+    ("st.shared.", _st_shared),
 ]

@@ -451,6 +451,10 @@ def _record(site: CallSite, op: WgmmaOpcode, instance: tuple, d_registers: tuple
     fields = {"accumulator": accumulator, "b": _walk_text(b_walk)}
     if a_walk is not None:
         fields["a"] = _walk_text(a_walk)
+    # what the interpreter reads the descriptors with (their values carry the rest)
+    fields["majors"] = ("registers" if a_walk is None else a_walk.major, b_walk.major)
+    if (scale_a, scale_b) != (1, 1):
+        fields["scales"] = (scale_a, scale_b)
     read = (0 if a_walk is None else M * op.k) * _bytes(op.atype) + op.n * op.k * _bytes(op.btype)
     return PlanRecord(opcode=op.text, instance=instance, coords=(),
                       shared_offset=b.region.buffer.offset + b_walk.origin, bytes=read,
