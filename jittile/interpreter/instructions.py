@@ -317,6 +317,34 @@ def _st_shared(machine, thread, opcode, values, name):
     thread.cta.smem.write(address, np.array(words, dtype=np.uint32))
 
 
+def _named_barrier(machine, thread, opcode, values, name):
+    barrier, count = values
+    if not 0 <= barrier < 16 or count <= 0 or count % 32:
+        raise Fault(f"{opcode} barrier {barrier} with {count} threads: ids are 0..15 and the "
+                    f"count a positive multiple of 32")
+    return Block(("named", barrier, count, opcode.startswith("bar.sync")))
+
+
+def _stmatrix(machine, opcode, per_lane, threads):
+    """``stmatrix.m8n8.xN{.trans}.shared.b16``: lanes 8i..8i+7 address the rows of matrix i;
+    each lane's register i holds two b16 of row lane // 4, columns 2 (lane % 4) and the next."""
+    count = int(next(w for w in opcode.split(".") if w[0] == "x" and w[1:].isdigit())[1:])
+    transposed = ".trans" in opcode
+    by_lane = {t.lane: values for values, t in zip(per_lane, threads)}
+    smem = threads[0].cta.smem
+    for matrix in range(count):
+        halves = np.zeros((8, 8), dtype=np.uint16)
+        for lane, values in by_lane.items():
+            word = int(values[1 + matrix]) & 0xFFFFFFFF
+            row, col = lane // 4, 2 * (lane % 4)
+            halves[row, col:col + 2] = (word & 0xFFFF, word >> 16)
+        if transposed:
+            halves = halves.T.copy()
+        for row in range(8):
+            smem.write(by_lane[8 * matrix + row][0], halves[row])
+    return [None] * len(threads)
+
+
 RECORD_FAMILIES = {"cp.async.bulk.tensor": _tma, "cp.async.bulk": _bulk, "tcgen05.cp": _tcgen05_cp,
                    "wgmma.mma_async": _wgmma}
 
@@ -351,4 +379,7 @@ RAW = [
     ("setmaxnreg.", _nothing),  # registers are not a resource here
     ("cvt.rn.", _cvt_packed),
     ("st.shared.", _st_shared),
+    ("stmatrix.", _warp_collective(_stmatrix)),
+    ("bar.sync", _named_barrier),
+    ("bar.arrive", _named_barrier),
 ]

@@ -73,6 +73,7 @@ class CTA:
     tmem: object = None
     threads: list = field(default_factory=list)
     sync_waiting: set = field(default_factory=set)
+    named: dict = field(default_factory=dict)  # named barrier id -> [waiting threads, arrivals]
 
 
 @dataclass(eq=False)
@@ -199,6 +200,11 @@ class Machine:
                 result = self.execute(self, thread, name, args)
             except _faults() as exc:
                 raise self.error(thread, str(exc)) from None
+            if isinstance(result, Block) and result.reason[0] == "named":
+                if self._named_barrier(thread, *result.reason[1:]):
+                    return
+                value = None
+                continue
             if isinstance(result, Block):
                 thread.waiting = result.reason
                 if result.reason[0] == "sync":
@@ -219,6 +225,24 @@ class Machine:
             if barrier is not None and barrier.completed(parity):
                 thread.send = result
                 return True
+        return False
+
+    @staticmethod
+    def _named_barrier(thread: Thread, barrier: int, count: int, waits: bool) -> bool:
+        """``bar.sync`` / ``bar.arrive`` on named barrier ``barrier`` of ``count`` threads:
+        whether ``thread`` now waits (the count's last arrival releases everyone)."""
+        waiting, arrived = thread.cta.named.get(barrier, ([], 0))
+        if waits:
+            waiting = waiting + [thread]
+        arrived += 1
+        if arrived < count:
+            thread.cta.named[barrier] = (waiting, arrived)
+            if waits:
+                thread.waiting = ("named", barrier, count)
+            return waits
+        thread.cta.named.pop(barrier, None)
+        for t in waiting:
+            t.waiting = None
         return False
 
     def _release_barriers(self, cta: CTA) -> None:
@@ -317,6 +341,11 @@ class Machine:
             return "waits at T.cuda.cta_sync() for threads that never arrive"
         if kind == "cluster":
             return "waits at a cluster barrier for threads that never arrive"
+        if kind == "named":
+            _, barrier, count = t.waiting
+            arrived = t.cta.named.get(barrier, ([], 0))[1]
+            return (f"waits at named barrier {barrier} for {count} threads, of which {arrived} "
+                    f"arrived")
         return f"waits at warp-collective {t.waiting[1][0]} for the rest of its warp"
 
     # ----------------------------------------------------------------------- the cluster
