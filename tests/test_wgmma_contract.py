@@ -327,3 +327,26 @@ def test_a_launch_with_a_partial_warpgroup_is_refused_at_compile_time():
     assert info.value.parameter == "operands"
     assert kernel.compile(T.Tensor((64, None), "float32"), target="sm_90a",
                           launch=T.cuda.LaunchConfig(grid=1, block=256)).plan
+
+
+def test_the_gemm_example_keeps_its_wgmmas_pipelined_in_registers():
+    """examples/gemm_bf16.py: HGMMA.64x256x16 from one tile call per stage, no local memory, and
+    one wait per group of four (ptxas serializes wgmmas into a wait each when anything in the
+    kernel, such as a 64-bit division, makes a call)."""
+    import sys
+    import warnings
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+    import gemm_bf16
+
+    spec = T.Tensor((None, None), "bfloat16")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", jittile.JittileWarning)  # no ptxas advisory either
+        ck = gemm_bf16.gemm_bf16.compile(spec, spec, spec, np.int32(1), np.int32(1), np.int32(1),
+                                         target="sm_90a")
+    hgmma = ck.sass.count("HGMMA.64x256x16.F32.BF16")
+    assert hgmma and hgmma % 4 == 0
+    # a wait per wait_group (the loop's and the one after it), never one per instruction
+    assert ck.sass.count("WARPGROUP.DEPBAR") <= hgmma // 4 + 1
+    assert ck.metadata["local_bytes"] == 0
