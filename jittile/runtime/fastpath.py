@@ -76,8 +76,7 @@ class FastLaunch:
             return False
         objects, launcher = self.objects, self.launcher
         if (objects is not None and len(args) == len(objects) and all(map(is_, args, objects))
-                and launcher.packed_by is self
-                and all(args[i].shape == self.prints[i][1] for i in self.shaped)):
+                and launcher.packed_by is self and self._same_shapes(args)):
             launcher.launch_unchecked(self.grid, self.block,
                                       0 if stream is None else stream_handle(stream),
                                       self.cluster, shared_bytes)
@@ -97,6 +96,14 @@ class FastLaunch:
                                   shared_bytes)
         if objects is not None:
             self.objects = args
+        return True
+
+    def _same_shapes(self, args: tuple) -> bool:
+        """The re-passed arrays that can be reshaped in place still have their shapes."""
+        prints = self.prints
+        for index in self.shaped:
+            if args[index].shape != prints[index][1]:
+                return False
         return True
 
     def _repack(self, args: tuple, prints: list) -> bool:
