@@ -300,15 +300,16 @@ def _wgmma(machine, thread, record: PlanRecord, ops: dict):
 
 def _cvt_packed(machine, thread, opcode, values, name):
     """``cvt.rn{.relu}.{bf16x2,f16x2}.f32 d, hi, lo``: two rounded halves, ``hi`` on top."""
+    from .tma import bfloat16_bits
+
     halves = np.array(values, dtype=np.float32)
     if ".relu" in opcode:
         halves = np.where(halves < 0, np.float32(0), halves)
-    if "bf16x2" in opcode:  # round to nearest even on the upper 16 bits
-        bits = halves.view(np.uint32).astype(np.uint64)
-        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
-        hi, lo = (int(b) & 0xFFFF for b in bits)
+    if "bf16x2" in opcode:
+        bits = bfloat16_bits(halves)
     else:
-        hi, lo = (int(h) for h in halves.astype(np.float16).view(np.uint16))
+        bits = halves.astype(np.float16).view(np.uint16)
+    hi, lo = (int(b) for b in bits)
     return hi << 16 | lo
 
 

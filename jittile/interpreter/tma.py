@@ -276,7 +276,7 @@ def bfloat16_bits(values: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(values), np.uint16(0x7FFF), rounded)
 
 
-def _half_values(bits: np.ndarray, brain: bool) -> np.ndarray:
+def half_values(bits: np.ndarray, brain: bool) -> np.ndarray:
     """float16 / bfloat16 bit patterns as exact float32 values."""
     if brain:
         return (bits.astype(np.uint32) << 16).view(np.float32)
@@ -330,7 +330,7 @@ def _reduce_floats(redop: str, type_: str, old: np.ndarray, data: np.ndarray) ->
             return _half_min_max(redop, a, b, 0x7F80 if brain else 0x7C00).view(np.uint8)
         # Rounding to float32 first, then to the 16-bit type, equals one rounding of the exact
         # sum: 24 significand bits >= 2 * 11 + 2 (double rounding is innocuous).
-        total = _half_values(a, brain) + _half_values(b, brain)
+        total = half_values(a, brain) + half_values(b, brain)
         if brain:
             return bfloat16_bits(total).view(np.uint8)
         bits = total.astype(np.float16).view(np.uint16)

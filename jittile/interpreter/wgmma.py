@@ -19,12 +19,10 @@ import numpy as np
 from ..fragment import WARPGROUP_THREADS, wgmma_a, wgmma_accumulator
 from ..ir import PlanRecord
 from ..patterns.matrix_descriptors import MatrixDescriptor, MatrixWalk, walk_address
+from ..patterns.wgmma import ACCUMULATOR_ELEMENTS, INPUT_TYPES, element_bytes
 from .machine import Block
+from .tma import half_values
 
-_ELEMENT_BYTES = {"f16": 2, "bf16": 2, "tf32": 4, "e4m3": 1, "e5m2": 1, "s8": 1, "u8": 1}
-_FRAGMENT_DTYPE = {"f16": "float16", "bf16": "bfloat16", "tf32": "tf32", "e4m3": "float8_e4m3fn",
-                   "e5m2": "float8_e5m2", "s8": "int8", "u8": "uint8"}
-_ACCUMULATOR_DTYPE = {"f32": "float32", "f16": "float16", "s32": "int32"}
 
 
 def wgmma(machine, thread, record: PlanRecord, ops: dict):
@@ -41,14 +39,14 @@ def _warp_product(cta, record: PlanRecord, per_lane: list, threads: list) -> lis
     n, k = (int(x) for x in shape[shape.index("n") + 1:].split("k"))
     a_major, b_major = record.fields["majors"]
     scale_a, scale_b = record.fields.get("scales", (1, 1))
-    accumulator = _ACCUMULATOR_DTYPE[dtype]
+    accumulator = ACCUMULATOR_ELEMENTS[dtype]
     warp_rows = 16 * (threads[0].linear % WARPGROUP_THREADS // 32)
     count = len(record.results)
     d = _gather(per_lane, threads, [f"d[{j}]" for j in range(count)], wgmma_accumulator,
                 accumulator, (64, n))
     if a_major == "registers":
         roles = [role for role, _ in record.operands if role.startswith("a[")]
-        a = _gather(per_lane, threads, roles, wgmma_a, _FRAGMENT_DTYPE[a_type], (64, k))
+        a = _gather(per_lane, threads, roles, wgmma_a, INPUT_TYPES[a_type].elements[0], (64, k))
     else:
         a = _read_matrix(cta, per_lane[0]["a_desc"], a_major, a_type, 64, k)
     b = _read_matrix(cta, per_lane[0]["b_desc"], b_major, b_type, n, k).T  # (K, N)
@@ -104,22 +102,21 @@ def _read_matrix(cta, descriptor: int, major: str, ptx_type: str, mn: int, k: in
     """The (mn, k) operand the descriptor walks, decoded to float64."""
     fields = MatrixDescriptor.decode(int(descriptor))
     walk = MatrixWalk(major, fields.swizzle, fields.start_address, fields.lbo, fields.sbo)
-    size = _ELEMENT_BYTES[ptx_type]
+    itype = INPUT_TYPES[ptx_type]
+    size = element_bytes(itype)
     out = np.empty((mn, k))
     for row in range(mn):
         for col in range(k):
             raw = cta.smem.read(walk_address(walk, row, col, size), size)
-            out[row, col] = _decode(raw, _FRAGMENT_DTYPE[ptx_type])[0]
+            out[row, col] = _decode(raw, itype.elements[0])[0]
     return out
 
 
 def _decode(raw: np.ndarray, dtype: str) -> np.ndarray:
     """Little-endian element bytes as float64 values (tf32 read as the tensor cores do: the
     low 13 mantissa bits ignored)."""
-    if dtype == "bfloat16":
-        return (raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
-    if dtype == "float16":
-        return raw.view(np.float16).astype(np.float64)
+    if dtype in ("bfloat16", "float16"):
+        return half_values(raw.view(np.uint16), dtype == "bfloat16").astype(np.float64)
     if dtype == "tf32":
         return (raw.view(np.uint32) & 0xFFFFE000).view(np.float32).astype(np.float64)
     if dtype in ("int8", "uint8"):

@@ -163,6 +163,14 @@ class TmemRegion:
     axes: tuple[int, ...]  # which tensor axes the region keeps (integer indices drop one)
 
 
+def operand_kind(operand) -> str:
+    """What a classified tile-call operand is, in the words of error messages."""
+    return {"GlobalRegion": "a global tensor region", "TensorMapOperand": "a jittile.TensorMap",
+            "SharedRegion": "a shared region", "TmemRegion": "a TMEM tensor",
+            "FragmentRegion": "a register fragment"}.get(type(operand).__name__,
+                                                         type(operand).__name__)
+
+
 @dataclass
 class CallSite:
     """One ``T.cuda.tile.apply`` call, classified by the frontend."""

@@ -16,7 +16,7 @@ from ..ir import BinOp, PlanRecord, SharedAddress, add, mul
 from ..ptx.asm import AsmCall
 from ..ptx.opcodes import Tcgen05CpOpcode, parse_tcgen05_cp
 from .base import (SCOPE_GROUP_AXES, CallSite, Lowering, LoweringContext, OperandRole, Parameter,
-                   SharedRegion, TilePattern, TmemRegion)
+                   SharedRegion, TilePattern, TmemRegion, operand_kind)
 from .descriptors import DescriptorError, DescriptorWalk, SmemDescriptor, derive_walk
 
 # ---------------------------------------------------------------------------- call parameters
@@ -115,10 +115,10 @@ class TmemCopyPattern(TilePattern):
         tmem, shared = site.operands
         if not isinstance(tmem, TmemRegion):
             raise site.error(f"operand 0 (dst_tmem) must be a T.cuda.decl_tmem tensor or region, "
-                             f"got {_kind(tmem)}", "operand 0")
+                             f"got {operand_kind(tmem)}", "operand 0")
         if not isinstance(shared, SharedRegion):
             raise site.error(f"operand 1 (src_shared) must be a shared buffer or region, got "
-                             f"{_kind(shared)}", "operand 1")
+                             f"{operand_kind(shared)}", "operand 1")
         if shared.runtime_indices:
             value, axis = shared.runtime_indices[0]
             raise site.error(f"operand 1 (src_shared) is indexed on axis {axis} by the runtime "
@@ -359,12 +359,6 @@ def _lane_rule(op: Tcgen05CpOpcode) -> str:
     if op.multicast == "warpx2::01_23":
         return "lane 64*(r//32) + r%32 from the origin"
     return "consecutive lanes from the origin"
-
-
-def _kind(operand) -> str:
-    return {"GlobalRegion": "a global tensor region", "TensorMapOperand": "a jittile.TensorMap",
-            "SharedRegion": "a shared region", "TmemRegion": "a TMEM tensor"}.get(
-        type(operand).__name__, type(operand).__name__)
 
 
 PATTERN = TmemCopyPattern()

@@ -22,7 +22,7 @@ from ..ir import Asm, BinOp, PlanRecord, SharedAddress, Var, add, mul
 from ..ptx.grammar import did_you_mean, split_opcode
 from ..ptx.opcodes import check_target
 from .base import (CallSite, FragmentRegion, Lowering, LoweringContext, OperandRole, OrderFinding,
-                   Parameter, SharedRegion, TilePattern, runtime_index_step)
+                   Parameter, SharedRegion, TilePattern, operand_kind, runtime_index_step)
 from .descriptors import DescriptorError
 from .matrix_descriptors import START_ADDRESS_MASK, MatrixWalk, derive_matrix_walk
 from .swizzle import swizzle_period
@@ -87,6 +87,11 @@ class WgmmaOpcode:
         return self.dtype == "s32"
 
 
+def element_bytes(itype: InputType) -> int:
+    """Bytes of one A/B element: an instruction's K always spans 32 bytes."""
+    return 32 // itype.k
+
+
 def parse_wgmma(text: str, site: CallSite) -> WgmmaOpcode:
     """Parse ``wgmma.mma_async.sync.aligned.m64nNkK{.satfinite}.dtype.atype.btype``."""
     words = split_opcode(text, site.location)
@@ -136,8 +141,8 @@ def check_types(site: CallSite, op: WgmmaOpcode) -> None:
         raise site.error(f"A type .{a.ptx} and B type .{b.ptx} do not form a wgmma: A and B are "
                          f"the same type, except that e4m3/e5m2 and s8/u8 mix", "opcode")
     if op.dtype not in a.accumulators:
-        raise site.error(f".{a.ptx} inputs accumulate into {', '.join('.' + d for d in a.accumulators)}"
-                         f", not .{op.dtype}", "opcode")
+        allowed = ", ".join("." + d for d in a.accumulators)
+        raise site.error(f".{a.ptx} inputs accumulate into {allowed}, not .{op.dtype}", "opcode")
     if op.k != a.k:
         raise site.error(f".{a.ptx} inputs take k{a.k} (32 bytes of K per instruction), got "
                          f"k{op.k}", "opcode")
@@ -205,7 +210,7 @@ def fragment_operand(site: CallSite, operand, index: int, layout_kind: str, elem
     if not isinstance(operand, FragmentRegion):
         raise site.error(f"operand {index} ({what}) must be a register fragment "
                          f"(T.alloc_local(..., layout=wgmma_{layout_kind})), got "
-                         f"{_kind(operand)}", f"operand {index}")
+                         f"{operand_kind(operand)}", f"operand {index}")
     if not isinstance(operand.layout, FragmentLayout) or operand.layout.kind != layout_kind:
         raise site.error(f"operand {index} ({what}) {operand.name!r} has layout "
                          f"{operand.layout!r}; it needs wgmma_{layout_kind}", f"operand {index}")
@@ -222,7 +227,7 @@ def shared_operand(site: CallSite, operand, index: int, role: str,
                    elements: tuple[str, ...]) -> SharedOperand:
     if not isinstance(operand, SharedRegion):
         raise site.error(f"operand {index} ({role}) must be a shared region, got "
-                         f"{_kind(operand)}", f"operand {index}")
+                         f"{operand_kind(operand)}", f"operand {index}")
     if len(operand.shape) != 2:
         want = "(64, K)" if role == "A" else "(K, N); write buf.T for a buffer stored (N, K)"
         raise site.error(f"operand {index} ({role}) has shape {tuple(operand.shape)}; it must be "
@@ -234,12 +239,6 @@ def shared_operand(site: CallSite, operand, index: int, role: str,
     return SharedOperand(role, operand, rows if role == "A" else cols,
                          cols if role == "A" else rows)
 
-
-def _kind(operand) -> str:
-    return {"GlobalRegion": "a global tensor region", "TensorMapOperand": "a jittile.TensorMap",
-            "SharedRegion": "a shared region", "TmemRegion": "a TMEM tensor",
-            "FragmentRegion": "a register fragment"}.get(type(operand).__name__,
-                                                         type(operand).__name__)
 
 
 # ------------------------------------------------------------------------------ the pattern
@@ -455,15 +454,12 @@ def _record(site: CallSite, op: WgmmaOpcode, instance: tuple, d_registers: tuple
     fields["majors"] = ("registers" if a_walk is None else a_walk.major, b_walk.major)
     if (scale_a, scale_b) != (1, 1):
         fields["scales"] = (scale_a, scale_b)
-    read = (0 if a_walk is None else M * op.k) * _bytes(op.atype) + op.n * op.k * _bytes(op.btype)
+    read = ((0 if a_walk is None else M * op.k) * element_bytes(op.atype)
+            + op.n * op.k * element_bytes(op.btype))
     return PlanRecord(opcode=op.text, instance=instance, coords=(),
                       shared_offset=b.region.buffer.offset + b_walk.origin, bytes=read,
                       operands=operands, asm=asm, completion="wgmma_group", fields=fields,
                       results=d_registers)
-
-
-def _bytes(itype: InputType) -> int:
-    return 4 if itype.ptx == "tf32" else (2 if itype.k == 16 else 1)
 
 
 def _walk_text(walk: MatrixWalk) -> str:
