@@ -17,6 +17,7 @@ from ..ir import ArrayParam, KernelIR, ScalarParam, TensorMapParam  # noqa: E402
 from ..frontend.lower import Lowered  # noqa: E402
 from ..targets import Target  # noqa: E402
 from . import intrinsics, ptx_post, toolchain  # noqa: E402
+from .reshape import reshape  # noqa: E402
 from .diagnose import LOWERED_FILENAME, numba_failure  # noqa: E402
 
 _NUMBA_SCALARS = {"int8": types.int8, "uint8": types.uint8, "int16": types.int16,
@@ -53,6 +54,11 @@ class Artifact:
 
 def _namespace(lowered: Lowered) -> dict:
     ir = lowered.ir
+    shared = (max(ir.shared_bytes, 1), ir.shared_align, ir.dynamic_shared)
+
+    def asm_of(spec: tuple):
+        return spec[1] if spec[0] == "asm" else ir.sites[spec[1]].plan[spec[2]].asm
+
     out = {}
     for name, spec in lowered.namespace.items():
         kind = spec[0]
@@ -62,18 +68,29 @@ def _namespace(lowered: Lowered) -> dict:
             out[name] = intrinsics.shared_address
         elif kind == "gaddr":
             out[name] = intrinsics.global_address
-        elif kind == "asm":
-            out[name] = intrinsics.make_asm(spec[1])
-        elif kind == "record":
-            out[name] = intrinsics.make_asm(ir.sites[spec[1]].plan[spec[2]].asm)
+        elif kind in ("asm", "record"):
+            out[name] = intrinsics.make_asm(asm_of(spec))
+        elif kind == "packed":  # an instruction taking a packed fragment (backend/reshape.py)
+            out[name] = intrinsics.make_asm(asm_of(lowered.namespace[spec[1]]), spec[2])
         elif kind == "type":
             out[name] = numba_scalar(spec[1].name)
         elif kind == "smem":
             buf = spec[1]
             count = buf.nbytes // buf.dtype.bytes
             out[name] = intrinsics.make_smem_view(buf.offset, count, numba_scalar(buf.dtype.name),
-                                                  max(ir.shared_bytes, 1), ir.shared_align,
-                                                  ir.dynamic_shared)
+                                                  *shared)
+        elif kind == "saddr_const":  # element ``index`` of a view, plus ``extra`` bytes
+            _, view, index, extra = spec
+            buf = lowered.namespace[view][1]
+            itemsize = numba_scalar(buf.dtype.name).bitwidth // 8
+            out[name] = intrinsics.make_smem_address(buf.offset + index * itemsize + extra,
+                                                     *shared)
+        elif kind == "fill":
+            out[name] = intrinsics.make_fill(spec[1])
+        elif kind == "set":
+            out[name] = intrinsics.make_set(spec[1])
+        elif kind == "splice":
+            out[name] = intrinsics.make_splice(spec[1], spec[2])
         else:
             raise AssertionError(kind)
     return out
@@ -114,6 +131,7 @@ def compile_lowered(lowered: Lowered, target: Target) -> Artifact:
     """Compile the lowered function for ``target`` and link it to a cubin."""
     start = time.perf_counter()
     ir = lowered.ir
+    reshape(lowered.function, lowered.namespace, lowered.shared_views, lowered.fragments)
     module = __import__("ast").Module(body=[lowered.function], type_ignores=[])
     namespace = _namespace(lowered)
     code = compile(module, LOWERED_FILENAME, "exec")

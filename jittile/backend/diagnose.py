@@ -26,7 +26,8 @@ _OPERATIONS = {
     "ge": "'>='", "eq": "'=='", "ne": "'!='", "neg": "unary '-'", "invert": "'~'",
     "not_": "'not'", "truth": "a truth test", "asm_intrinsic": "an inline-PTX instruction",
     "smem_view": "a shared-memory view", "shared_address": "a shared address",
-    "global_address": "a global address",
+    "global_address": "a global address", "set_element": "a register-fragment element store",
+    "fill": "a register fragment's initial value",
 }
 _HINT = ("kernel values are ints, floats and bools (T.uint32(x) and friends convert); tensors and "
          "buffers are indexed one element at a time, and inline-PTX operands are integers")

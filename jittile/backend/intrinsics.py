@@ -46,16 +46,34 @@ def _accepts(ty, register_type) -> bool:
 
 
 @functools.lru_cache(maxsize=None)
-def make_asm(call: AsmCall):
+def make_asm(call: AsmCall, groups: tuple | None = None):
     """An intrinsic issuing ``call``: inputs are converted to each operand's register type (an
     integer of the operand's width, or float32 for ``f``); it returns nothing, one value, or a
-    tuple of them. One per distinct call, so that further specializations reuse numba's typing
-    and lowering of it."""
+    tuple of them. ``groups`` (one entry per argument) lets one argument supply several
+    consecutive operands: ``(start, count, length)`` takes elements ``start`` to
+    ``start + count`` of a tuple of ``length`` (a packed register fragment), ``None`` one operand.
+    One per distinct call and grouping, so that further specializations reuse numba's typing and
+    lowering of it."""
     out_types = [_register_type(c, call.outputs) for c in call.outputs]
     in_types = [_register_type(c, call.outputs) for c in call.inputs]
+    groups = groups or (None,) * len(call.inputs)
+
+    def flat(argtys):
+        """The operand types the arguments supply, or None when they do not fit ``groups``."""
+        out = []
+        for ty, group in zip(argtys, groups):
+            if group is None:
+                out.append(ty)
+            elif isinstance(ty, types.BaseTuple) and len(ty) == group[2]:
+                out.extend(ty.types[group[0]:group[0] + group[1]])
+            else:
+                return None
+        return out
 
     def typer(typingctx, *argtys):
-        if not all(_accepts(ty, want) for ty, want in zip(argtys, in_types)):
+        operands = flat(argtys)
+        if operands is None or len(operands) != len(in_types) or \
+                not all(_accepts(ty, want) for ty, want in zip(operands, in_types)):
             return None
         if not out_types:
             resty = types.void
@@ -66,9 +84,16 @@ def make_asm(call: AsmCall):
         sig = resty(*argtys)
 
         def codegen(context, builder, signature, args):
+            values = []
+            for value, group in zip(args, groups):
+                if group is None:
+                    values.append(value)
+                else:
+                    values.extend(builder.extract_value(value, group[0] + k)
+                                  for k in range(group[1]))
             llargs = [context.cast(builder, v, t, want) if isinstance(want, types.Float) else
                       _as_int(context, builder, v, t, want.bitwidth)
-                      for v, t, want in zip(args, signature.args, in_types)]
+                      for v, t, want in zip(values, operands, in_types)]
             lltypes = [context.get_value_type(t) for t in out_types]
             if not out_types:
                 llret = ir.VoidType()
@@ -86,14 +111,77 @@ def make_asm(call: AsmCall):
 
         return sig, codegen
 
-    # numba's @intrinsic needs a fixed arity, so the typer is wrapped in a function whose parameters
-    # are spelled out.
-    names = ", ".join(f"a{i}" for i in range(len(call.inputs)))
+    return _fixed_arity(typer, len(groups))
+
+
+def _fixed_arity(typer, arity: int):
+    """``@intrinsic`` of ``typer(typingctx, *args)`` taking exactly ``arity`` arguments (numba
+    needs the parameters spelled out)."""
+    names = "".join(f", a{i}" for i in range(arity))
     namespace = {"typer": typer}
-    exec(f"def asm_intrinsic(typingctx{', ' if names else ''}{names}):\n"
-         f"    return typer(typingctx{', ' if names else ''}{names})\n", namespace)
-    asm_intrinsic = intrinsic(namespace["asm_intrinsic"])
-    return asm_intrinsic
+    exec(f"def asm_intrinsic(typingctx{names}):\n    return typer(typingctx{names})\n", namespace)
+    return intrinsic(namespace["asm_intrinsic"])
+
+
+@functools.lru_cache(maxsize=None)
+def make_fill(count: int):
+    """An intrinsic returning a tuple of ``count`` copies of its argument: a packed register
+    fragment's initial value."""
+
+    @intrinsic
+    def fill(typingctx, value):
+        tupty = types.UniTuple(value, count)
+
+        def codegen(context, builder, signature, args):
+            return context.make_tuple(builder, tupty, [args[0]] * count)
+
+        return tupty(value), codegen
+
+    return fill
+
+
+@functools.lru_cache(maxsize=None)
+def make_set(index: int):
+    """An intrinsic returning a packed fragment with element ``index`` replaced (converted to the
+    fragment's element type): ``frag[index] = value``."""
+
+    @intrinsic
+    def set_element(typingctx, fragment, value):
+        if not isinstance(fragment, types.UniTuple) or not 0 <= index < len(fragment):
+            return None
+
+        def codegen(context, builder, signature, args):
+            converted = context.cast(builder, args[1], signature.args[1], fragment.dtype)
+            return builder.insert_value(args[0], converted, index)
+
+        return fragment(fragment, value), codegen
+
+    return set_element
+
+
+@functools.lru_cache(maxsize=None)
+def make_splice(start: int, count: int):
+    """An intrinsic returning a packed fragment whose elements ``start`` to ``start + count`` are
+    replaced by those of a tuple of ``count`` values: the registers one instruction of an
+    expanded tile call wrote."""
+
+    @intrinsic
+    def splice(typingctx, fragment, part):
+        if not isinstance(fragment, types.UniTuple) or not isinstance(part, types.BaseTuple) \
+                or len(part) != count or start + count > len(fragment):
+            return None
+
+        def codegen(context, builder, signature, args):
+            whole = args[0]
+            for k, ty in enumerate(part.types):
+                value = context.cast(builder, builder.extract_value(args[1], k), ty,
+                                     fragment.dtype)
+                whole = builder.insert_value(whole, value, start + k)
+            return whole
+
+        return fragment(fragment, part), codegen
+
+    return splice
 
 
 def _smem_base(builder, total_bytes: int, align: int, dynamic: bool):
@@ -152,6 +240,23 @@ def make_smem_view(offset: int, count: int, dtype, total_bytes: int, align: int,
         return aryty(), codegen
 
     return smem_view
+
+
+@functools.lru_cache(maxsize=None)
+def make_smem_address(offset: int, total_bytes: int, align: int, dynamic: bool):
+    """An intrinsic returning the 32-bit shared-window address ``offset`` bytes into the planned
+    shared block: a constant address, typed once however often a kernel uses it."""
+
+    @intrinsic
+    def smem_address(typingctx):
+        def codegen(context, builder, signature, args):
+            base = _smem_base(builder, total_bytes, align, dynamic)
+            ptr = builder.gep(base, [ir.Constant(ir.IntType(32), offset)])
+            return builder.ptrtoint(ptr, ir.IntType(32))
+
+        return types.uint32(), codegen
+
+    return smem_address
 
 
 @intrinsic

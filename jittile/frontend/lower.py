@@ -59,6 +59,8 @@ class Lowered:
     shared_buffers: list  # SharedBuffer per T.alloc_shared, in allocation order
     warnings: list  # the JittileWarning messages lowering issued
     positions: dict  # line of ``function`` -> Origin: the user's code that line came from
+    shared_views: dict  # shared buffer variable -> the generated name of its array view
+    fragments: dict  # register fragment name -> its register variables, in register order
 
     @property
     def source(self) -> str:
@@ -184,7 +186,9 @@ class KernelLowering(ExpressionLowering, AllocationLowering, FragmentLowering, H
         warned = check_transaction_bytes(self.ir.sites, self.tx_counts, self.value_keys)
         warned += warn_divergent_operations(fn)
         warned += check_ordering(self.ir.sites, self.order_events)
-        return Lowered(fn, self.namespace, self.ir, self._buffers, warned, positions)
+        return Lowered(fn, self.namespace, self.ir, self._buffers, warned, positions,
+                       {name: var.view for name, var in self.shared.items()},
+                       {name: frag.registers for name, frag in self.fragments.items()})
 
     # ------------------------------------------------------------------------------- statements
     def block(self, stmts: list[ast.stmt]) -> list[ast.stmt]:

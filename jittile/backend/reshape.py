@@ -1,0 +1,314 @@
+"""The lowered function in the form numba-cuda is given: the same program, less for numba to do.
+
+numba-cuda types and lowers every call, variable and statement of the function it compiles, and
+its cost per item is high (``bench/numba_costs.py`` measures it): about a millisecond per call,
+and variables are carried through SSA reconstruction and every analysis pass. Two rewrites remove
+what the frontend's literal form makes numba redo:
+
+- **Constant shared addresses.** Every shared buffer sits at a planned byte offset of the kernel's
+  shared block, so the address of an element at a static index is a constant. The frontend writes
+  ``__jt_saddr(buf, 3)`` (plus constant bytes) wherever one is used; here each distinct constant
+  address gets one variable, set once at the top of the kernel from an argument-less intrinsic,
+  and a buffer's array view is dropped when only its addresses were used.
+- **Register fragments as one tuple.** The frontend gives each register of a fragment its own
+  variable; a 64x256 f32 accumulator is 128 of them, threaded through every wgmma call (a call of
+  131 arguments, 128 results). Here a fragment becomes one tuple variable: instructions take it
+  (or a contiguous run of it) as one argument and return it as one value, ``frag[i]`` reads are
+  constant tuple indexes and writes replace one element. NVVM splits the tuple back into
+  registers (no local memory). A fragment used in a way this rewrite does not recognise keeps its
+  scalar form.
+
+Rewritten nodes keep the line of the node they replace, so numba's errors still point at the
+user's code; the interpreter runs the frontend's form, unchanged.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+from dataclasses import dataclass
+
+from ..frontend.emit import SHARED_ADDRESS
+from ..frontend.syntax import name as _name
+
+ADDRESS_PREFIX = "__jt_sa"
+PACKED_PREFIX = "__jt_pk"
+_INSTRUCTIONS = ("asm", "record", "packed")  # kinds of the instruction intrinsics
+
+
+def reshape(function: ast.FunctionDef, namespace: dict, shared_views: dict[str, str],
+            fragments: dict[str, tuple[str, ...]]) -> None:
+    """Rewrite ``function`` in place; the globals it then also uses are added to ``namespace``:
+    ``("saddr_const", view, index, extra_bytes)``, ``("packed", callee, groups)`` (an instruction
+    taking grouped operands, see :func:`~jittile.backend.intrinsics.make_asm`),
+    ``("fill", count)``, ``("set", index)`` and ``("splice", start, count)``."""
+    _hoist_constant_addresses(function, namespace, shared_views)
+    for fragment, registers in fragments.items():
+        _pack_fragment(function, namespace, f"__jt_frag_{fragment}", registers)
+    ast.fix_missing_locations(function)  # new nodes take their parent's line
+
+
+def _fresh(namespace: dict, prefix: str, spec: tuple) -> str:
+    """The global bound to ``spec``, added under a new name the first time."""
+    for name, existing in namespace.items():
+        if name.startswith(prefix) and existing == spec:
+            return name
+    name = f"{prefix}{len(namespace)}"
+    namespace[name] = spec
+    return name
+
+
+def _stores(function: ast.FunctionDef) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            counts[node.id] = counts.get(node.id, 0) + 1
+    return counts
+
+
+def _is_int(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) is int
+
+
+def _statement_lists(function: ast.FunctionDef):
+    """Every statement list of ``function`` (bodies and else branches), as (owner, field)."""
+    for node in ast.walk(function):
+        for field in ("body", "orelse"):
+            stmts = getattr(node, field, None)
+            if isinstance(stmts, list) and stmts and isinstance(stmts[0], ast.stmt):
+                yield node, field
+
+
+# ------------------------------------------------------------------ constant shared addresses
+@dataclass(frozen=True)
+class _Address:
+    """Element ``index`` of ``buffer``'s view, plus ``extra`` bytes."""
+
+    buffer: str
+    index: int
+    extra: int
+
+
+class _AddressRewriter(ast.NodeTransformer):
+    def __init__(self, buffers: set[str]):
+        self.buffers = buffers
+        self.variables: dict[_Address, str] = {}
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.expr:
+        if isinstance(node.op, ast.Add) and _is_int(node.right):
+            address = self._address(node.left)
+            if address is not None:
+                return self._use(_Address(address.buffer, address.index,
+                                          address.extra + node.right.value), node)
+        return self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> ast.expr:
+        address = self._address(node)
+        return self._use(address, node) if address is not None else self.generic_visit(node)
+
+    def _address(self, node: ast.expr) -> _Address | None:
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id == SHARED_ADDRESS and len(node.args) == 2
+                and isinstance(node.args[0], ast.Name) and node.args[0].id in self.buffers
+                and _is_int(node.args[1])):
+            return _Address(node.args[0].id, node.args[1].value, 0)
+        return None
+
+    def _use(self, address: _Address, node: ast.expr) -> ast.Name:
+        if address not in self.variables:
+            self.variables[address] = f"__jt_addr{len(self.variables)}"
+        return ast.copy_location(_name(self.variables[address]), node)
+
+
+def _hoist_constant_addresses(function: ast.FunctionDef, namespace: dict,
+                              views: dict[str, str]) -> None:
+    stores = _stores(function)
+    # A buffer variable bound once (by its allocation) always names the buffer.
+    rewriter = _AddressRewriter({var for var in views if stores.get(var) == 1})
+    rewriter.visit(function)
+    if not rewriter.variables:
+        return
+    first = function.body[0]
+    hoisted = []
+    for address, var in rewriter.variables.items():
+        intrinsic = _fresh(namespace, ADDRESS_PREFIX,
+                           ("saddr_const", views[address.buffer], address.index, address.extra))
+        stmt = ast.Assign(targets=[_name(var, ast.Store())],
+                          value=ast.Call(func=_name(intrinsic), args=[], keywords=[]))
+        hoisted.append(ast.fix_missing_locations(ast.copy_location(stmt, first)))
+    function.body[:0] = hoisted
+    _drop_unused_views(function, {a.buffer for a in rewriter.variables}, views)
+
+
+def _drop_unused_views(function: ast.FunctionDef, buffers: set[str], views: dict[str, str]) -> None:
+    """Remove ``buf = <view>()`` where ``buf`` is no longer read: numba would still type it."""
+    read = {node.id for node in ast.walk(function)
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+    unused = {var for var in buffers if var not in read}
+
+    def allocates(stmt: ast.stmt) -> bool:
+        return (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id in unused
+                and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Name)
+                and stmt.value.func.id == views[stmt.targets[0].id])
+
+    for owner, field in list(_statement_lists(function)):
+        stmts = getattr(owner, field)
+        kept = [s for s in stmts if not allocates(s)]
+        if len(kept) != len(stmts):
+            setattr(owner, field, kept or [ast.copy_location(ast.Pass(), stmts[0])])
+
+
+# ------------------------------------------------------------------ register fragments as tuples
+class _Unpackable(Exception):
+    """A use of a fragment register the tuple form does not express: keep the scalar form."""
+
+
+def _pack_fragment(function: ast.FunctionDef, namespace: dict, packed: str,
+                   registers: tuple[str, ...]) -> None:
+    index = {r: i for i, r in enumerate(registers)}
+    if not any(isinstance(n, ast.Name) and n.id in index for n in ast.walk(function)):
+        return
+    trial = copy.deepcopy(function)  # an unrecognised use leaves ``function`` as it was
+    packer = _FragmentPacker(dict(namespace), packed, index)
+    try:
+        for owner, field in list(_statement_lists(trial)):
+            setattr(owner, field, [packer.statement(s) for s in getattr(owner, field)])
+    except _Unpackable:
+        return
+    function.body = trial.body
+    namespace.update(packer.namespace)
+
+
+class _FragmentPacker:
+    """Rewrites the uses of one fragment's registers, statement by statement (each statement list
+    separately: a compound statement's own expressions here, its bodies as lists of their own)."""
+
+    def __init__(self, namespace: dict, packed: str, index: dict[str, int]):
+        self.namespace = namespace
+        self.packed = packed
+        self.index = index
+        self.count = len(index)
+
+    # statements ---------------------------------------------------------------------------
+    def statement(self, stmt: ast.stmt) -> ast.stmt:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            target = stmt.targets[0]
+            if isinstance(target, ast.Tuple) and any(self.register(e) is not None
+                                                     for e in target.elts):
+                return self.assign_run(stmt, self.run(target.elts))
+            if self.register(target) is not None:
+                return self.set_register(stmt, self.register(target), self.expr(stmt.value))
+        if isinstance(stmt, ast.AugAssign) and self.register(stmt.target) is not None:
+            i = self.register(stmt.target)
+            value = ast.BinOp(left=self.read(i, stmt.target), op=stmt.op,
+                              right=self.expr(stmt.value))
+            return self.set_register(stmt, i, value)
+        for field, value in ast.iter_fields(stmt):
+            if isinstance(value, ast.expr):
+                self.check_no_store(value)
+                setattr(stmt, field, self.expr(value))
+            elif isinstance(value, list) and value and isinstance(value[0], ast.expr):
+                for v in value:
+                    self.check_no_store(v)
+                setattr(stmt, field, [self.expr(v) for v in value])
+        return stmt
+
+    def check_no_store(self, node: ast.expr) -> None:
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name) and n.id in self.index and not isinstance(n.ctx, ast.Load):
+                raise _Unpackable(f"{n.id} written where its fragment cannot be packed")
+
+    def assign_run(self, stmt: ast.Assign, run: tuple[int, int] | None) -> ast.stmt:
+        """``r_a, ..., r_b = value``: the fragment's initial fill, or an instruction's results."""
+        if run is None:
+            raise _Unpackable("a tuple assignment mixing registers with other variables")
+        start, count = run
+        value = stmt.value
+        if isinstance(value, ast.Tuple):
+            first = ast.dump(value.elts[0]) if value.elts else None
+            if count != self.count or any(ast.dump(e) != first for e in value.elts):
+                raise _Unpackable("registers assigned a tuple other than one value for all")
+            fill = _fresh(self.namespace, PACKED_PREFIX, ("fill", count))
+            return self.assign(stmt, ast.Call(func=_name(fill),
+                                              args=[self.expr(value.elts[0])], keywords=[]))
+        result = self.expr(value)
+        if count == self.count:
+            return self.assign(stmt, result)
+        splice = _fresh(self.namespace, PACKED_PREFIX, ("splice", start, count))
+        return self.assign(stmt, ast.Call(func=_name(splice), args=[_name(self.packed), result],
+                                          keywords=[]))
+
+    def set_register(self, stmt: ast.stmt, i: int, value: ast.expr) -> ast.stmt:
+        setter = _fresh(self.namespace, PACKED_PREFIX, ("set", i))
+        return self.assign(stmt, ast.Call(func=_name(setter), args=[_name(self.packed), value],
+                                          keywords=[]))
+
+    def assign(self, stmt: ast.stmt, value: ast.expr) -> ast.stmt:
+        new = ast.Assign(targets=[_name(self.packed, ast.Store())], value=value)
+        return ast.fix_missing_locations(ast.copy_location(new, stmt))
+
+    # expressions ----------------------------------------------------------------------------
+    def expr(self, node: ast.expr) -> ast.expr:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                self.namespace.get(node.func.id, ("",))[0] in _INSTRUCTIONS:
+            return self.instruction(node)
+        packer = self
+
+        class Reads(ast.NodeTransformer):
+            def visit_Call(self, call: ast.Call):
+                if call is not node:
+                    return packer.expr(call)
+                return self.generic_visit(call)
+
+            def visit_Name(self, name: ast.Name):
+                i = packer.register(name)
+                return name if i is None else packer.read(i, name)
+
+        return Reads().visit(node)
+
+    def instruction(self, call: ast.Call) -> ast.Call:
+        """An instruction's call with each run of consecutive registers passed as the packed
+        fragment, the intrinsic told which elements to take; a call already taking another
+        packed fragment keeps that grouping."""
+        spec = self.namespace[call.func.id]
+        if spec[0] == "packed":
+            base, existing = spec[1], spec[2]
+        else:
+            base, existing = call.func.id, (None,) * len(call.args)
+        args, groups = [], []
+        i = 0
+        while i < len(call.args):
+            run = self.longest_run(call.args, i) if existing[i] is None else None
+            if run is not None and run[1] > 1:
+                start, count = run
+                args.append(ast.copy_location(_name(self.packed), call.args[i]))
+                groups.append((start, count, self.count))
+                i += count
+            else:
+                args.append(self.expr(call.args[i]))
+                groups.append(existing[i])
+                i += 1
+        func = call.func
+        if tuple(groups) != tuple(existing):
+            func = _name(_fresh(self.namespace, PACKED_PREFIX, ("packed", base, tuple(groups))))
+        return ast.copy_location(ast.Call(func=func, args=args, keywords=[]), call)
+
+    def longest_run(self, elts: list, at: int) -> tuple[int, int] | None:
+        first = self.register(elts[at])
+        if first is None:
+            return None
+        count = 1
+        while at + count < len(elts) and self.register(elts[at + count]) == first + count:
+            count += 1
+        return first, count
+
+    def run(self, elts: list) -> tuple[int, int] | None:
+        run = self.longest_run(elts, 0) if elts else None
+        return run if run is not None and run[1] == len(elts) else None
+
+    def register(self, node: ast.expr) -> int | None:
+        return self.index.get(node.id) if isinstance(node, ast.Name) else None
+
+    def read(self, i: int, node: ast.expr) -> ast.expr:
+        sub = ast.Subscript(value=_name(self.packed), slice=ast.Constant(value=i), ctx=ast.Load())
+        return ast.fix_missing_locations(ast.copy_location(sub, node))

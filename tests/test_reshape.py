@@ -1,0 +1,171 @@
+"""backend/reshape.py: the lowered function rewritten so numba-cuda has less to type and lower
+(constant shared addresses hoisted, register fragments packed into one tuple), without changing
+what the kernel computes."""
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import jittile
+from jittile import T
+from jittile.backend.reshape import reshape
+from jittile.layout import wgmma_accumulator
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _reshaped(source: str, namespace: dict, views=None, fragments=None) -> str:
+    function = ast.parse(source).body[0]
+    reshape(function, namespace, views or {}, fragments or {})
+    compile(ast.Module(body=[function], type_ignores=[]), "<reshaped>", "exec")  # still valid
+    return ast.unparse(function)
+
+
+def test_constant_shared_addresses_become_one_variable_each_and_unused_views_go():
+    namespace = {"__jt_smem_bar_0": ("smem", None), "__jt_smem_buf_1": ("smem", None)}
+    out = _reshaped(
+        "def k(x):\n"
+        "    bar = __jt_smem_bar_0()\n"
+        "    buf = __jt_smem_buf_1()\n"
+        "    f(__jt_saddr(bar, 0), 1)\n"
+        "    f(__jt_saddr(bar, 0), 2)\n"
+        "    g(__jt_saddr(buf, 2) + 256, buf[x])\n"
+        "    g(__jt_saddr(buf, x), 0)\n",
+        namespace, views={"bar": "__jt_smem_bar_0", "buf": "__jt_smem_buf_1"})
+    lines = out.splitlines()
+    assert lines[1:3] == ["    __jt_addr0 = __jt_sa2()", "    __jt_addr1 = __jt_sa3()"]
+    assert namespace["__jt_sa2"] == ("saddr_const", "__jt_smem_bar_0", 0, 0)
+    assert namespace["__jt_sa3"] == ("saddr_const", "__jt_smem_buf_1", 2, 256)
+    assert "bar = __jt_smem_bar_0()" not in out  # only its address was used
+    assert "buf = __jt_smem_buf_1()" in out  # still indexed, and addressed at a runtime index
+    assert "f(__jt_addr0, 1)" in out and "f(__jt_addr0, 2)" in out
+    assert "g(__jt_addr1, buf[x])" in out and "g(__jt_saddr(buf, x), 0)" in out
+
+
+def test_a_rebound_buffer_name_is_not_taken_for_the_buffer():
+    source = ("def k(x):\n"
+              "    bar = __jt_smem_bar_0()\n"
+              "    if x:\n"
+              "        bar = other()\n"
+              "    f(__jt_saddr(bar, 0))\n")
+    out = _reshaped(source, {}, views={"bar": "__jt_smem_bar_0"})
+    assert out == ast.unparse(ast.parse(source).body[0])
+
+
+def _fragment_namespace() -> dict:
+    return {"__jt_r0_0": ("record", 0, 0), "__jt_asm0": ("asm", None), "__jt_t_float32": ("type",)}
+
+
+REGS = tuple(f"__jt_frag_acc_{i}" for i in range(4))
+ALL = ", ".join(REGS)
+
+
+def test_a_fragment_becomes_one_tuple_through_instructions_reads_and_writes():
+    namespace = _fragment_namespace()
+    out = _reshaped(
+        "def k(d):\n"
+        f"    {ALL} = (__jt_t_float32(0), __jt_t_float32(0), __jt_t_float32(0), __jt_t_float32(0))\n"
+        "    for i in range(d):\n"
+        f"        {ALL} = __jt_r0_0({ALL}, d, i)\n"
+        "    __jt_frag_acc_2 = __jt_frag_acc_2 * 2.0\n"
+        "    __jt_frag_acc_3 += 1.0\n"
+        "    __jt_frag_acc_0, __jt_frag_acc_1 = __jt_asm0(__jt_frag_acc_0, __jt_frag_acc_1)\n"
+        "    store(__jt_frag_acc_1, __jt_asm0(__jt_frag_acc_3, __jt_frag_acc_2))\n",
+        namespace, fragments={"acc": REGS})
+    assert "__jt_frag_acc_" not in out.replace("__jt_frag_acc =", "").replace(
+        "__jt_frag_acc[", "").replace("__jt_frag_acc,", "").replace("__jt_frag_acc)", "")
+    specs = {name: spec for name, spec in namespace.items() if name.startswith("__jt_pk")}
+    by_kind = {spec[0]: (name, spec) for name, spec in specs.items()}
+    fill, _ = by_kind["fill"]
+    assert f"__jt_frag_acc = {fill}(__jt_t_float32(0))" in out
+    packed = [(n, s) for n, s in specs.items() if s[0] == "packed"]
+    whole = next(n for n, s in packed if s == ("packed", "__jt_r0_0", ((0, 4, 4), None, None)))
+    assert f"__jt_frag_acc = {whole}(__jt_frag_acc, d, i)" in out
+    pair = next(n for n, s in packed if s == ("packed", "__jt_asm0", ((0, 2, 4),)))
+    splice = next(n for n, s in specs.items() if s == ("splice", 0, 2))
+    assert f"__jt_frag_acc = {splice}(__jt_frag_acc, {pair}(__jt_frag_acc))" in out
+    set2 = next(n for n, s in specs.items() if s == ("set", 2))
+    set3 = next(n for n, s in specs.items() if s == ("set", 3))
+    assert f"__jt_frag_acc = {set2}(__jt_frag_acc, __jt_frag_acc[2] * 2.0)" in out
+    assert f"__jt_frag_acc = {set3}(__jt_frag_acc, __jt_frag_acc[3] + 1.0)" in out
+    # registers out of order are single reads, not a run
+    assert "store(__jt_frag_acc[1], __jt_asm0(__jt_frag_acc[3], __jt_frag_acc[2]))" in out
+
+
+def test_a_second_fragment_in_the_same_call_composes_the_grouping():
+    namespace = _fragment_namespace()
+    a = tuple(f"__jt_frag_a_{i}" for i in range(2))
+    out = _reshaped(
+        "def k(d):\n"
+        f"    {ALL} = (0.0, 0.0, 0.0, 0.0)\n"
+        f"    {', '.join(a)} = (1, 1)\n"
+        f"    {ALL} = __jt_r0_0({ALL}, {', '.join(a)}, d)\n",
+        namespace, fragments={"acc": REGS, "a": a})
+    name = next(n for n, s in namespace.items()
+                if s == ("packed", "__jt_r0_0", ((0, 4, 4), (0, 2, 2), None)))
+    assert f"__jt_frag_acc = {name}(__jt_frag_acc, __jt_frag_a, d)" in out
+
+
+@pytest.mark.parametrize("body", [
+    "    x, __jt_frag_acc_0 = g()\n",  # a register among other targets
+    f"    {ALL} = (1.0, 2.0, 3.0, 4.0)\n",  # different values
+    "    for __jt_frag_acc_1 in range(3):\n        pass\n",  # a register as a loop variable
+])
+def test_a_use_the_tuple_cannot_express_keeps_the_scalar_form(body):
+    source = ("def k(d):\n"
+              f"    {ALL} = (0.0, 0.0, 0.0, 0.0)\n" + body +
+              f"    __jt_r0_0({ALL}, d)\n")
+    namespace = _fragment_namespace()
+    out = _reshaped(source, namespace, fragments={"acc": REGS})
+    assert out == ast.unparse(ast.parse(source).body[0])
+    assert not any(name.startswith("__jt_pk") for name in namespace)
+
+
+@jittile.kernel
+def _scaled_accumulator(Out, A):
+    """A fragment written, read and updated element by element (no instruction): the tuple form
+    must keep it in registers."""
+    T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=128))
+    acc = T.alloc_local((64, 8), "float32", layout=wgmma_accumulator)
+    for i in T.unroll(acc.size):
+        acc[i] = A[acc.row(i), acc.col(i)]
+    for i in T.unroll(acc.size):
+        acc[i] *= 2.0
+        Out[acc.row(i), acc.col(i)] = acc[i] + 1.0
+
+
+def test_a_packed_fragment_stays_in_registers():
+    spec = T.Tensor((64, 8), "float32")
+    ck = _scaled_accumulator.compile(spec, spec, target="sm_90a")
+    assert "__jt_frag_acc = " in ck.lowered_source
+    assert "__jt_frag_acc_0" not in ck.lowered_source
+    assert ck.metadata["local_bytes"] == 0
+
+
+@pytest.mark.gpu
+def test_a_packed_fragment_computes_what_its_scalar_form_does():
+    """On the device, the packed form numba compiled; without one, the interpreter's run of the
+    frontend's scalar form: the same exact expectation for both."""
+    a = np.arange(64 * 8, dtype=np.float32).reshape(64, 8)
+    out = np.zeros_like(a)
+    _scaled_accumulator(out, a)
+    np.testing.assert_array_equal(out, a * 2 + 1)
+
+
+def test_the_gemm_example_hands_numba_one_accumulator_and_constant_addresses():
+    sys.path.insert(0, str(REPO / "examples"))
+    try:
+        import gemm_bf16
+    finally:
+        sys.path.remove(str(REPO / "examples"))
+    spec = T.Tensor((None, None), "bfloat16")
+    ck = gemm_bf16.gemm_bf16.compile(spec, spec, spec, np.int32(1), np.int32(1), np.int32(1),
+                                     target="sm_90a")
+    source = ck.lowered_source
+    assert "__jt_frag_acc_1," not in source  # 128 registers were 128 variables
+    assert source.count("__jt_frag_acc = ") >= 5  # the fill and one per wgmma of a stage
+    assert "__jt_saddr(full, 0)" not in source and "__jt_addr0 = " in source
