@@ -3,8 +3,9 @@
 A ``T.alloc_local(shape, dtype, layout=wgmma_accumulator)`` is not memory: it is a set of 32-bit
 registers per thread, spread over the 128 threads of a warpgroup the way the tensor cores read and
 write them (PTX ISA, "Register Fragments" of ``wgmma.mma_async``). The frontend lowers every
-register to its own scalar variable, so the registers stay registers (no local memory), and indexes
-them with compile-time integers. Pure Python: the frontend, the wgmma pattern and the tests share
+register to its own scalar variable, indexed with compile-time integers (the backend hands them to
+numba-cuda as one tuple, ``backend/reshape.py``), so the registers stay registers (no local
+memory). Pure Python: the frontend, the wgmma pattern and the tests share
 these mappings.
 
 Within a warpgroup, thread ``t`` is in warp ``w = t // 32`` with lane ``l``; ``g = l // 4`` and
