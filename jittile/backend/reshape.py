@@ -24,7 +24,6 @@ user's code; the interpreter runs the frontend's form, unchanged.
 from __future__ import annotations
 
 import ast
-import copy
 from dataclasses import dataclass
 
 from ..frontend.emit import SHARED_ADDRESS
@@ -168,20 +167,18 @@ def _pack_fragment(function: ast.FunctionDef, namespace: dict, packed: str,
     index = {r: i for i, r in enumerate(registers)}
     if not any(isinstance(n, ast.Name) and n.id in index for n in ast.walk(function)):
         return
-    trial = copy.deepcopy(function)  # an unrecognised use leaves ``function`` as it was
     packer = _FragmentPacker(dict(namespace), packed, index)
     try:
-        for owner, field in list(_statement_lists(trial)):
-            setattr(owner, field, [packer.statement(s) for s in getattr(owner, field)])
-    except _Unpackable:
+        body = packer.statements(function.body)
+    except _Unpackable:  # nothing was changed: the rewrite builds new nodes
         return
-    function.body = trial.body
+    function.body = body
     namespace.update(packer.namespace)
 
 
 class _FragmentPacker:
-    """Rewrites the uses of one fragment's registers, statement by statement (each statement list
-    separately: a compound statement's own expressions here, its bodies as lists of their own)."""
+    """Rewrites the uses of one fragment's registers into new nodes, leaving the original
+    statements as they were until the whole body has been rewritten."""
 
     def __init__(self, namespace: dict, packed: str, index: dict[str, int]):
         self.namespace = namespace
@@ -190,6 +187,9 @@ class _FragmentPacker:
         self.count = len(index)
 
     # statements ---------------------------------------------------------------------------
+    def statements(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
+        return [self.statement(s) for s in stmts]
+
     def statement(self, stmt: ast.stmt) -> ast.stmt:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
             target = stmt.targets[0]
@@ -203,17 +203,24 @@ class _FragmentPacker:
             value = ast.BinOp(left=self.read(i, stmt.target), op=stmt.op,
                               right=self.expr(stmt.value))
             return self.set_register(stmt, i, value)
+        fields = {}
         for field, value in ast.iter_fields(stmt):
-            if isinstance(value, ast.expr):
-                self.check_no_store(value)
-                setattr(stmt, field, self.expr(value))
-            elif isinstance(value, list) and value and isinstance(value[0], ast.expr):
+            if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+                fields[field] = self.statements(value)
+            elif isinstance(value, list):
                 for v in value:
                     self.check_no_store(v)
-                setattr(stmt, field, [self.expr(v) for v in value])
-        return stmt
+                fields[field] = [self.expr(v) if isinstance(v, ast.AST) else v for v in value]
+            elif isinstance(value, ast.AST):
+                self.check_no_store(value)
+                fields[field] = self.expr(value)
+            else:
+                fields[field] = value
+        return ast.copy_location(type(stmt)(**fields), stmt)
 
-    def check_no_store(self, node: ast.expr) -> None:
+    def check_no_store(self, node) -> None:
+        if not isinstance(node, ast.AST):
+            return
         for n in ast.walk(node):
             if isinstance(n, ast.Name) and n.id in self.index and not isinstance(n.ctx, ast.Load):
                 raise _Unpackable(f"{n.id} written where its fragment cannot be packed")
@@ -248,23 +255,28 @@ class _FragmentPacker:
         return ast.fix_missing_locations(ast.copy_location(new, stmt))
 
     # expressions ----------------------------------------------------------------------------
-    def expr(self, node: ast.expr) -> ast.expr:
+    def expr(self, node: ast.AST) -> ast.AST:
+        """``node`` with register reads as tuple indexes and instructions taking register runs
+        packed; ``node`` itself where nothing in it changes."""
+        if isinstance(node, ast.Name):
+            i = self.register(node)
+            return node if i is None else self.read(i, node)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
                 self.namespace.get(node.func.id, ("",))[0] in _INSTRUCTIONS:
             return self.instruction(node)
-        packer = self
-
-        class Reads(ast.NodeTransformer):
-            def visit_Call(self, call: ast.Call):
-                if call is not node:
-                    return packer.expr(call)
-                return self.generic_visit(call)
-
-            def visit_Name(self, name: ast.Name):
-                i = packer.register(name)
-                return name if i is None else packer.read(i, name)
-
-        return Reads().visit(node)
+        fields, changed = {}, False
+        for field, value in ast.iter_fields(node):
+            if isinstance(value, ast.AST):
+                new = self.expr(value)
+            elif isinstance(value, list):
+                new = [self.expr(v) if isinstance(v, ast.AST) else v for v in value]
+                if all(a is b for a, b in zip(new, value)):
+                    new = value
+            else:
+                new = value
+            changed |= new is not value
+            fields[field] = new
+        return ast.copy_location(type(node)(**fields), node) if changed else node
 
     def instruction(self, call: ast.Call) -> ast.Call:
         """An instruction's call with each run of consecutive registers passed as the packed
