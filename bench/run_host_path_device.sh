@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Issue #13's device session on the H200, in two calls (each within one device command's limit):
+#   bash bench/run_host_path_device.sh tests "$OUT"   # the whole GPU suite, then the GEMM benchmark
+#   bash bench/run_host_path_device.sh host "$OUT"    # launch overhead, host work, compile time
+# Every result file lands in "$OUT" (at most 8 per call come back from the device machine).
+set -u
+part=${1:?tests or host}
+out=${2:-/tmp/jittile-out}
+mkdir -p "$out"
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+if [ "$part" = tests ]; then
+  {
+    nvidia-smi --query-gpu=name,driver_version --format=csv
+    JITTILE_DIFFERENTIAL=1 timeout 300 python3 -m pytest -m gpu -q -p no:cacheprovider -rfs \
+      --tb=short
+  } > "$out/gpu_tests.log" 2>&1
+  timeout 240 python3 bench/gemm.py > "$out/gemm_bench.log" 2>&1
+  cp bench/results/gemm.json "$out/" 2>/dev/null
+else
+  timeout 200 python3 bench/launch_overhead.py > "$out/host_bench.log" 2>&1
+  cp bench/results/launch_overhead.json "$out/" 2>/dev/null
+  timeout 60 python3 bench/launch_host_cpu.py --json "$out/launch_host_cpu_h200.json" \
+    >> "$out/host_bench.log" 2>&1
+  timeout 200 python3 bench/compile_time.py --runs 3 --name compile_time_h200 \
+    >> "$out/host_bench.log" 2>&1
+  cp bench/results/compile_time_h200.json "$out/" 2>/dev/null
+  timeout 100 python3 bench/numba_costs.py --name numba_costs_h200 >> "$out/host_bench.log" 2>&1
+  cp bench/results/numba_costs_h200.json "$out/" 2>/dev/null
+fi
