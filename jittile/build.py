@@ -39,7 +39,7 @@ def build(name: str, qualname: str, source: KernelSource, params: list, target: 
         jcache.log(f"{qualname} {key[:12]} {_why_missed(store, qualname, components)}")
     from .backend import warmup
 
-    warmup.start(target)  # numba-cuda and the linker load while the frontend lowers
+    warmup.start(target)  # NVVM and nvJitLink load while the frontend lowers
     from .backend.compiler import compile_lowered
     from .frontend.lower import lower_kernel
 
