@@ -12,6 +12,7 @@ the standard TMA / shared-matrix-descriptor swizzles, so the same object drives 
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -99,9 +100,11 @@ S = _SpecBuilder("S")
 R = _SpecBuilder("R")
 
 
-def _group(factors: Shape, shape: Shape) -> list[list[int]]:
-    """Indices of the consecutive factors whose product is each logical extent."""
-    groups: list[list[int]] = []
+@functools.lru_cache(maxsize=1024)
+def _group(factors: Shape, shape: Shape) -> tuple[tuple[int, ...], ...]:
+    """Indices of the consecutive factors whose product is each logical extent (cached: descriptor
+    derivation evaluates a layout at every element of a matrix)."""
+    groups: list[tuple[int, ...]] = []
     i = 0
     for dim, extent in enumerate(shape):
         group: list[int] = []
@@ -115,11 +118,11 @@ def _group(factors: Shape, shape: Shape) -> list[list[int]]:
                 f"layout factors {factors} do not group onto shape {shape}: consecutive factors must "
                 f"multiply to each extent, but the factors {tuple(factors[j] for j in group)} for axis {dim} "
                 f"give {size}, not {extent}")
-        groups.append(group)
+        groups.append(tuple(group))
     if any(f != 1 for f in factors[i:]):
         raise ValueError(f"layout factors {factors} do not group onto shape {shape}: "
                          f"factors {factors[i:]} are left over")
-    return groups
+    return tuple(groups)
 
 
 _ATOM = re.compile(r"^(?:[A-Za-z_][A-Za-z_0-9.]*|\d+)$")
@@ -148,7 +151,7 @@ class TileLayout:
     def __repr__(self) -> str:
         return f"TileLayout({self.spec!r})"
 
-    @property
+    @functools.cached_property
     def shard_shape(self) -> Shape:
         return tuple(e for e, _ in self.spec.shard)
 
@@ -165,7 +168,7 @@ class TileLayout:
         """Logical elements of one shard (replicas not counted)."""
         return math.prod(self.shard_shape)
 
-    @property
+    @functools.cached_property
     def is_memory(self) -> bool:
         """True when every stride is on the memory axis (a shared/local/global buffer layout)."""
         return all(s.axis == Mem for _, s in self.spec.shard + self.spec.replicas)
@@ -175,7 +178,7 @@ class TileLayout:
         """A plain layout is the unswizzled mode 0 (see ``ComposeLayout.swizzle_mode``)."""
         return 0
 
-    def _groups(self, shape: "Sequence[int] | None") -> tuple[Shape, list[list[int]]]:
+    def _groups(self, shape: "Sequence[int] | None") -> tuple[Shape, tuple[tuple[int, ...], ...]]:
         logical = self.shard_shape if shape is None else _as_shape(shape)
         return logical, _group(self.shard_shape, logical)
 
