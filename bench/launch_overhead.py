@@ -7,7 +7,8 @@ one-CTA TMA copy, whose two host TensorMaps are kept from launch to launch rathe
 CuPy's raw ``launchKernel`` wrapper (the call jittile makes where CuPy is installed) and the host
 time to issue a 1 GiB copy (jittile's TMA copy vs memcpy) are recorded next to them, and the device
 time per launch of each batch (``device_us_per_launch``), which tells a host-bound figure from one
-the device paced.
+the device paced. Every contender launches once before the measurement, and the samples are
+interleaved (one batch of each contender per round).
 
     PYTHONPATH=$PWD python3 bench/launch_overhead.py
 """
@@ -41,27 +42,32 @@ def touch(A: T.Tensor((None,), "float32")):
 DEVICE_US: dict = {}
 
 
-def per_launch_us(fn, sync, name: str | None = None) -> float:
+def per_launch_us(contenders: dict) -> dict:
+    """Median host microseconds per launch of each contender (``name -> (launch, sync)``). The
+    samples are interleaved, one batch of each contender per round, so that a host's clock or
+    load drifting during the run reaches every contender alike (the first one measured used to
+    look slower)."""
     import cupy
 
-    samples, device = [], []
+    host = {name: [] for name in contenders}
+    device = {name: [] for name in contenders}
     for _ in range(SAMPLES):
-        fn()
-        sync()
-        begin, end = cupy.cuda.Event(), cupy.cuda.Event()
-        begin.record()
-        start = time.perf_counter()
-        for _ in range(BATCH):
+        for name, (fn, sync) in contenders.items():
             fn()
-        elapsed = time.perf_counter() - start
-        end.record()
-        end.synchronize()
-        sync()
-        samples.append(elapsed / BATCH * 1e6)
-        device.append(cupy.cuda.get_elapsed_time(begin, end) / BATCH * 1e3)
-    if name is not None:
-        DEVICE_US[name] = statistics.median(device)
-    return statistics.median(samples)
+            sync()
+            begin, end = cupy.cuda.Event(), cupy.cuda.Event()
+            begin.record()
+            start = time.perf_counter()
+            for _ in range(BATCH):
+                fn()
+            elapsed = time.perf_counter() - start
+            end.record()
+            end.synchronize()
+            sync()
+            host[name].append(elapsed / BATCH * 1e6)
+            device[name].append(cupy.cuda.get_elapsed_time(begin, end) / BATCH * 1e3)
+    DEVICE_US.update({name: statistics.median(v) for name, v in device.items()})
+    return {name: statistics.median(v) for name, v in host.items()}
 
 
 def main() -> None:
@@ -71,15 +77,15 @@ def main() -> None:
 
     a = cupy.zeros(1024, dtype=cupy.float32)
     sync = cupy.cuda.runtime.deviceSynchronize
-    results = {}
+    results, contenders = {}, {}
 
     launch = touch[1, 32]
-    results["jittile"] = per_launch_us(lambda: launch(a), sync, "jittile")
+    contenders["jittile"] = (lambda: launch(a), sync)
     try:
         import torch
 
         ta = torch.as_tensor(a, device="cuda")
-        results["jittile_torch"] = per_launch_us(lambda: launch(ta), sync, "jittile_torch")
+        contenders["jittile_torch"] = (lambda: launch(ta), sync)
     except ImportError as exc:
         results["jittile_torch"] = repr(exc)
 
@@ -87,8 +93,7 @@ def main() -> None:
 
     tile, tile_out = cupy.zeros((64, 64), dtype=cupy.float32), cupy.zeros((64, 64), cupy.float32)
     copy_tile = tma_copy.tma_copy[(1, 1), 32]
-    results["jittile_tma_copy_64x64"] = per_launch_us(lambda: copy_tile(tile, tile_out), sync,
-                                                      "jittile_tma_copy_64x64")
+    contenders["jittile_tma_copy_64x64"] = (lambda: copy_tile(tile, tile_out), sync)
 
     # Raw prepacked cuLaunchKernel on the same cubin and parameter buffer.
     ck = touch.compile(a, launch=jittile.T.cuda.LaunchConfig(grid=1, block=32))
@@ -98,9 +103,8 @@ def main() -> None:
     launcher.pack((view,))
     drv = driver._driver()
     address = launcher.params.address
-    results["raw_cuLaunchKernel_prepacked"] = per_launch_us(
-        lambda: drv.cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, 0, address, 0), sync,
-        "raw_cuLaunchKernel_prepacked")
+    contenders["raw_cuLaunchKernel_prepacked"] = (
+        lambda: drv.cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, 0, address, 0), sync)
     # ... and on the benchmark's kernel itself: the TMA copy's cubin, its two TensorMaps packed.
     from jittile.runtime.arrays import device_view
 
@@ -110,20 +114,17 @@ def main() -> None:
     copy_fn = copy_launcher.function()
     copy_launcher.pack((device_view(tile), device_view(tile_out)))
     copy_address = copy_launcher.params.address
-    results["raw_cuLaunchKernel_prepacked_tma_copy"] = per_launch_us(
-        lambda: drv.cuLaunchKernel(copy_fn, 1, 1, 1, 32, 1, 1, 0, 0, copy_address, 0), sync,
-        "raw_cuLaunchKernel_prepacked_tma_copy")
+    contenders["raw_cuLaunchKernel_prepacked_tma_copy"] = (
+        lambda: drv.cuLaunchKernel(copy_fn, 1, 1, 1, 32, 1, 1, 0, 0, copy_address, 0), sync)
     cupy_launch = driver._cupy_launch()  # the wrapper jittile launches through where CuPy is
     if cupy_launch is not None:
         handle = int(fn)
-        results["raw_cupy_launchKernel_prepacked"] = per_launch_us(
-            lambda: cupy_launch(handle, 1, 1, 1, 32, 1, 1, 0, 0, address, 0), sync,
-            "raw_cupy_launchKernel_prepacked")
+        contenders["raw_cupy_launchKernel_prepacked"] = (
+            lambda: cupy_launch(handle, 1, 1, 1, 32, 1, 1, 0, 0, address, 0), sync)
 
     raw = cupy.RawKernel(r'''extern "C" __global__ void touch(float* a) {
         if (threadIdx.x == 0) a[0] += 1.0f; }''', "touch")
-    results["cupy_RawKernel"] = per_launch_us(lambda: raw((1,), (32,), (a,)), sync,
-                                              "cupy_RawKernel")
+    contenders["cupy_RawKernel"] = (lambda: raw((1,), (32,), (a,)), sync)
 
     try:
         import torch
@@ -136,8 +137,8 @@ def main() -> None:
             tl.store(ptr, x + 1.0)
 
         ta = torch.as_tensor(a, device="cuda")
-        results["triton"] = per_launch_us(lambda: ttouch[(1,)](ta), torch.cuda.synchronize,
-                                          "triton")
+        ttouch[(1,)](ta)  # compiled before the measurement
+        contenders["triton"] = (lambda: ttouch[(1,)](ta), torch.cuda.synchronize)
     except Exception as exc:
         results["triton"] = repr(exc)
 
@@ -154,7 +155,11 @@ def main() -> None:
             arr[0] += 1.0
 
     na = ncuda.as_cuda_array(a)
-    results["numba_cuda"] = per_launch_us(lambda: ntouch[1, 32](na), sync, "numba_cuda")
+    contenders["numba_cuda"] = (lambda: ntouch[1, 32](na), sync)
+    for launch_once, _ in contenders.values():  # compiles, loads, first fast-path launches
+        launch_once()
+    sync()
+    results.update(per_launch_us(contenders))
     base = results["raw_cuLaunchKernel_prepacked"]
     results["host_parts"] = host_parts(a)
     ratios = {k: v / base for k, v in results.items() if isinstance(v, float)}
@@ -163,8 +168,9 @@ def main() -> None:
                  if isinstance(triton, float) else None)
     raw_copy = results["raw_cuLaunchKernel_prepacked_tma_copy"]
     ratios["jittile_tma_copy_64x64_vs_its_raw_launch"] = results["jittile_tma_copy_64x64"] / raw_copy
-    common.save("launch_overhead", {"launches_per_sample": BATCH, "us_per_launch": results,
-                                    "ratio_vs_raw": ratios, "ratio_vs_triton": vs_triton,
+    common.save("launch_overhead", {"launches_per_sample": BATCH, "samples": SAMPLES,
+                                    "us_per_launch": results, "ratio_vs_raw": ratios,
+                                    "ratio_vs_triton": vs_triton,
                                     "device_us_per_launch": DEVICE_US,
                                     "copy_1gib_host_us_per_call": copy_host_cost(tma_copy)})
 
