@@ -10,6 +10,7 @@ import jittile
 from jittile import LaunchError, T
 from jittile.runtime import arrays, driver
 from jittile.runtime import launcher as launcher_module
+from bench.launch_host_cpu import CupyLike  # what a launch reads of a CuPy array
 
 LIMIT = 32  # read by guarded_copy: changing it must recompile, fast path or not
 
@@ -36,26 +37,6 @@ def guarded_copy(A: T.Tensor((None,), "float32"), Out: T.Tensor((None,), "float3
     tid = T.cuda.thread_idx("x")
     if tid < LIMIT:
         Out[tid] = A[tid]
-
-
-class _Data:
-    def __init__(self, ptr):
-        self.ptr = ptr
-
-
-class CupyLike:
-    """What a launch reads of a CuPy array."""
-
-    __module__ = "cupy._core.core"
-    __cuda_array_interface__ = property(lambda self: {})
-
-    def __init__(self, ptr, shape, dtype="float32"):
-        self.data, self.shape, self.dtype = _Data(ptr), shape, np.dtype(dtype)
-        step, strides = self.dtype.itemsize, []
-        for extent in reversed(shape):
-            strides.append(step)
-            step *= extent
-        self.strides = tuple(reversed(strides))
 
 
 class TorchLike:
