@@ -6,6 +6,7 @@ lowering it again.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 from .ir import KernelIR, Plan
@@ -25,7 +26,9 @@ class CompiledKernel:
     entry: str
     param_layout: list
     _sass: str | None = field(default=None, repr=False)
-    _launcher: object = field(default=None, repr=False)
+    _loaded: object = field(default=None, repr=False, compare=False)  # runtime LoadedCubin
+    _threads: threading.local = field(default_factory=threading.local, repr=False,
+                                      compare=False)  # .launcher: this thread's Launcher
 
     def __repr__(self) -> str:
         meta = self.metadata
@@ -49,13 +52,22 @@ class CompiledKernel:
         return self.ir.plan
 
     def launcher(self):
-        """The runtime launcher of this cubin, made on first use (it imports the driver)."""
-        if self._launcher is None:
-            from .runtime.launcher import Launcher
+        """This thread's runtime launcher of the cubin (its own parameter buffer; the loaded
+        module is shared by every thread), made on first use: it imports the driver."""
+        launcher = getattr(self._threads, "launcher", None)
+        if launcher is None:
+            from .runtime.launcher import Launcher, LoadedCubin
 
-            self._launcher = Launcher(self.ir, self.cubin, self.entry, self.param_layout,
-                                      target=self.metadata.get("target"))
-        return self._launcher
+            with _LOADING:
+                if self._loaded is None:
+                    self._loaded = LoadedCubin(self.ir.name, self.cubin, self.entry,
+                                               self.metadata.get("target"),
+                                               self.ir.launch_shared_bytes)
+            launcher = self._threads.launcher = Launcher(self.ir, self._loaded, self.param_layout)
+        return launcher
+
+
+_LOADING = threading.Lock()  # one LoadedCubin per CompiledKernel however many threads launch
 
 
 def encode(name: str, qualname: str, source: KernelSource, target: Target, key: str,

@@ -42,6 +42,9 @@ class _TorchLikeCuda:
     def data_ptr(self):
         return self._ptr
 
+    def get_device(self):
+        return 0
+
     def stride(self):
         return self._stride
 
