@@ -17,7 +17,6 @@ this writes them all to one results file:
 
     PYTHONPATH=$PWD python3 bench/runtime_safety.py [--json FILE]
 """
-from __future__ import annotations
 
 import argparse
 import json

@@ -76,3 +76,27 @@ def test_a_thread_without_a_context_launches_numpy_arrays_on_the_current_device(
     thread.start()
     thread.join()
     np.testing.assert_array_equal(out, a)
+
+
+def test_the_reference_torch_operator_recipe_under_torch_compile(tmp_path):
+    """docs/language.md's recipe, run as written: fullgraph and reduce-overhead, fresh inputs."""
+    import importlib.util
+    import re
+    from pathlib import Path
+
+    import torch
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "language.md").read_text()
+    (block,) = [b for b in re.findall(r"^```python\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
+                if "torch.library.custom_op" in b]
+    path = tmp_path / "recipe.py"
+    path.write_text(block)
+    spec = importlib.util.spec_from_file_location("recipe", path)
+    recipe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(recipe)
+    op = recipe.torch_operator()
+    for options in ({"fullgraph": True}, {"fullgraph": True, "mode": "reduce-overhead"}):
+        compiled = torch.compile(lambda x: op(x, 2.0) + 1, **options)
+        for rows in (8, 8, 8, 16):
+            x = torch.randn(rows, 256, device="cuda")
+            assert torch.equal(compiled(x), x * 2.0 + 1), options

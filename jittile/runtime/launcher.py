@@ -146,6 +146,11 @@ class Launcher:
             self._one_device = driver.device_count() <= 1
         return previous
 
+    @property
+    def function(self):
+        """The loaded function (a ``CUfunction``) in the context last bound."""
+        return self._function
+
     def launch(self, args: list, grid, block, stream: int, cluster=None,
                shared_bytes: int | None = None) -> None:
         """Launch with ``args`` (DeviceViews for arrays) on ``stream`` in the context
