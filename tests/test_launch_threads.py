@@ -163,3 +163,14 @@ def test_a_launch_runs_in_the_context_of_its_arrays_device(recorded, monkeypatch
     a.data.device_id = out.data.device_id = 1
     scaled(a, out, 1.0)
     assert switches == [101, 100] and len(recorded) == 1
+
+
+def test_a_dlpack_producer_is_handed_the_launch_stream(recorded):
+    from test_array_arguments import _DLPackProducer
+
+    a = _DLPackProducer(2, 0x1000, (32,), (1,), 2, 32)
+    out = _DLPackProducer(2, 0x2000, (32,), (1,), 2, 32)
+    scaled(a, out, 1.0, stream=0x55)
+    scaled(a, out, 1.0)
+    assert [call["stream"] for call in a.calls] == [0x55, 1]  # 1: DLPack's legacy default stream
+    assert [r[1] for r in recorded] == [0x55, 0]
