@@ -69,6 +69,17 @@ def device_capability(device: int) -> tuple[int, int]:
     return major, minor
 
 
+@functools.lru_cache(maxsize=None)
+def device_name(device: int) -> str:
+    """The device's name (``NVIDIA H200``): tunings are kept per device model."""
+    if not available():
+        raise LaunchError(NO_DEVICE)
+    driver = _driver()
+    handle = check(driver.cuDeviceGet(device), "cuDeviceGet")
+    name = check(driver.cuDeviceGetName(256, handle), "cuDeviceGetName")
+    return name.split(b"\0", 1)[0].decode() if isinstance(name, bytes) else str(name)
+
+
 def current_context() -> int:
     """The current context's handle (0 when none)."""
     return int(_driver().cuCtxGetCurrent()[1])
