@@ -15,3 +15,16 @@ def tiled_fill(Out: T.Tensor((None,), "float32"), n: T.int32, WIDTH: T.constexpr
     T.cuda.cta_sync()
     if i < n:
         Out[i] = buf[0, 0] * WIDTH
+
+
+@jittile.autotune(configs=[jittile.Config({"PER_THREAD": p}) for p in (1, 2, 4)], key=["n"],
+                  restore_value=["Out"])
+@jittile.kernel
+def strided_scale(X: T.Tensor((None,), "float32"), Out: T.Tensor((None,), "float32"),
+                  n: T.int32, PER_THREAD: T.constexpr):
+    """Out[i] = 2 X[i], each thread taking PER_THREAD elements a block apart."""
+    base = T.cuda.block_idx("x") * 256 * PER_THREAD + T.cuda.thread_idx("x")
+    for j in T.unroll(PER_THREAD):
+        i = base + j * 256
+        if i < n:
+            Out[i] = X[i] * 2.0

@@ -38,7 +38,7 @@ def interpretable(item) -> bool:
     device_params = any(any(tag in str(v) for tag in DEVICE_ARRAYS) for v in params.values())
     return (name not in DEVICE_ONLY and not device_params
             and item.module.__name__ not in ("test_gpu_torch_dtypes", "test_gpu_interpreter",
-                                             "test_gpu_runtime",
+                                             "test_gpu_runtime", "test_gpu_autotune",
                                              "test_gpu_gemm"))  # torch tensors, 132 CTAs
 
 
