@@ -10,6 +10,7 @@ import threading
 from dataclasses import dataclass, field
 
 from .ir import KernelIR, Plan
+from .stages import pack_text
 from .frontend.source import KernelSource
 from .targets import Target
 
@@ -26,6 +27,7 @@ class CompiledKernel:
     entry: str
     param_layout: list
     _sass: str | None = field(default=None, repr=False)
+    _stages: object = field(default=None, repr=False, compare=False)  # stages.Stages, made once
     _loaded: object = field(default=None, repr=False, compare=False)  # runtime LoadedCubin
     _threads: threading.local = field(default_factory=threading.local, repr=False,
                                       compare=False)  # .launcher: this thread's Launcher
@@ -43,6 +45,30 @@ class CompiledKernel:
 
             self._sass = disassemble(self.cubin)
         return self._sass
+
+    @property
+    def asm(self):
+        """Every compile stage by name (jittile/stages.py): ``checked``, ``plan``, ``python``,
+        ``nvvm`` (also ``llir``), ``ptx``, ``cubin``, ``sass``; the same on a fresh compile and
+        a cache hit."""
+        stages = self._stages
+        if stages is None:
+            from .stages import Stages, unpack_text
+
+            packed = self.metadata.get("nvvm_ir")
+            makers = {
+                "checked": lambda: "\n".join(f"{site.location}: {site.family}: {site.opcode}"
+                                             for site in self.ir.plan),
+                "plan": lambda: str(self.ir.plan),
+                "python": lambda: self.lowered_source,
+                "ptx": lambda: self.ptx,
+                "cubin": lambda: self.cubin,
+                "sass": lambda: self.sass,
+            }
+            if packed:
+                makers["nvvm"] = lambda: unpack_text(packed)
+            stages = self._stages = Stages(makers)
+        return stages
 
     @property
     def plan(self) -> Plan:
@@ -91,7 +117,8 @@ def encode(name: str, qualname: str, source: KernelSource, target: Target, key: 
         "param_layout": [list(p) for p in artifact.param_layout],
         "toolchain": artifact.toolchain,
         "kernel_ir": ir.record(source.node_indices()),
-        "lowered_source": lowered.source,
+        "lowered_source": artifact.python,
+        "nvvm_ir": None if artifact.nvvm is None else pack_text(artifact.nvvm),
         "lowering_warnings": lowered.warnings,
     }
 
@@ -118,11 +145,10 @@ def decode(metadata: dict, cubin: bytes, ptx: str, source: KernelSource, params:
             raise ValueError("entry name, key, cubin or lowered source")
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise BrokenEntry(f"metadata lacks or garbles {exc}") from None
-    if meta.get("lowering_warnings"):
+    if meta.get("lowering_warnings"):  # the IR at the current lines; the stages as stored
         from .frontend.lower import lower_kernel
 
-        lowered = lower_kernel(source, params, target, launch)
-        ir, lowered_source = lowered.ir, lowered.source
+        ir = lower_kernel(source, params, target, launch).ir
     # The file and line are not part of the key: report where this kernel is now.
     meta.update(cache="hit", source_file=source.filename, source_line=source.firstlineno)
     return CompiledKernel(ptx, cubin, meta, ir, lowered_source, meta["entry"], layout)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 import time
+import warnings
 from dataclasses import dataclass
 
 from . import numpy_compat
@@ -12,7 +13,8 @@ numpy_compat.install()
 from numba import cuda  # noqa: E402
 from numba.cuda import types  # noqa: E402
 
-from ..errors import CompileError, ToolchainError, warn_at  # noqa: E402
+from ..errors import (CompileError, JittileWarning, ToolchainError, user_stacklevel,  # noqa: E402
+                      warn_at)
 from ..ir import ArrayParam, KernelIR, ScalarParam, TensorMapParam  # noqa: E402
 from ..frontend.lower import Lowered  # noqa: E402
 from ..targets import Target  # noqa: E402
@@ -50,6 +52,8 @@ class Artifact:
     param_layout: list  # per runtime param: ("array", ndim) | ("scalar", dtype) | ("tensormap",)
     compile_seconds: float
     toolchain: dict  # versions of the NVVM and nvJitLink libraries that built it
+    python: str  # the lowered function numba-cuda compiled (after reshaping)
+    nvvm: str | None  # the NVVM IR numba-cuda handed NVVM (None where numba-cuda hides it)
 
 
 def _namespace(lowered: Lowered) -> dict:
@@ -127,8 +131,22 @@ def stable_entry_name(name: str) -> str:
     return "jittile_" + re.sub(r"\W", "_", name)
 
 
-def compile_lowered(lowered: Lowered, target: Target) -> Artifact:
-    """Compile the lowered function for ``target`` and link it to a cubin."""
+def _numba_ptx(pyfunc, argtys: tuple, cc) -> tuple[str, str | None]:
+    """PTX and NVVM IR of a kernel from numba-cuda: what ``cuda.compile_ptx`` does, keeping the
+    code library so that its LLVM IR can be read (``compile_ptx`` returns only the PTX)."""
+    from numba.cuda import compiler as numba_compiler
+
+    compile_with_fixup = getattr(numba_compiler, "_compile_pyfunc_with_fixup", None)
+    if compile_with_fixup is None:  # another numba-cuda: the PTX alone
+        return cuda.compile_ptx(pyfunc, argtys, cc=cc)[0], None
+    library, _ = compile_with_fixup(pyfunc, argtys, device=False, cc=cc, abi="numba")
+    (ptx,) = library.get_asm_strs(cc=cc)
+    return ptx, library.get_llvm_str()
+
+
+def compile_lowered(lowered: Lowered, target: Target, override=None) -> Artifact:
+    """Compile the lowered function for ``target`` and link it to a cubin; ``override`` (a path)
+    is a PTX file linked instead of the generated PTX (``JITTILE_OVERRIDE_DIR``)."""
     start = time.perf_counter()
     ir = lowered.ir
     reshape(lowered.function, lowered.namespace, lowered.shared_views, lowered.fragments)
@@ -139,13 +157,17 @@ def compile_lowered(lowered: Lowered, target: Target) -> Artifact:
     pyfunc = namespace[lowered.function.name]
     argtys, layout, grid_constant = _signature(ir)
     try:
-        ptx, _ = cuda.compile_ptx(pyfunc, tuple(argtys), cc=target.cc)
+        ptx, nvvm = _numba_ptx(pyfunc, tuple(argtys), target.cc)
     except Exception as exc:  # numba's typing/lowering errors: told at the user's expression
         raise numba_failure(exc, lowered.positions) from exc
     entry = stable_entry_name(ir.name)
     cluster = ir.launch.cluster if ir.launch is not None else None
     block = ir.launch.block if ir.launch is not None else None
     ptx = ptx_post.rewrite(ptx, entry, grid_constant, cluster, block)
+    if override is not None:  # a user's choice: a warning even in strict mode
+        warnings.warn(f"{ir.name}: JITTILE_OVERRIDE_DIR: linking {override} instead of the "
+                      f"generated PTX", JittileWarning, stacklevel=user_stacklevel())
+        ptx = override.read_text()
     try:
         cubin, log = toolchain.link_cubin(ptx, target, entry)
     except ToolchainError as exc:  # told at the kernel it failed to build
@@ -154,4 +176,4 @@ def compile_lowered(lowered: Lowered, target: Target) -> Artifact:
     for advisory in toolchain.performance_advisories(log):
         warn_at(f"ptxas: {advisory}", lowered.positions[1].location)
     return Artifact(ptx, cubin, entry, usage, layout, time.perf_counter() - start,
-                    toolchain.libraries())
+                    toolchain.libraries(), lowered.source, nvvm)
