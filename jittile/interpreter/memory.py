@@ -18,6 +18,13 @@ GLOBAL_BASE = 0x7F00_0000_0000  # where the first buffer lands (like a device po
 GLOBAL_ALIGN = 256  # cudaMalloc's alignment
 
 
+# A generic write's record, one int64 per shared byte: thread + 1 (a block has at most 1024
+# threads), the lowered kernel line, and the CTA's synchronization count, from the lowest bit.
+_LINE_SHIFT = 11
+_SYNC_SHIFT = 32
+_THREAD_MASK = (1 << _LINE_SHIFT) - 1
+
+
 class MemoryFault(Exception):
     """An access outside the memory the kernel may touch."""
 
@@ -93,18 +100,16 @@ class SharedMemory:
     ``st.shared``, ``stmatrix``) and a later async-proxy read of the same bytes (a TMA or bulk
     store, a wgmma or tcgen05.cp operand) are ordered only through a ``fence.proxy.async`` on
     the causality path between them. Each byte records the generic write not yet fenced
-    (thread + 1, the lowered line, the CTA's synchronization count then); a proxy fence by a
-    thread clears its own writes and those a synchronization since ordered before it. An async
-    read of a byte still recorded is a race; an async write (a load landing) replaces it."""
+    (thread + 1, the lowered line, the CTA's synchronization count then, packed into one word
+    so that a store costs one assignment); a proxy fence by a thread clears its own writes and
+    those a synchronization since ordered before it. An async read of a byte still recorded is
+    a race; an async write (a load landing) replaces it."""
 
     def __init__(self, size: int, cta: tuple):
         self.data = np.zeros(max(size, 1), dtype=np.uint8)
         self.size = size
         self.cta = cta
-        n = max(size, 1)
-        self.writer = np.zeros(n, dtype=np.int32)  # 0: visible to the async proxy
-        self.write_line = np.zeros(n, dtype=np.int32)
-        self.write_sync = np.zeros(n, dtype=np.int64)
+        self.generic = np.zeros(max(size, 1), dtype=np.int64)  # 0: visible to the async proxy
         self.unfenced = False  # whether any byte holds an unfenced generic write
         self.reader: AsyncReader | None = None  # the async-proxy instruction reading now
 
@@ -121,29 +126,30 @@ class SharedMemory:
                       syncs: int) -> None:
         """Bytes ``thread`` (linear index) wrote through the generic proxy at lowered ``line``,
         when its CTA had completed ``syncs`` synchronizations."""
-        end = address + nbytes
-        self.writer[address:end] = thread + 1
-        self.write_line[address:end] = line
-        self.write_sync[address:end] = syncs
+        self.generic[address:address + nbytes] = (syncs << _SYNC_SHIFT | line << _LINE_SHIFT
+                                                   | thread + 1)
         self.unfenced = True
 
     def proxy_fence(self, thread: int, syncs: int) -> None:
         """``fence.proxy.async`` by ``thread``: its generic writes, and every write made before
         the last of the CTA's ``syncs`` synchronizations, become visible to the async proxy."""
         if self.unfenced:
-            self.writer[(self.writer == thread + 1) | (self.write_sync < syncs)] = 0
-            self.unfenced = bool(self.writer.any())
+            own = (self.generic & _THREAD_MASK) == thread + 1
+            self.generic[own | (self.generic >> _SYNC_SHIFT < syncs)] = 0
+            self.unfenced = bool(self.generic.any())
 
     def async_write(self, address: int, nbytes: int) -> None:
         """Bytes an async-proxy write replaced: no generic write is pending on them."""
         if self.unfenced:
-            self.writer[max(address, 0):address + nbytes] = 0
+            self.generic[max(address, 0):address + nbytes] = 0
 
     def _check_fenced(self, address: int, nbytes: int) -> None:
-        written = np.flatnonzero(self.writer[address:address + nbytes])
+        written = np.flatnonzero(self.generic[address:address + nbytes])
         if written.size:
             byte = address + int(written[0])
-            who = self.reader.describe(int(self.writer[byte]) - 1, int(self.write_line[byte]))
+            word = int(self.generic[byte])
+            who = self.reader.describe((word & _THREAD_MASK) - 1,
+                                       word >> _LINE_SHIFT & (1 << _SYNC_SHIFT - _LINE_SHIFT) - 1)
             raise MemoryFault(
                 f"race: {self.reader.what} reads {self.reader.name(byte)} through the async "
                 f"proxy, but "
