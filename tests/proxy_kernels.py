@@ -3,6 +3,7 @@ images written by threads and stored by TMA or bulk copies, with and without the
 and loads on barriers that are or are not armed with expect_tx."""
 import jittile
 from jittile import T
+from jittile.layout import tiled_swizzle, wgmma_accumulator
 
 STORE = "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"
 BULK_STORE = "cp.async.bulk.global.shared::cta.bulk_group"
@@ -193,3 +194,34 @@ def multicast(A: T.Tensor((8, 32), "float32"), Out: T.Tensor((2, 8, 32), "float3
     for r in range(8):
         Out[rank, r, lane] = buf[r, lane]
     T.cuda.cluster_sync()
+
+
+# --------------------------------------------------------------------------- wgmma operands
+MMA = "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16"
+A_LAYOUT = tiled_swizzle(0, (64, 16), "bfloat16")
+B_LAYOUT = tiled_swizzle(0, (8, 16), "bfloat16")
+
+
+@jittile.kernel
+def mma_of_written_operands(A: T.Tensor((64, 16), "uint16"), B: T.Tensor((8, 16), "uint16"),
+                            D: T.Tensor((64, 8), "float32"), FENCE: T.constexpr):
+    """One warpgroup copies A and B (bf16 bits) into shared memory with plain stores and
+    multiplies them, D = A @ B.T, with or without the proxy fence."""
+    T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=128))
+    tid = T.cuda.thread_idx("x")
+    A_s = T.alloc_shared((64, 16), "bfloat16", layout=A_LAYOUT, align=1024)
+    B_s = T.alloc_shared((8, 16), "bfloat16", layout=B_LAYOUT, align=1024)
+    for i in range(tid, 64 * 16, 128):
+        A_s[i // 16, i % 16] = A[i // 16, i % 16]  # A's generic write
+    if tid < 128:
+        B_s[tid // 16, tid % 16] = B[tid // 16, tid % 16]
+    if FENCE:
+        T.ptx.fence.proxy.async_.shared__cta()
+    T.cuda.cta_sync()
+    acc = T.alloc_local((64, 8), "float32", layout=wgmma_accumulator)
+    T.ptx.wgmma.fence.sync.aligned()
+    T.cuda.tile.apply(T.ptx[MMA], acc, A_s, B_s.T, scale_d=0)  # the MMA reads A and B
+    T.ptx.wgmma.commit_group.sync.aligned()
+    T.ptx.wgmma.wait_group.sync.aligned(0)
+    for i in T.unroll(acc.size):
+        D[acc.row(i), acc.col(i)] = acc[i]

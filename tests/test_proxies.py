@@ -2,6 +2,7 @@
 ContractError at the load; shared memory written through the generic proxy and read by the async
 proxy with no proxy fence between is a JittileWarning at compile time (textual order) and a race
 in the interpreter (whose write, which fence)."""
+import importlib
 import re
 import warnings
 from pathlib import Path
@@ -16,6 +17,8 @@ from lines import line_of
 
 KERNELS = Path(k.__file__)
 IMAGE = np.arange(256, dtype=np.float32).reshape(8, 32)
+T_RING = jittile.T.Tensor((4, 256), "uint32")
+T_WORDS = jittile.T.Tensor((256,), "uint32")
 
 
 @pytest.fixture(autouse=True)
@@ -35,11 +38,11 @@ def _quiet_interpret(kernel, *args):
     return [w for w in caught if issubclass(w.category, JittileWarning)]
 
 
-def _proxy_warnings(kernel, *specs) -> list[str]:
+def _proxy_warnings(kernel, *specs, target: str = "sm_90a") -> list[str]:
     """The proxy-fence warnings of compiling ``kernel`` (for the parameter ``specs``)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        kernel.compile(*specs, target="sm_90a")
+        kernel.compile(*specs, target=target)
     return [str(w.message) for w in caught
             if issubclass(w.category, JittileWarning) and "async proxy" in str(w.message)]
 
@@ -76,8 +79,6 @@ def test_a_ring_nothing_arms_is_an_error():
         k.ring.compile(T_RING, T_RING, None, target="sm_90a")
     assert info.value.opcode == k.BULK_LOAD and info.value.parameter == "mbar"
 
-
-T_RING = jittile.T.Tensor((4, 256), "uint32")
 
 
 def test_arming_and_loading_in_helpers():
@@ -137,8 +138,6 @@ def test_st_shared_before_a_bulk_store():
     assert _proxy_warnings(k.st_shared_then_bulk_store, T_WORDS, True) == []
 
 
-T_WORDS = jittile.T.Tensor((256,), "uint32")
-
 
 # --------------------------------------------------------------------------- interpreted races
 def _race(kernel, *args) -> InterpreterError:
@@ -192,19 +191,50 @@ def test_st_shared_words_need_the_fence_before_a_bulk_store():
     np.testing.assert_array_equal(out, np.arange(256, dtype=np.uint32))
 
 
+def _mma_inputs():
+    from wgmma_kernels import exact_values, storage_bits
+
+    rng = np.random.default_rng(0)
+    a, b = exact_values((64, 16), "bfloat16", rng), exact_values((8, 16), "bfloat16", rng)
+    return a, b, storage_bits(a, "bfloat16"), storage_bits(b, "bfloat16")
+
+
+def test_wgmma_operands_written_by_threads_need_the_fence():
+    a, b, a_bits, b_bits = _mma_inputs()
+    d = np.zeros((64, 8), dtype=np.float32)
+    specs = (jittile.T.Tensor((64, 16), "uint16"), jittile.T.Tensor((8, 16), "uint16"),
+             jittile.T.Tensor((64, 8), "float32"))
+    warned = _proxy_warnings(k.mma_of_written_operands, *specs, False)
+    assert [m.split(" reads shared buffer ")[1].split()[0] for m in warned] == ["'A_s'", "'B_s'"]
+    write = _line("# A's generic write")
+    assert f"{k.MMA} reads" in warned[0] and f"line {write} " in warned[0]
+    assert _proxy_warnings(k.mma_of_written_operands, *specs, True) == []
+    error = _race(k.mma_of_written_operands, a_bits, b_bits, d, False)
+    assert error.lineno == _line("# the MMA reads A and B") and "of 'A_s'" in str(error)
+    assert _quiet_interpret(k.mma_of_written_operands, a_bits, b_bits, d, True) == []
+    np.testing.assert_array_equal(d, (a @ b.T).astype(np.float32))
+
+
+# ------------------------------------------------- the repository's kernels without their fence
+def _without_the_fence(path: Path, fence: str, tmp_path, monkeypatch, name: str):
+    """The module at ``path`` with its one line ``fence`` removed, imported as ``name``."""
+    source = path.read_text()
+    assert source.count(fence) == 1
+    (tmp_path / f"{name}.py").write_text(source.replace(fence, ""))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return importlib.import_module(name), source
+
+
 def test_the_gemm_examples_epilogue_needs_its_fence(tmp_path, monkeypatch):
     """The stmatrix + TMA store epilogue of examples/gemm_bf16.py: fenced, it compiles cleanly
     (the suite runs it); without the fence the store warns, naming the stmatrix."""
     from jittile.frontend.lower import lower_kernel
     from jittile.targets import Target
 
-    source = (Path(__file__).parent.parent / "examples" / "gemm_bf16.py").read_text()
-    fence = "                T.ptx.fence.proxy.async_.shared__cta()\n"
-    assert source.count(fence) == 1
-    (tmp_path / "gemm_unfenced.py").write_text(source.replace(fence, ""))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    import gemm_unfenced
-
+    gemm_unfenced, source = _without_the_fence(
+        Path(__file__).parent.parent / "examples" / "gemm_bf16.py",
+        "                T.ptx.fence.proxy.async_.shared__cta()\n", tmp_path, monkeypatch,
+        "gemm_unfenced")
     kernel = gemm_unfenced.gemm_bf16
     specs = (jittile.T.Tensor((None, None), "bfloat16"),) * 3 + (np.int32(1),) * 3
     with pytest.warns(JittileWarning, match="reads shared buffer 'C_s'") as caught:
@@ -212,3 +242,20 @@ def test_the_gemm_examples_epilogue_needs_its_fence(tmp_path, monkeypatch):
     (message,) = [str(w.message) for w in caught if "async proxy" in str(w.message)]
     stmatrix = next(i for i, line in enumerate(source.splitlines(), 1) if "T.ptx.stmatrix" in line)
     assert f"line {stmatrix}" in message and gemm_unfenced.STORE in message
+
+
+def test_a_tcgen05_cp_source_written_by_threads_needs_the_fence(tmp_path, monkeypatch):
+    """The tcgen05.cp interpreter test's kernel (threads write, synchronize, every thread fences,
+    one copies), with the fence removed."""
+    module, source = _without_the_fence(
+        Path(__file__).parent / "test_interpreter_tcgen05.py",
+        "        T.ptx.fence.proxy.async_.shared__cta()\n", tmp_path, monkeypatch, "tcgen05_unfenced")
+    kernel, buffer_rows, width, rows, words = module.form("128x256b", 0, "")
+    write = next(i for i, line in enumerate(source.splitlines(), 1)
+                 if "shared[tid, j] = A[tid, j]" in line)
+    (message,) = _proxy_warnings(kernel, target="sm_100a")
+    assert "tcgen05.cp.cta_group::1.128x256b reads shared buffer 'shared'" in message
+    assert f"line {write} " in message
+    a = np.arange(buffer_rows * width, dtype=np.uint32).reshape(buffer_rows, width)
+    error = _race(kernel, a, np.zeros((128, words), dtype=np.uint32))
+    assert "race: tcgen05.cp" in str(error) and f"tcgen05_unfenced.py:{write}:" in str(error)

@@ -15,7 +15,7 @@ import contextlib
 from ..ir import PlanRecord
 from ..ptx.instructions import ASYNC_SHARED_FENCE, INSTRUCTIONS
 from ..ptx.opcodes import parse_bulk_tensor, parse_tcgen05_cp
-from .memory import AsyncReader
+from .memory import AsyncReader, MemoryFault
 from .machine import MBarrier, Block, Fault, Pending
 
 
@@ -352,8 +352,16 @@ def _check_granule(address: int, what: str) -> None:
 def _wgmma(machine, thread, record: PlanRecord, ops: dict):
     from .wgmma import wgmma
 
-    with _async_read(machine, thread, record.opcode):
-        return wgmma(machine, thread, record, ops)
+    kind, key, run, values = wgmma(machine, thread, record, ops).reason
+
+    def product(per_lane, threads):  # the warp's product reads A and B through the async proxy
+        with _async_read(machine, threads[0], record.opcode):
+            try:
+                return run(per_lane, threads)
+            except MemoryFault as exc:
+                raise machine.error(threads[0], str(exc)) from None
+
+    return Block((kind, key, product, values))
 
 
 def _cvt_packed(machine, thread, opcode, values, name):
