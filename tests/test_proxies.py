@@ -259,3 +259,17 @@ def test_a_tcgen05_cp_source_written_by_threads_needs_the_fence(tmp_path, monkey
     a = np.arange(buffer_rows * width, dtype=np.uint32).reshape(buffer_rows, width)
     error = _race(kernel, a, np.zeros((128, words), dtype=np.uint32))
     assert "race: tcgen05.cp" in str(error) and f"tcgen05_unfenced.py:{write}:" in str(error)
+
+
+@pytest.mark.parametrize("example, array", [("tma_store", np.zeros((16, 32), np.float32)),
+                                            ("tma_reduce_add", np.zeros((24, 32), np.float32))])
+def test_the_store_and_reduce_examples_need_their_fence(example, array, tmp_path, monkeypatch):
+    module, source = _without_the_fence(
+        Path(__file__).parent.parent / "examples" / f"{example}.py",
+        "    T.ptx.fence.proxy.async_.shared__cta()\n", tmp_path, monkeypatch, f"{example}_unfenced")
+    kernel = getattr(module, example)
+    write = next(i for i, line in enumerate(source.splitlines(), 1)
+                 if "shared[g, r, lane] = " in line)
+    (message,) = _proxy_warnings(kernel)
+    assert f"line {write} " in message
+    assert f"{example}_unfenced.py:{write}:" in str(_race(kernel, array))
