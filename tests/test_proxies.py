@@ -249,7 +249,8 @@ def test_a_tcgen05_cp_source_written_by_threads_needs_the_fence(tmp_path, monkey
     one copies), with the fence removed."""
     module, source = _without_the_fence(
         Path(__file__).parent / "test_interpreter_tcgen05.py",
-        "        T.ptx.fence.proxy.async_.shared__cta()\n", tmp_path, monkeypatch, "tcgen05_unfenced")
+        "        T.ptx.fence.proxy.async_.shared__cta()\n", tmp_path, monkeypatch,
+        "tcgen05_unfenced")
     kernel, buffer_rows, width, rows, words = module.form("128x256b", 0, "")
     write = next(i for i, line in enumerate(source.splitlines(), 1)
                  if "shared[tid, j] = A[tid, j]" in line)
@@ -266,7 +267,8 @@ def test_a_tcgen05_cp_source_written_by_threads_needs_the_fence(tmp_path, monkey
 def test_the_store_and_reduce_examples_need_their_fence(example, array, tmp_path, monkeypatch):
     module, source = _without_the_fence(
         Path(__file__).parent.parent / "examples" / f"{example}.py",
-        "    T.ptx.fence.proxy.async_.shared__cta()\n", tmp_path, monkeypatch, f"{example}_unfenced")
+        "    T.ptx.fence.proxy.async_.shared__cta()\n", tmp_path, monkeypatch,
+        f"{example}_unfenced")
     kernel = getattr(module, example)
     write = next(i for i, line in enumerate(source.splitlines(), 1)
                  if "shared[g, r, lane] = " in line)

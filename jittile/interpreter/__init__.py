@@ -11,8 +11,8 @@ What it checks: out-of-bounds global and shared accesses, tensor memory outside 
 misaligned shared addresses of async copies, waits that can never complete (deadlocks), reads of
 an async copy's destination before its barrier phase completed, async-proxy reads of shared bytes
 a generic write left without a ``fence.proxy.async`` (:class:`.memory.SharedMemory`),
-warp-collective instructions reached by part of a warp. What it cannot know: timing, caches, and anything the PTX ISA leaves
-undefined (it completes asynchronous copies at issue).
+warp-collective instructions reached by part of a warp. What it cannot know: timing, caches,
+and anything the PTX ISA leaves undefined (it completes asynchronous copies at issue).
 """
 from __future__ import annotations
 

@@ -8,9 +8,9 @@ issued.
 """
 from __future__ import annotations
 
-import numpy as np
-
 import contextlib
+
+import numpy as np
 
 from ..ir import PlanRecord
 from ..ptx.instructions import ASYNC_SHARED_FENCE, INSTRUCTIONS
@@ -145,13 +145,9 @@ def _proxy_fence(machine, thread, opcode, values, name):
         thread.cta.smem.proxy_fence(thread.linear, thread.cta.syncs)
 
 
-def _line_of(thread) -> int:
-    """The lowered kernel line ``thread`` is suspended at."""
-    return thread.gen.gi_frame.f_lineno
-
-
 def _generic_write(thread, address: int, nbytes: int) -> None:
-    thread.cta.smem.generic_write(address, nbytes, thread.linear, _line_of(thread),
+    """Bytes ``thread`` wrote through the generic proxy at the lowered line it is suspended at."""
+    thread.cta.smem.generic_write(address, nbytes, thread.linear, thread.gen.gi_frame.f_lineno,
                                   thread.cta.syncs)
 
 

@@ -277,7 +277,7 @@ class TilePattern:
     parameters: tuple[Parameter, ...] = ()
     completions: dict = {}
     accepts_transposed = False  # whether shared operands may be transposed regions (``buf.T``)
-    async_reads: dict = {}  # form -> the operand roles its instructions read through the async proxy
+    async_reads: dict = {}  # form -> the operand roles read through the async proxy
 
     def claims(self, opcode: str) -> bool:
         raise NotImplementedError
