@@ -24,7 +24,7 @@ from ..language.markers import DeviceFunction, PtxInstruction
 from ..patterns.base import SharedBuffer
 from ..ptx.asm import AsmCall
 from ..targets import Target
-from .accounting import check_transaction_bytes
+from .accounting import check_armed_barriers, check_transaction_bytes
 from .ordering import check_ordering
 from .allocations import AllocationLowering, SharedVar, TmemVar
 from .calls import check_calls
@@ -35,6 +35,7 @@ from .expressions import ExpressionLowering, fits_64_bits, is_number
 from .fragments import FragmentLowering
 from .inline import HelperInlining, assignment_counts
 from .positions import HELPER_PREFIX, Origin, number_lines, tag
+from .proxies import ProxyEvent, check_proxy_fences
 from .raw_ptx import RawPtxLowering
 from .source import KernelSource
 from .static import RUNTIME, FoldError, StaticScope, evaluate, sequence_length
@@ -98,9 +99,11 @@ class KernelLowering(ExpressionLowering, AllocationLowering, FragmentLowering, H
         self._buffers: list[SharedBuffer] = []
         self._host_params: dict[HostTensorMap, HostParam] = {}
         self._launch_override = launch_override
-        self.tx_counts: list = []  # (location, barrier key, barrier text, bytes or None)
+        self.tx_counts: list = []  # (location, opcode, lowered barrier, barrier text, bytes)
+        self.barrier_inits: list = []  # location per mbarrier initialisation
+        self.proxy_events: list[ProxyEvent] = []  # generic writes, proxy fences, async reads
         self.order_events: list = []  # OrderEvent per tile call, raw PTX, fragment access
-        self.value_keys: dict[str, str] = {}  # temporary -> its lowered expression
+        self.value_keys: dict[str, ast.expr] = {}  # temporary -> its lowered expression
         self._unrolled: set[str] = set()  # T.unroll loop names in scope
         self._inlining: list[DeviceFunction] = []
 
@@ -183,9 +186,12 @@ class KernelLowering(ExpressionLowering, AllocationLowering, FragmentLowering, H
             self.ir.launch = self._launch_override
         for var in self.shared.values():
             self.namespace[var.view] = ("smem", var.buffer)
+        if self.barrier_inits:  # a kernel that initialises no barrier is a fragment
+            check_armed_barriers(self.ir.sites, self.tx_counts, self.value_keys)
         warned = check_transaction_bytes(self.ir.sites, self.tx_counts, self.value_keys)
         warned += warn_divergent_operations(fn)
         warned += check_ordering(self.ir.sites, self.order_events)
+        warned += check_proxy_fences(self.proxy_events)
         return Lowered(fn, self.namespace, self.ir, self._buffers, warned, positions,
                        {name: var.view for name, var in self.shared.items()},
                        {name: frag.registers for name, frag in self.fragments.items()})
@@ -303,6 +309,10 @@ class KernelLowering(ExpressionLowering, AllocationLowering, FragmentLowering, H
         if isinstance(node, ast.Subscript):
             lowered = self.subscript(node)
             lowered.ctx = ast.Store()
+            base = node.value
+            if isinstance(base, ast.Name) and base.id in self.shared:
+                self.proxy_events.append(ProxyEvent("write", self.loc(node),
+                                                    (self.shared[base.id].buffer.name,)))
             return lowered
         raise self.error(node, "unsupported assignment target")
 

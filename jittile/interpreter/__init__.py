@@ -9,9 +9,10 @@ come back written as a GPU launch would leave them.
 
 What it checks: out-of-bounds global and shared accesses, tensor memory outside the allocation,
 misaligned shared addresses of async copies, waits that can never complete (deadlocks), reads of
-an async copy's destination before its barrier phase completed, warp-collective instructions
-reached by part of a warp. What it cannot know: timing, caches, and anything the PTX ISA leaves
-undefined (it completes asynchronous copies at issue).
+an async copy's destination before its barrier phase completed, async-proxy reads of shared bytes
+a generic write left without a ``fence.proxy.async`` (:class:`.memory.SharedMemory`),
+warp-collective instructions reached by part of a warp. What it cannot know: timing, caches,
+and anything the PTX ISA leaves undefined (it completes asynchronous copies at issue).
 """
 from __future__ import annotations
 

@@ -8,6 +8,7 @@ conversions with the GPU's wraparound.
 from __future__ import annotations
 
 import builtins
+import sys
 from types import SimpleNamespace
 
 import numpy as np
@@ -48,6 +49,9 @@ class SharedView:
 
     def __setitem__(self, index, value):
         self.array[index] = value
+        cta = self.cta  # a generic-proxy write by the running thread, at its caller's line
+        cta.smem.generic_write(self.offset + int(index) * self.itemsize, self.itemsize,
+                               cta.running.linear, sys._getframe(1).f_lineno, cta.syncs)
 
     def __len__(self) -> int:
         return len(self.array)

@@ -122,9 +122,13 @@ class TmaPattern(TilePattern):
                      "reduce": (_GLOBAL, _SHARED)}
     parameters = PARAMETERS
     completions = {"load": "mbarrier", "store": "bulk_group", "reduce": "bulk_group"}
+    async_reads = {"store": ("shared",), "reduce": ("shared",)}
 
     def claims(self, opcode: str) -> bool:
         return any(opcode == p or opcode.startswith(p + ".") for p in self.prefixes)
+
+    def form(self, opcode: str) -> str:
+        return parse_bulk_tensor(opcode).kind
 
     def lower(self, site: CallSite, ctx: LoweringContext) -> Lowering:
         op = self._opcode(site)

@@ -79,6 +79,7 @@ class TmemCopyPattern(TilePattern):
                                                "from the layout"))}
     parameters = PARAMETERS
     completions = {"copy": "tcgen05_commit"}
+    async_reads = {"copy": ("src_shared",)}
 
     def claims(self, opcode: str) -> bool:
         return opcode == "tcgen05.cp" or opcode.startswith("tcgen05.cp.")

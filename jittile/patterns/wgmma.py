@@ -260,6 +260,7 @@ class WgmmaPattern(TilePattern):
                                       "(N, K)); its descriptor is derived from the layout"))}
     parameters = PARAMETERS
     completions = {"mma": "wgmma_group"}
+    async_reads = {"mma": ("A", "B")}  # through their matrix descriptors
     accepts_transposed = True
 
     def claims(self, opcode: str) -> bool:
