@@ -190,3 +190,18 @@ def test_a_bfloat16_scalar_argument_is_its_float32_value():
     out = np.zeros(1, np.float32)
     scale.interpret(out, ml_dtypes.bfloat16(1.75))
     assert out[0] == 1.75
+
+
+@pytest.mark.parametrize("name", list(FORMATS))
+def test_the_interpreters_rounding_on_many_random_float32(name):
+    """jittile.interpreter.floats against the reference on 40000 random float32 bit patterns
+    (every exponent, NaNs and infinities among them) and 20000 near the format's range."""
+    from jittile.interpreter.floats import encode
+
+    rng = np.random.default_rng(7)
+    patterns = rng.integers(0, 1 << 32, 40000, dtype=np.uint64).astype(np.uint32)
+    top = float(ml_dtypes.finfo(FORMATS[name]).max)
+    near = (rng.uniform(-2, 2, 20000) * top * rng.choice([1, 2 ** -10, 2 ** -20], 20000))
+    with np.errstate(over="ignore"):
+        values = np.concatenate([patterns.view(np.float32), near.astype(np.float32)])
+    assert [encode(v, name) for v in values] == reference_store(values, name).tolist()
