@@ -147,13 +147,16 @@ def _compile_error(body: str, tmp_path, error=CompileError, name="kernel"):
     return str(info.value)
 
 
-def test_bits_of_a_float32_buffer_is_an_error(tmp_path):
-    message = _compile_error("A.bits[0] = 1", tmp_path)
+@pytest.mark.parametrize("statement", ["A.bits[0] = 1", "A[0] = A.bits[1]", "A.bits[0] += 1"])
+def test_bits_of_a_float32_buffer_is_an_error(tmp_path, statement):
+    message = _compile_error(statement, tmp_path)
     assert "tensor 'A' holds float32; index it directly" in message
 
 
-def test_tf32_elements_are_reached_through_bits_only(tmp_path):
-    message = _compile_error("A[0] = w[0]", tmp_path)
+@pytest.mark.parametrize("statement", ["A[0] = w[0]", "w[0] = A[0]", "w[0] += 1",
+                                       "w[0], b = 1, 2"])
+def test_tf32_elements_are_reached_through_bits_only(tmp_path, statement):
+    message = _compile_error(statement, tmp_path)
     assert "holds tf32, whose elements jittile does not convert" in message
     assert "w.bits[...]" in message
 

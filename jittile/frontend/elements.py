@@ -50,11 +50,12 @@ class ElementLowering:
         return dtype is not None and dtype.converted and not self.is_raw_element(node)
 
     def is_special_store(self, node: ast.expr) -> bool:
-        """Whether assigning to ``node`` needs more than Python's assignment: a converting or a
-        raw-bits element, possibly inside a tuple target."""
+        """Whether assigning to ``node`` needs more than Python's assignment: an element held as
+        bits (converting, raw ``.bits``, or refused), possibly inside a tuple target."""
         if isinstance(node, (ast.Tuple, ast.List)):
             return any(self.is_special_store(e) for e in node.elts)
-        return self.is_float_element(node) or self.is_raw_element(node)
+        dtype = self.element_dtype(node)
+        return dtype is not None and (dtype.storage != dtype or self.is_raw_element(node))
 
     # ---------------------------------------------------------------------------------- loads
     def element_load(self, node: ast.Subscript) -> ast.expr:
