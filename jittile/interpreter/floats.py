@@ -12,6 +12,11 @@ store rounds a value to the format. Exact integer arithmetic, no float library:
 - a load is exact: bfloat16 moves its bits into the high half of a float32 (NaN payloads
   included); float16 and fp8 convert arithmetically (``cvt.f32.f16``), whose NaN result is the
   canonical float32 NaN 0x7FFFFFFF.
+
+The PTX ISA says only that a NaN stays NaN; the encodings are those CUDA's headers emulate these
+``cvt`` forms with on the host (cuda_fp16.hpp, cuda_bf16.hpp, cuda_fp8.hpp: a NaN input becomes
+the canonical 0x7FFFFFFF first, its sign is dropped), and tests/test_gpu_floats.py checks the
+GPU against them.
 """
 from __future__ import annotations
 
