@@ -22,8 +22,8 @@ DEVICE_ONLY = {
     "test_benchmark_copy_kernels_are_exact": "1 GiB benchmark copies (minutes on the CPU)",
     "test_the_driver_encodes_every_descriptor_the_contract_accepts": "the driver's encoder",
 }
-# Parameters whose runs need device arrays (bfloat16 reductions travel through CUDA torch).
-DEVICE_ARRAYS = ("cupy", "torch", "numba", "dlpack", "cuda", "bfloat16")
+# Parameters whose runs need device arrays.
+DEVICE_ARRAYS = ("cupy", "torch", "numba", "dlpack", "cuda")
 
 
 def pytest_configure(config):

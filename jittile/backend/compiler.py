@@ -13,11 +13,13 @@ numpy_compat.install()
 from numba import cuda  # noqa: E402
 from numba.cuda import types  # noqa: E402
 
+from ..dtypes import DType  # noqa: E402
 from ..errors import (CompileError, JittileWarning, ToolchainError, user_stacklevel,  # noqa: E402
                       warn_at)
 from ..ir import ArrayParam, KernelIR, ScalarParam, TensorMapParam  # noqa: E402
 from ..frontend.lower import Lowered  # noqa: E402
 from ..targets import Target  # noqa: E402
+from ..ptx.conversions import conversion  # noqa: E402
 from . import intrinsics, ptx_post, toolchain  # noqa: E402
 from .reshape import reshape  # noqa: E402
 from .diagnose import LOWERED_FILENAME, numba_failure  # noqa: E402
@@ -28,17 +30,18 @@ _NUMBA_SCALARS = {"int8": types.int8, "uint8": types.uint8, "int16": types.int16
                   "float32": types.float32, "float64": types.float64, "bool": types.boolean}
 
 
-# Types numba-cuda has no arithmetic for are stored as unsigned integers of their width: TMA and
-# tcgen05 move them untouched, and indexing them in a kernel yields their raw bits.
-_RAW_STORAGE = {"bfloat16": "uint16", "float8_e4m3fn": "uint8", "float8_e5m2": "uint8",
-                "float4_e2m1fn": "uint8", "tf32": "uint32"}
-
-
 def numba_scalar(name: str):
-    name = _RAW_STORAGE.get(name, name)
+    """The numba type of a scalar (a parameter, a ``T.uint32(...)`` conversion)."""
     if name not in _NUMBA_SCALARS:
         raise CompileError(f"dtype {name} has no numba-cuda scalar type")
     return _NUMBA_SCALARS[name]
+
+
+def numba_storage(dtype: DType):
+    """The numba type memory holds ``dtype`` elements in: narrow floats as unsigned integers of
+    their width, which TMA and tcgen05 move untouched and element accesses convert
+    (:mod:`jittile.ptx.conversions`)."""
+    return numba_scalar(dtype.storage.name)
 
 
 @dataclass
@@ -78,15 +81,19 @@ def _namespace(lowered: Lowered) -> dict:
             out[name] = intrinsics.make_asm(asm_of(lowered.namespace[spec[1]]), spec[2])
         elif kind == "type":
             out[name] = numba_scalar(spec[1].name)
+        elif kind == "storage":
+            out[name] = numba_storage(spec[1])
+        elif kind == "convert":  # a float element's load or store (ptx/conversions.py)
+            out[name] = intrinsics.make_asm(conversion(spec[1], spec[2].name))
         elif kind == "smem":
             buf = spec[1]
             count = buf.nbytes // buf.dtype.bytes
-            out[name] = intrinsics.make_smem_view(buf.offset, count, numba_scalar(buf.dtype.name),
+            out[name] = intrinsics.make_smem_view(buf.offset, count, numba_storage(buf.dtype),
                                                   *shared)
         elif kind == "saddr_const":  # element ``index`` of a view, plus ``extra`` bytes
             _, view, index, extra = spec
             buf = lowered.namespace[view][1]
-            itemsize = numba_scalar(buf.dtype.name).bitwidth // 8
+            itemsize = numba_storage(buf.dtype).bitwidth // 8
             out[name] = intrinsics.make_smem_address(buf.offset + index * itemsize + extra,
                                                      *shared)
         elif kind == "fill":
@@ -107,7 +114,7 @@ def _signature(ir: KernelIR) -> tuple[list, list, list[int]]:
     flat = 0
     for p in ir.runtime_params:
         if isinstance(p, ArrayParam):
-            argtys.append(types.Array(numba_scalar(p.dtype.name), p.ndim, p.layout))
+            argtys.append(types.Array(numba_storage(p.dtype), p.ndim, p.layout))
             layout.append(("array", p.ndim))
             flat += 5 + 2 * p.ndim
         elif isinstance(p, ScalarParam):

@@ -30,6 +30,7 @@ from .allocations import AllocationLowering, SharedVar, TmemVar
 from .calls import check_calls
 from .checks import body_problem
 from .divergence import divergent_operations
+from .elements import ElementLowering
 from .emit import CUDA, GLOBAL_ADDRESS, SHARED_ADDRESS
 from .expressions import ExpressionLowering, fits_64_bits, is_number
 from .fragments import FragmentLowering
@@ -68,8 +69,8 @@ class Lowered:
         return ast.unparse(self.function)
 
 
-class KernelLowering(ExpressionLowering, AllocationLowering, FragmentLowering, HelperInlining,
-                     RawPtxLowering, TileCallLowering):
+class KernelLowering(ExpressionLowering, ElementLowering, AllocationLowering, FragmentLowering,
+                     HelperInlining, RawPtxLowering, TileCallLowering):
     """One kernel specialization being lowered (source + argument kinds + target)."""
 
     def __init__(self, source: KernelSource, params: list, target: Target, launch_override=None):
@@ -84,6 +85,7 @@ class KernelLowering(ExpressionLowering, AllocationLowering, FragmentLowering, H
         self.tmem: dict[str, TmemVar] = {}
         self.locals: set[str] = set()
         self.local_arrays: dict[str, tuple] = {}  # T.alloc_local name -> shape
+        self.local_dtypes: dict[str, DType] = {}  # T.alloc_local name -> element type
         self.fragments: dict = {}  # T.alloc_local register fragment name -> FragmentVar
         self.arrays = {p.name: p for p in params if isinstance(p, ArrayParam)}
         self.scalars = {p.name: p for p in params if isinstance(p, ScalarParam)}
@@ -271,8 +273,7 @@ class KernelLowering(ExpressionLowering, AllocationLowering, FragmentLowering, H
                 return [ast.Assign(targets=[self.store_target(single)], value=self.expr(node.value))]
             if not _has_runtime_form(value):
                 raise self.error(node, self._rebound_static(single.id, value))
-        targets = [self.store_target(t) for t in node.targets]
-        return [ast.Assign(targets=targets, value=self.expr(node.value))]
+        return self.assign(node.targets, self.expr(node.value))
 
     def _rebound_static(self, name: str, value) -> str:
         """Why a compile-time-only value cannot go into ``name``, which is assigned more than once
@@ -292,6 +293,8 @@ class KernelLowering(ExpressionLowering, AllocationLowering, FragmentLowering, H
                                                   node))
 
     def stmt_AugAssign(self, node: ast.AugAssign):
+        if self.is_special_store(node.target):
+            return self.augmented_store(node)
         return [ast.AugAssign(target=self.store_target(node.target), op=node.op,
                               value=self.expr(node.value))]
 

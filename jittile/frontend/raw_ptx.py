@@ -81,15 +81,16 @@ class RawPtxLowering:
             return call
         if not dests:
             return [ast.Expr(value=call)]
+        for i, (dest, kind) in enumerate(zip(dests, spec.outputs)):
+            self.check_ptx_element(dest, kind.constraint == "f", opcode, f"destination {i}")
         if len(dests) == 1:
-            return [ast.Assign(targets=[self.store_target(dests[0])], value=call)]
+            return self.assign([dests[0]], call)
         tmp = self.fresh("out")
         stmts = [ast.Assign(targets=[_name(tmp, ast.Store())], value=call)]
         for i, dest in enumerate(dests):
-            stmts.append(ast.Assign(targets=[self.store_target(dest)],
-                                    value=ast.Subscript(value=_name(tmp),
-                                                        slice=ast.Constant(value=i),
-                                                        ctx=ast.Load())))
+            stmts.extend(self.assign([dest], ast.Subscript(value=_name(tmp),
+                                                           slice=ast.Constant(value=i),
+                                                           ctx=ast.Load())))
         return stmts
 
     def opcode_of(self, instr: PtxInstruction, node: ast.expr) -> str:
@@ -133,4 +134,6 @@ class RawPtxLowering:
                 zeros = [ast.Constant(value=0)] * self.arrays[node.id].ndim
                 return self.call(GLOBAL_ADDRESS, _name(node.id),
                                  ast.Tuple(elts=zeros, ctx=ast.Load()))
+        self.check_ptx_element(node, getattr(kind, "constraint", None) == "f", opcode,
+                               f"operand {index}")
         return self.expr(node)

@@ -82,8 +82,6 @@ class Interpreting:
 
 
 def storage_dtype(dtype: DType) -> np.dtype:
-    """The NumPy type holding ``dtype``'s bits (types NumPy lacks: an unsigned of their width),
-    as numba-cuda's lowering stores them."""
-    if dtype.numpy is not None:
-        return np.dtype(dtype.numpy)
-    return np.dtype(f"uint{max(8, dtype.bits)}")
+    """The NumPy type memory holds ``dtype`` elements in: narrow floats as the unsigned integer
+    of their width, as the compiled kernel stores them (element accesses convert)."""
+    return np.dtype(dtype.storage.numpy)
