@@ -17,20 +17,34 @@ from .machine import MBarrier, Block, Fault, Pending
 
 def execute(machine, thread, name: str, args: tuple):
     """Carry out instruction global ``name`` for ``thread`` with operand ``args``."""
+    run = machine.handlers.get(name)
+    if run is None:
+        run = machine.handlers[name] = _handler(machine, name)
+    return run(machine, thread, args)
+
+
+def _handler(machine, name: str):
+    """``run(machine, thread, args)`` for instruction global ``name``, resolved once per launch:
+    the plan record's family with its operands by role, or the raw opcode's semantics."""
     if name == "__jt_syncthreads":
-        return Block(("sync",))
+        return lambda machine, thread, args: Block(("sync",))
     spec = machine.namespace[name]
-    values = [_plain(a) for a in args]
     if spec[0] == "record":
         site = machine.ir.sites[spec[1]]
         record = site.plan[spec[2]]
-        return RECORD_FAMILIES[site.family](machine, thread, record, dict(
-            zip([role for role, _ in record.operands], values)))
+        family = RECORD_FAMILIES[site.family]
+        roles = [role for role, _ in record.operands]
+        if site.family in REGISTER_FAMILIES:
+            return lambda machine, thread, args: family(machine, thread, record,
+                                                        dict(zip(roles, args)))
+        return lambda machine, thread, args: family(machine, thread, record,
+                                                    dict(zip(roles, map(_plain, args))))
     asm = spec[1]
     opcode = asm.comment
     for head, run in RAW:
         if opcode.startswith(head):
-            return run(machine, thread, opcode, values, name)
+            return lambda machine, thread, args: run(machine, thread, opcode,
+                                                     list(map(_plain, args)), name)
     raise Fault(f"the interpreter does not know the semantics of {opcode or asm.template!r}")
 
 
@@ -299,17 +313,17 @@ def _wgmma(machine, thread, record: PlanRecord, ops: dict):
 
 
 def _cvt_packed(machine, thread, opcode, values, name):
-    """``cvt.rn{.relu}.{bf16x2,f16x2}.f32 d, hi, lo``: two rounded halves, ``hi`` on top."""
-    from .tma import bfloat16_bits
+    """``cvt.rn{.relu}.{bf16x2,f16x2}.f32 d, hi, lo``: two rounded halves, ``hi`` on top (one
+    thread's two scalars: Python integer arithmetic on their float32 bits, no arrays)."""
+    from .tma import round_to_bfloat16
 
-    halves = np.array(values, dtype=np.float32)
+    halves = [np.float32(v) for v in values]
     if ".relu" in opcode:
-        halves = np.where(halves < 0, np.float32(0), halves)
+        halves = [np.float32(0) if h < 0 else h for h in halves]
     if "bf16x2" in opcode:
-        bits = bfloat16_bits(halves)
+        hi, lo = (0x7FFF if h != h else round_to_bfloat16(int(h.view(np.uint32))) for h in halves)
     else:
-        bits = halves.astype(np.float16).view(np.uint16)
-    hi, lo = (int(b) for b in bits)
+        hi, lo = (int(h.astype(np.float16).view(np.uint16)) for h in halves)
     return hi << 16 | lo
 
 
@@ -346,6 +360,9 @@ def _stmatrix(machine, opcode, per_lane, threads):
     return [None] * len(threads)
 
 
+# Families whose operands are registers, passed as the kernel holds them (float32 scalars stay
+# float32); the others get Python integers for their addresses and counts.
+REGISTER_FAMILIES = frozenset({"wgmma.mma_async"})
 RECORD_FAMILIES = {"cp.async.bulk.tensor": _tma, "cp.async.bulk": _bulk, "tcgen05.cp": _tcgen05_cp,
                    "wgmma.mma_async": _wgmma}
 

@@ -116,6 +116,7 @@ class Machine:
         self.args = args
         self.execute = execute  # execute(machine, thread, name, args) -> value | Block
         self.positions = positions or {}  # line of the lowered code -> its origin in the source
+        self.handlers: dict = {}  # instruction global -> its resolved semantics (instructions.py)
 
     def where(self, lineno: int) -> Location:
         """The kernel's source position of line ``lineno`` of the lowered code."""
