@@ -29,7 +29,7 @@ def interpret(kernel, args: tuple, kwargs: dict, config: LaunchConfig | None = N
     from ..frontend.lower import lower_kernel
     from ..specialize import resolve_target
     from .arguments import HostArray, bind_arguments, host_argument
-    from .instructions import execute
+    from .instructions import blocks, execute
     from .machine import Machine
     from .program import thread_program
     from .threads import globals_factory
@@ -53,10 +53,15 @@ def interpret(kernel, args: tuple, kwargs: dict, config: LaunchConfig | None = N
     memory, values, writebacks = bind_arguments(ir, params, hosts)
     from ..frontend.emit import CUDA
 
-    code = thread_program(lowered.function, lowered.namespace, kernel.source.filename, CUDA)
+    instructions = [name for name, spec in lowered.namespace.items()
+                    if spec[0] in ("asm", "record")]
+    yielding = {name for name in instructions if blocks(ir, lowered.namespace, name)}
+    code = thread_program(lowered.function, yielding, kernel.source.filename, CUDA)
     size = ir.shared_bytes if shared_bytes is None else max(shared_bytes, ir.shared_bytes)
+    direct = [name for name in instructions if name not in yielding]
     machine = Machine(launch.grid, launch.block, launch.cluster, size, memory, code,
-                      globals_factory(lowered, launch), values, execute, lowered.positions)
+                      globals_factory(lowered, launch, direct), values, execute,
+                      lowered.positions)
     machine.namespace, machine.ir = lowered.namespace, ir
     machine.run()
     for writeback in writebacks:

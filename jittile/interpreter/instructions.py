@@ -8,11 +8,14 @@ issued.
 """
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 
 from ..ir import PlanRecord
 from ..ptx.opcodes import parse_bulk_tensor, parse_tcgen05_cp
 from .machine import MBarrier, Block, Fault, Pending
+from .tma import round_to_bfloat16
 
 
 def execute(machine, thread, name: str, args: tuple):
@@ -21,6 +24,24 @@ def execute(machine, thread, name: str, args: tuple):
     if run is None:
         run = machine.handlers[name] = _handler(machine, name)
     return run(machine, thread, args)
+
+
+def blocks(ir, namespace: dict, name: str) -> bool:
+    """Whether instruction global ``name`` may block its thread, so the thread must yield it to
+    the scheduler; any other instruction runs as a plain call in the thread's own frame (the
+    scheduler would run the thread on after it anyway, so the order is the same)."""
+    spec = namespace[name]
+    if spec[0] == "record":
+        run = RECORD_FAMILIES[ir.sites[spec[1]].family]
+    else:
+        run = next((run for head, run in RAW if spec[1].comment.startswith(head)), None)
+    return getattr(run, "blocks", False)
+
+
+def _blocking(run):
+    """Mark an instruction's semantics as one that can return :class:`Block`."""
+    run.blocks = True
+    return run
 
 
 def _handler(machine, name: str):
@@ -48,10 +69,13 @@ def _handler(machine, name: str):
     raise Fault(f"the interpreter does not know the semantics of {opcode or asm.template!r}")
 
 
+_NUMPY_INTEGERS = frozenset({np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8,
+                             np.uint16, np.uint32, np.uint64})
+
+
 def _plain(value):
-    if isinstance(value, (np.integer, np.bool_)):
-        return int(value)
-    return value
+    """A NumPy integer as a Python int (addresses and counts do arithmetic without wrapping)."""
+    return int(value) if type(value) in _NUMPY_INTEGERS else value
 
 
 # ---------------------------------------------------------------------------------- mbarriers
@@ -108,6 +132,7 @@ def _mbarrier_expect_tx(machine, thread, opcode, values, name):
     _maybe_complete(thread.cta, address, barrier)
 
 
+@_blocking
 def _mbarrier_wait(machine, thread, opcode, values, name):
     """``try_wait`` returns once the phase completed (it may wait as long as it likes)."""
     address, parity = values
@@ -126,9 +151,9 @@ def _mbarrier_inval(machine, thread, opcode, values, name):
 def _warp_collective(run):
     """A ``.sync.aligned`` instruction: the scheduler runs ``run(values_per_lane, threads)``
     once every live lane of the warp has reached the same instruction."""
+    @_blocking
     def issue(machine, thread, opcode, values, name):
-        line = thread.line(machine.where)
-        key = (opcode, line.lineno if line else 0)
+        key = (opcode, thread.instruction())
         if opcode.startswith("elect.sync"):
             key += (values[0],)  # only the member lanes take part
         return Block(("warp", key,
@@ -154,6 +179,7 @@ def _cluster_rank(machine, thread, opcode, values, name):
     return thread.cta.cluster_rank
 
 
+@_blocking
 def _cluster_barrier(machine, thread, opcode, values, name):
     if ".wait" in opcode or opcode == "T.cuda.cluster_sync":
         return Block(("cluster",))
@@ -306,6 +332,7 @@ def _check_granule(address: int, what: str) -> None:
         raise Fault(f"bulk copy {what} address {address:#x} is not 16-byte aligned")
 
 
+@_blocking
 def _wgmma(machine, thread, record: PlanRecord, ops: dict):
     from .wgmma import wgmma
 
@@ -315,16 +342,21 @@ def _wgmma(machine, thread, record: PlanRecord, ops: dict):
 def _cvt_packed(machine, thread, opcode, values, name):
     """``cvt.rn{.relu}.{bf16x2,f16x2}.f32 d, hi, lo``: two rounded halves, ``hi`` on top (one
     thread's two scalars: Python integer arithmetic on their float32 bits, no arrays)."""
-    from .tma import round_to_bfloat16
-
-    halves = [np.float32(v) for v in values]
+    hi, lo = (v if type(v) is np.float32 else np.float32(v) for v in values)
     if ".relu" in opcode:
-        halves = [np.float32(0) if h < 0 else h for h in halves]
-    if "bf16x2" in opcode:
-        hi, lo = (0x7FFF if h != h else round_to_bfloat16(int(h.view(np.uint32))) for h in halves)
-    else:
-        hi, lo = (int(h.astype(np.float16).view(np.uint16)) for h in halves)
-    return hi << 16 | lo
+        hi, lo = (np.float32(0) if h < 0 else h for h in (hi, lo))
+    if "bf16x2" not in opcode:
+        hi, lo = (int(h.astype(np.float16).view(np.uint16)) for h in (hi, lo))
+        return hi << 16 | lo
+    hi, lo = _PAIR_BITS.unpack(_PAIR.pack(hi, lo))
+    return _bfloat16(hi) << 16 | _bfloat16(lo)
+
+
+def _bfloat16(bits: int) -> int:
+    return 0x7FFF if bits & 0x7FFFFFFF > 0x7F800000 else round_to_bfloat16(bits)
+
+
+_PAIR, _PAIR_BITS = struct.Struct("<2f"), struct.Struct("<2I")  # two float32s' bits, exactly
 
 
 def _st_shared(machine, thread, opcode, values, name):
@@ -332,6 +364,7 @@ def _st_shared(machine, thread, opcode, values, name):
     thread.cta.smem.write(address, np.array(words, dtype=np.uint32))
 
 
+@_blocking
 def _named_barrier(machine, thread, opcode, values, name):
     barrier, count = values
     if not 0 <= barrier < 16 or count <= 0 or count % 32:

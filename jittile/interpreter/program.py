@@ -1,16 +1,16 @@
 """The lowered kernel as a program the interpreter can step: one generator per thread.
 
 The frontend's lowered function (the same one numba-cuda compiles) is rewritten so that every
-instruction the GPU executes outside plain Python arithmetic becomes a ``yield``: each plan
-record (``__jt_rN_K``), each raw or built-in asm statement (``__jt_asmN``) and each CTA barrier
-(``cuda.syncthreads()``). The scheduler receives ``(global name, operand values)``, carries the
-instruction out and sends its result back. Positions in the rewritten code are the kernel's own
+instruction that can block its thread becomes a ``yield``: the plan records (``__jt_rN_K``) and
+raw or built-in asm statements (``__jt_asmN``) that wait or run as warp collectives, and each
+CTA barrier (``cuda.syncthreads()``). The scheduler receives ``(global name, operand values)``,
+carries the instruction out and sends its result back. The other instructions stay calls of
+their globals, which run them on the spot (:mod:`.threads`). Positions in the rewritten code are the kernel's own
 (file and line), so a thread's suspended frame says where it is.
 """
 from __future__ import annotations
 
 import ast
-import copy
 import types
 
 SYNC = "__jt_syncthreads"
@@ -38,17 +38,28 @@ class _Yields(ast.NodeTransformer):
         return ast.copy_location(ast.Yield(value=request), node)
 
 
-def thread_program(function: ast.FunctionDef, namespace: dict, filename: str, cuda: str):
-    """The code object of the kernel as a generator function: every instruction global of
-    ``namespace`` (kinds ``asm`` and ``record``) and every CTA barrier yields."""
-    names = {name for name, spec in namespace.items() if spec[0] in ("asm", "record")}
-    tree = _Yields(names, cuda).visit(copy.deepcopy(function))
+def thread_program(function: ast.FunctionDef, yielding: set[str], filename: str, cuda: str):
+    """The code object of the kernel as a generator function: every call of an instruction
+    global in ``yielding`` and every CTA barrier yields."""
+    tree = _Yields(yielding, cuda).visit(_copy(function))
     # a kernel that issues nothing must still be a generator
     tree.body.append(ast.copy_location(ast.Expr(value=ast.Yield(value=None)), tree.body[-1]))
     ast.fix_missing_locations(tree)
     module = ast.Module(body=[tree], type_ignores=[])
     code = compile(module, filename, "exec")
     return next(c for c in code.co_consts if isinstance(c, types.CodeType))
+
+
+def _copy(node):
+    """A copy of an AST (the lowered function may share nodes with the kernel's source tree);
+    nodes are plain attribute holders, so this is several times faster than ``deepcopy``."""
+    if isinstance(node, ast.AST):
+        new = node.__class__.__new__(node.__class__)
+        new.__dict__.update({key: _copy(value) for key, value in node.__dict__.items()})
+        return new
+    if isinstance(node, list):
+        return [_copy(value) for value in node]
+    return node
 
 
 def start_thread(code: types.CodeType, globals_: dict, args: list):

@@ -66,8 +66,10 @@ def _local(shape, cast: Cast) -> np.ndarray:
     return np.zeros(shape, dtype=cast.dtype)
 
 
-def globals_factory(lowered, launch):
-    """``make(machine, thread)`` -> the globals of one thread's copy of the kernel."""
+def globals_factory(lowered, launch, direct: list[str]):
+    """``make(machine, thread)`` -> the globals of one thread's copy of the kernel; the
+    instruction globals in ``direct`` (those that never block) carry their instruction out when
+    called."""
     from . import storage_dtype
 
     casts = {name: Cast(storage_dtype(spec[1])) for name, spec in lowered.namespace.items()
@@ -95,9 +97,15 @@ def globals_factory(lowered, launch):
         cuda = Machine.specials(thread, launch.grid, launch.block)
         cuda.local = SimpleNamespace(array=_local)
         env[CUDA] = cuda
+        for name in direct:
+            env[name] = _instruction(machine, thread, name)
         return env
 
     return make
+
+
+def _instruction(machine: Machine, thread, name: str):
+    return lambda *args: machine.execute(machine, thread, name, args)
 
 
 def _shared_address(view: SharedView, index) -> int:

@@ -30,8 +30,7 @@ from .tma import half_values
 
 def wgmma(machine, thread, record: PlanRecord, ops: dict):
     """Issue: wait for the warp's 32 lanes, then compute (see the module's docstring)."""
-    line = thread.line(machine.where)
-    key = (record.opcode, line.lineno if line else 0)
+    key = (record.opcode, thread.instruction())
     return Block(("warp", key, lambda per_lane, threads: _warp_product(threads[0].cta, record,
                                                                         per_lane, threads), ops))
 
@@ -87,8 +86,8 @@ def _register_elements(layout: FragmentLayout, count: int, dtype: str,
 
 def _unpack(values: list, dtype: str) -> np.ndarray:
     """(lanes, registers, elements per register) float64: the elements of 32-bit registers."""
-    if dtype == "float32":
-        return np.array(values, dtype=np.float64)[..., None]
+    if dtype == "float32":  # registers hold float32 scalars, which convert fastest as such
+        return np.array(values, dtype=np.float32).astype(np.float64)[..., None]
     words = np.array([[int(v) & 0xFFFFFFFF for v in lane] for lane in values], dtype=np.uint32)
     if dtype == "int32":
         return words.view(np.int32).astype(np.float64)[..., None]
