@@ -56,8 +56,7 @@ def _handler(machine, name: str):
         family = RECORD_FAMILIES[site.family]
         roles = [role for role, _ in record.operands]
         if site.family in REGISTER_FAMILIES:
-            return lambda machine, thread, args: family(machine, thread, record,
-                                                        dict(zip(roles, args)))
+            return lambda machine, thread, args: family(machine, thread, record, args)
         return lambda machine, thread, args: family(machine, thread, record,
                                                     dict(zip(roles, map(_plain, args))))
     asm = spec[1]
@@ -333,10 +332,10 @@ def _check_granule(address: int, what: str) -> None:
 
 
 @_blocking
-def _wgmma(machine, thread, record: PlanRecord, ops: dict):
+def _wgmma(machine, thread, record: PlanRecord, values: tuple):
     from .wgmma import wgmma
 
-    return wgmma(machine, thread, record, ops)
+    return wgmma(machine, thread, record, values)
 
 
 def _cvt_packed(machine, thread, opcode, values, name):
@@ -393,8 +392,9 @@ def _stmatrix(machine, opcode, per_lane, threads):
     return [None] * len(threads)
 
 
-# Families whose operands are registers, passed as the kernel holds them (float32 scalars stay
-# float32); the others get Python integers for their addresses and counts.
+# Families whose operands are registers: they get the values as the kernel holds them, a tuple
+# in the record's role order (float32 scalars stay float32); the others a dict role -> value
+# with Python integers for addresses and counts.
 REGISTER_FAMILIES = frozenset({"wgmma.mma_async"})
 RECORD_FAMILIES = {"cp.async.bulk.tensor": _tma, "cp.async.bulk": _bulk, "tcgen05.cp": _tcgen05_cp,
                    "wgmma.mma_async": _wgmma}

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from functools import lru_cache
+from operator import itemgetter
 
 from ..fragment import WARPGROUP_THREADS, FragmentLayout, wgmma_a, wgmma_accumulator
 from ..ir import PlanRecord
@@ -28,11 +29,13 @@ from .operand_maps import fragment_elements, matrix_addresses
 from .tma import half_values
 
 
-def wgmma(machine, thread, record: PlanRecord, ops: dict):
-    """Issue: wait for the warp's 32 lanes, then compute (see the module's docstring)."""
+def wgmma(machine, thread, record: PlanRecord, values: tuple):
+    """Issue: wait for the warp's 32 lanes, then compute (see the module's docstring);
+    ``values`` are the thread's operands in the record's role order."""
     key = (record.opcode, thread.instruction())
     return Block(("warp", key, lambda per_lane, threads: _warp_product(threads[0].cta, record,
-                                                                        per_lane, threads), ops))
+                                                                        per_lane, threads),
+                  values))
 
 
 def _warp_product(cta, record: PlanRecord, per_lane: list, threads: list) -> list:
@@ -42,30 +45,38 @@ def _warp_product(cta, record: PlanRecord, per_lane: list, threads: list) -> lis
     a_major, b_major = record.fields["majors"]
     scale_a, scale_b = record.fields.get("scales", (1, 1))
     accumulator = ACCUMULATOR_ELEMENTS[dtype]
+    position = {role: i for i, (role, _) in enumerate(record.operands)}
+    first = per_lane[0]
     lanes = np.array([t.linear % WARPGROUP_THREADS for t in threads], dtype=np.int64)
     warp_rows = 16 * int(lanes[0] // 32)
     count = len(record.results)
-    d = _gather(per_lane, lanes, [f"d[{j}]" for j in range(count)], wgmma_accumulator,
-                accumulator, (64, n))
+    d = _gather(per_lane, lanes, [position[f"d[{j}]"] for j in range(count)],
+                wgmma_accumulator, accumulator, (64, n))
     if a_major == "registers":
-        roles = [role for role, _ in record.operands if role.startswith("a[")]
-        a = _gather(per_lane, lanes, roles, wgmma_a, INPUT_TYPES[a_type].elements[0], (64, k))
+        a_positions = [i for role, i in position.items() if role.startswith("a[")]
+        a = _gather(per_lane, lanes, a_positions, wgmma_a, INPUT_TYPES[a_type].elements[0],
+                    (64, k))
     else:
-        a = _read_matrix(cta, per_lane[0]["a_desc"], a_major, a_type, 64, k)
-    b = _read_matrix(cta, per_lane[0]["b_desc"], b_major, b_type, n, k).T  # (K, N)
+        a = _read_matrix(cta, first[position["a_desc"]], a_major, a_type, 64, k)
+    b = _read_matrix(cta, first[position["b_desc"]], b_major, b_type, n, k).T  # (K, N)
     rows = slice(warp_rows, warp_rows + 16)
     product = (scale_a * scale_b) * (a[rows] @ b)
-    scaled = product + (d[rows] if per_lane[0].get("scale_d", 1) else 0)
-    d[rows] = scaled
+    scale_d = first[position["scale_d"]] if "scale_d" in position else 1
+    d[rows] = product + (d[rows] if scale_d else 0)
     return _scatter(d, lanes, count, accumulator)
 
 
-def _gather(per_lane, lanes: np.ndarray, roles, layout: FragmentLayout, dtype: str,
+def _gather(per_lane, lanes: np.ndarray, positions: list, layout: FragmentLayout, dtype: str,
             shape) -> np.ndarray:
-    """The tile the lanes' registers hold (float64), zeros where this warp holds nothing."""
+    """The tile the lanes' registers (operands at ``positions``) hold, as float64; zeros where
+    this warp holds nothing."""
     tile = np.zeros(shape)
-    rows, columns = _register_elements(layout, len(roles), dtype, lanes)
-    values = _unpack([[lane[role] for role in roles] for lane in per_lane], dtype)
+    rows, columns = _register_elements(layout, len(positions), dtype, lanes)
+    pick = itemgetter(*positions)
+    registers = [pick(lane) for lane in per_lane]
+    if len(positions) == 1:
+        registers = [[r] for r in registers]
+    values = _unpack(registers, dtype)
     tile[rows[..., None], columns[..., None] + np.arange(values.shape[-1])] = values
     return tile
 
