@@ -374,21 +374,30 @@ def _named_barrier(machine, thread, opcode, values, name):
 
 def _stmatrix(machine, opcode, per_lane, threads):
     """``stmatrix.m8n8.xN{.trans}.shared.b16``: lanes 8i..8i+7 address the rows of matrix i;
-    each lane's register i holds two b16 of row lane // 4, columns 2 (lane % 4) and the next."""
+    each lane's register i holds two b16 of row lane // 4, columns 2 (lane % 4) and the next.
+    The warp's rows move as one array; rows that overlap are written in order (last wins)."""
     count = int(next(w for w in opcode.split(".") if w[0] == "x" and w[1:].isdigit())[1:])
-    transposed = ".trans" in opcode
     by_lane = {t.lane: values for values, t in zip(per_lane, threads)}
+    words = np.zeros((32, count), dtype=np.uint32)
+    for lane, values in by_lane.items():
+        words[lane] = [int(v) & 0xFFFFFFFF for v in values[1:1 + count]]
+    # halves[matrix, row, column]: lane 4 row + q holds columns 2q, 2q + 1 (low half first)
+    halves = words.view(np.uint16).reshape(8, 4, count, 2).transpose(2, 0, 1, 3)
+    halves = halves.reshape(count, 8, 8)
+    if ".trans" in opcode:
+        halves = halves.transpose(0, 2, 1)
+    addresses = [by_lane[8 * matrix + row][0] for matrix in range(count) for row in range(8)]
     smem = threads[0].cta.smem
-    for matrix in range(count):
-        halves = np.zeros((8, 8), dtype=np.uint16)
-        for lane, values in by_lane.items():
-            word = int(values[1 + matrix]) & 0xFFFFFFFF
-            row, col = lane // 4, 2 * (lane % 4)
-            halves[row, col:col + 2] = (word & 0xFFFF, word >> 16)
-        if transposed:
-            halves = halves.T.copy()
-        for row in range(8):
-            smem.write(by_lane[8 * matrix + row][0], halves[row])
+    for address in addresses:
+        smem.check(address, 16)
+    rows = np.array(addresses, dtype=np.int64)
+    ordered = np.sort(rows)
+    data = np.ascontiguousarray(halves).reshape(-1, 8).view(np.uint8)  # (rows, 16) bytes
+    if (np.diff(ordered) >= 16).all():
+        smem.data[rows[:, None] + np.arange(16)] = data
+    else:
+        for address, row in zip(addresses, data):
+            smem.data[address:address + 16] = row
     return [None] * len(threads)
 
 
