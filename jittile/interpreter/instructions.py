@@ -216,19 +216,31 @@ def _tcgen05_relinquish(machine, opcode, per_lane, threads):
 def _tcgen05_ld(machine, opcode, per_lane, threads):
     shape, num, pack = _ldst_form(opcode)
     tmem = _tmem(threads[0].cta)
-    out = []
-    for values, t in zip(per_lane, threads):
-        regs = tmem.load(shape, num, pack, values[0], t.warp, t.lane)
-        out.append(regs[0] if len(regs) == 1 else tuple(regs))
+    out = [None] * len(threads)
+    for taddr, members in _by_address(per_lane).items():
+        loaded = tmem.load_warp(shape, num, pack, taddr, threads[0].warp,
+                                [threads[i].lane for i in members])
+        for i, regs in zip(members, loaded):
+            out[i] = regs[0] if len(regs) == 1 else tuple(regs)
     return out
 
 
 def _tcgen05_st(machine, opcode, per_lane, threads):
     shape, num, pack = _ldst_form(opcode)
     tmem = _tmem(threads[0].cta)
-    for values, t in zip(per_lane, threads):
-        tmem.store(shape, num, pack, values[0], t.warp, t.lane, list(values[1:]))
+    for taddr, members in _by_address(per_lane).items():
+        tmem.store_warp(shape, num, pack, taddr, threads[0].warp,
+                        [threads[i].lane for i in members],
+                        [list(per_lane[i][1:]) for i in members])
     return [None] * len(threads)
+
+
+def _by_address(per_lane) -> dict:
+    """The lanes (indices into ``per_lane``) of each TMEM address the lanes pass, in order."""
+    groups: dict = {}
+    for i, values in enumerate(per_lane):
+        groups.setdefault(values[0], []).append(i)
+    return groups
 
 
 def _ldst_form(opcode: str) -> tuple[str, int, bool]:
