@@ -106,7 +106,8 @@ def _tiled() -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--name", default="interpreter", help="results file bench/results/NAME.json")
+    parser.add_argument("--name", default="interpreter",
+                        help="results file bench/results/NAME.json")
     options = parser.parse_args()
     cases = {"seed_example_s": (_seed, 1.0), "tcgen05_cp_readback_s": (_readback, 1.0),
              "tiled_copy_256x256_16ctas_s": (_tiled, 5.0),

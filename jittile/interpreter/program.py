@@ -5,8 +5,8 @@ instruction that can block its thread becomes a ``yield``: the plan records (``_
 raw or built-in asm statements (``__jt_asmN``) that wait or run as warp collectives, and each
 CTA barrier (``cuda.syncthreads()``). The scheduler receives ``(global name, operand values)``,
 carries the instruction out and sends its result back. The other instructions stay calls of
-their globals, which run them on the spot (:mod:`.threads`). Positions in the rewritten code are the kernel's own
-(file and line), so a thread's suspended frame says where it is.
+their globals, which run them on the spot (:mod:`.threads`). Positions in the rewritten code
+are the kernel's own (file and line), so a thread's suspended frame says where it is.
 """
 from __future__ import annotations
 
