@@ -24,11 +24,12 @@ class Cast:
 
     def __init__(self, numpy_dtype: np.dtype):
         self.dtype = np.dtype(numpy_dtype)
+        self.integer = self.dtype.kind in "ui"
 
     def __call__(self, value):
-        if self.dtype.kind in "ui":
-            value = int(value)  # a float truncates first, as the GPU's conversion does
-        return convert(value, self.dtype)
+        if self.integer:  # a float truncates first, as the GPU's conversion does
+            return convert(int(value), self.dtype)
+        return self.dtype.type(value)  # what convert does for a float type, without its checks
 
 
 class SharedView:
