@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import ast
 import types
+import weakref
+from dataclasses import dataclass
 
 SYNC = "__jt_syncthreads"
 
@@ -66,3 +68,55 @@ def start_thread(code: types.CodeType, globals_: dict, args: list):
     """A new generator running the kernel body for one thread with its own globals."""
     function = types.FunctionType(code, globals_)
     return function(*args)
+
+
+@dataclass(frozen=True)
+class Program:
+    """One specialization as the interpreter runs it: the lowering, the threads' code, and the
+    instruction globals that run as plain calls."""
+
+    lowered: object  # frontend.lower.Lowered
+    code: types.CodeType
+    direct: tuple[str, ...]
+
+
+# kernel -> {(params, target name, launch): (GlobalsWatch, Program)}
+_PROGRAMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def program_for(kernel, params: list, target, launch) -> Program:
+    """The program of one specialization of ``kernel``, lowered once and kept while the globals
+    and closure values its code reads stay the same (the rule of the kernel's compiled
+    specializations, jittile/watch.py); after a change the kernel and its helpers are parsed
+    anew, since a parsed source holds the closure's values."""
+    from ..frontend.source import load_source
+    from ..watch import GlobalsWatch
+
+    programs = _PROGRAMS.setdefault(kernel, {})
+    key = (tuple(params), target.name, launch)
+    found = programs.get(key)
+    if found is None:
+        source = kernel.source
+    elif not found[0].changed():
+        return found[1]
+    else:
+        for helper in found[0].helpers:
+            helper.reread()
+        source = load_source(kernel.pyfunc)
+    watch = GlobalsWatch(source)  # made before lowering, so a change during it is seen later
+    program = _lower(source, params, target, launch)
+    programs[key] = (watch, program)
+    return program
+
+
+def _lower(source, params: list, target, launch) -> Program:
+    from ..frontend.emit import CUDA
+    from ..frontend.lower import lower_kernel
+    from .instructions import blocks
+
+    lowered = lower_kernel(source, params, target, launch)
+    instructions = [name for name, spec in lowered.namespace.items()
+                    if spec[0] in ("asm", "record")]
+    yielding = {name for name in instructions if blocks(lowered.ir, lowered.namespace, name)}
+    code = thread_program(lowered.function, yielding, source.filename, CUDA)
+    return Program(lowered, code, tuple(n for n in instructions if n not in yielding))
