@@ -353,7 +353,11 @@ def _wgmma(machine, thread, record: PlanRecord, values: tuple):
 def _cvt_packed(machine, thread, opcode, values, name):
     """``cvt.rn{.relu}.{bf16x2,f16x2}.f32 d, hi, lo``: two rounded halves, ``hi`` on top (one
     thread's two scalars: Python integer arithmetic on their float32 bits, no arrays)."""
-    hi, lo = (v if type(v) is np.float32 else np.float32(v) for v in values)
+    hi, lo = values
+    if type(hi) is not np.float32:
+        hi = np.float32(hi)
+    if type(lo) is not np.float32:
+        lo = np.float32(lo)
     if ".relu" in opcode:
         hi, lo = (np.float32(0) if h < 0 else h for h in (hi, lo))
     if "bf16x2" not in opcode:

@@ -110,7 +110,7 @@ def _instruction(machine: Machine, thread, name: str):
 
 
 def _shared_address(view: SharedView, index) -> int:
-    if not isinstance(view, SharedView):
+    if type(view) is not SharedView:
         raise InterpreterError(f"a shared address of a non-shared value {view!r}")
     return view.offset + int(index) * view.itemsize
 

@@ -129,7 +129,6 @@ def _read_matrix(cta, descriptor: int, major: str, ptx_type: str, mn: int, k: in
     return _decode(raw, itype.elements[0])[..., 0]
 
 
-@np.errstate(invalid="ignore")  # a signalling-NaN operand is a value, not a warning
 def _decode(raw: np.ndarray, dtype: str) -> np.ndarray:
     """Little-endian element bytes (..., bytes) as float64 values (..., elements) (tf32 read as
     the tensor cores do: the low 13 mantissa bits ignored)."""
