@@ -163,3 +163,30 @@ def test_a_repeated_launch_notices_a_changed_global(modules, monkeypatch):
     assert (_guard(launched[0]), _guard(launched[2])) == ("if i < 8:", "if i < 4:")
     kernels.fill(out)
     assert launched[3] is launched[2]
+
+
+def test_the_interpreter_runs_the_current_globals(modules):
+    """The interpreter keeps a specialization's lowered program while what the kernel's code
+    reads stays the same, like compile(): a changed global, helper global or closure variable
+    lowers anew."""
+    import numpy as np
+
+    kernels, helpers = modules
+
+    def run(kernel) -> list:
+        out = np.zeros(8, np.uint32)
+        kernel.interpret(out)
+        return out.tolist()
+
+    assert run(kernels.fill) == [32] * 8
+    kernels.ROWS = 4
+    assert run(kernels.fill) == [32] * 4 + [0] * 4
+    kernels.LIMITS[0] = 1  # in place
+    assert run(kernels.fill) == [25] * 4 + [0] * 4
+    assert run(kernels.via_helper) == [8] * 8
+    helpers.HELPER_ROWS = 2
+    assert run(kernels.via_helper) == [2] * 2 + [0] * 6
+    closed, set_n = kernels.make()
+    assert run(closed) == [8] * 8
+    set_n(3)
+    assert run(closed) == [3] * 3 + [0] * 5

@@ -49,3 +49,53 @@ def test_named_barriers_wait_for_their_count():
     with pytest.raises(jittile.InterpreterError, match="named barrier 1 for 96 threads, of "
                                                        "which 64 arrived"):
         _named(96).interpret(np.zeros(64, np.int32))
+
+
+def _stmatrix(count: int, trans: bool):
+    import jittile
+    from jittile import T
+
+    opcode = f"stmatrix.sync.aligned.m8n8.x{count}{'.trans' if trans else ''}.shared.b16"
+
+    @jittile.kernel
+    def store(Out: T.Tensor((8 * count, 8), "uint16")):
+        T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))
+        lane = T.cuda.lane_id()
+        tile = T.alloc_shared((8 * count, 8), "uint16", align=16)
+        row = lane % (8 * count)  # lanes 8i..8i+7 address the rows of matrix i (others repeat)
+        w0 = T.uint32(lane * 4 * 0x20002 + 0x10000)
+        w1 = T.uint32((lane * 4 + 1) * 0x20002 + 0x10000)
+        w2 = T.uint32((lane * 4 + 2) * 0x20002 + 0x10000)
+        w3 = T.uint32((lane * 4 + 3) * 0x20002 + 0x10000)
+        if count == 1:
+            T.ptx[opcode](tile.ptr_to([row, 0]), w0)
+        elif count == 2:
+            T.ptx[opcode](tile.ptr_to([row, 0]), w0, w1)
+        else:
+            T.ptx[opcode](tile.ptr_to([row, 0]), w0, w1, w2, w3)
+        T.cuda.cta_sync()
+        for c in range(8):
+            if lane < 8 * count:
+                Out[lane, c] = tile[lane, c]
+
+    return store
+
+
+@pytest.mark.parametrize("count", [1, 2, 4])
+@pytest.mark.parametrize("trans", [False, True])
+def test_stmatrix_stores_each_lanes_pairs_at_their_rows(count, trans):
+    """PTX ISA (stmatrix): in matrix i, lane 4r + q holds row r, columns 2q and 2q + 1 (low half
+    first) in its register i; .trans stores the transpose."""
+    import numpy as np
+
+    out = np.zeros((8 * count, 8), np.uint16)
+    _stmatrix(count, trans).interpret(out)
+    expected = np.zeros((count, 8, 8), np.uint16)
+    for matrix in range(count):
+        for lane in range(32):
+            word = ((lane * 4 + matrix) * 0x20002 + 0x10000) & 0xFFFFFFFF
+            r, q = divmod(lane, 4)
+            expected[matrix, r, 2 * q:2 * q + 2] = (word & 0xFFFF, word >> 16)
+        if trans:
+            expected[matrix] = expected[matrix].T
+    np.testing.assert_array_equal(out, expected.reshape(8 * count, 8))

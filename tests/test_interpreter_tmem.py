@@ -427,3 +427,22 @@ def test_encoder_descriptor_reproduces_the_logical_matrix(layout, shape, first_w
     tm.copy_from_shared(op, 0, desc, smem)
     np.testing.assert_array_equal(tm.cells[:, :op.words],
                                   logical[:, first_word:first_word + op.words])
+
+
+@pytest.mark.parametrize("shape, num, pack", [("32x32b", 4, False), ("32x32b", 2, True),
+                                              ("16x64b", 2, False), ("16x128b", 2, False),
+                                              ("16x256b", 2, False), ("16x256b", 1, True)])
+def test_a_warp_moves_as_one_array_what_its_lanes_move_one_by_one(shape, num, pack) -> None:
+    tm = numbered()
+    lanes = list(range(32))
+    taddr = 4 if shape == "32x32b" else 16 << 16 | 4  # the 16-lane shapes: the upper half
+    warp = tm.load_warp(shape, num, pack, taddr, 0, lanes)
+    assert warp == [tm.load(shape, num, pack, taddr, 0, lane) for lane in lanes]
+    one_by_one = tmem_with(64)
+    together = tmem_with(64)
+    values = [[(lane << 20) + 7 * r + 1 for r in range(len(warp[0]))] for lane in lanes]
+    for lane in lanes:
+        one_by_one.store(shape, num, pack, 8, 0, lane, values[lane])
+    together.store_warp(shape, num, pack, 8, 0, lanes, values)
+    np.testing.assert_array_equal(together.cells, one_by_one.cells)
+    assert together.cells.any()

@@ -27,12 +27,11 @@ from ..language.types import Tensor
 def interpret(kernel, args: tuple, kwargs: dict, config: LaunchConfig | None = None,
               cluster=None, shared_bytes: int | None = None) -> None:
     """Interpret one launch of ``kernel``; array arguments are written back in place."""
-    from ..frontend.lower import lower_kernel
     from ..specialize import resolve_target
     from .arguments import HostArray, bind_arguments, host_argument
     from .instructions import execute
     from .machine import Machine
-    from .program import thread_program
+    from .program import program_for
     from .threads import globals_factory
 
     specializer = kernel._specializer
@@ -45,19 +44,18 @@ def interpret(kernel, args: tuple, kwargs: dict, config: LaunchConfig | None = N
     key_launch = None if config is None else LaunchConfig(grid=1, block=config.block,
                                                            cluster=config.cluster)
     target = resolve_target(kernel.target, "sm_90a")
-    lowered = lower_kernel(kernel.source, params, target, key_launch)
+    program = program_for(kernel, params, target, key_launch)
+    lowered = program.lowered
     ir = lowered.ir
     launch = config or ir.launch
     if launch is None:
         raise LaunchError(f"{kernel.__name__} has no launch configuration: use "
                           f"T.device_entry(launch=...) or kernel.interpret[grid, block](...)")
     memory, values, writebacks = bind_arguments(ir, params, hosts)
-    from ..frontend.emit import CUDA
-
-    code = thread_program(lowered.function, lowered.namespace, kernel.source.filename, CUDA)
     size = ir.shared_bytes if shared_bytes is None else max(shared_bytes, ir.shared_bytes)
-    machine = Machine(launch.grid, launch.block, launch.cluster, size, memory, code,
-                      globals_factory(lowered, launch), values, execute, lowered.positions)
+    machine = Machine(launch.grid, launch.block, launch.cluster, size, memory, program.code,
+                      globals_factory(lowered, launch, program.direct), values, execute,
+                      lowered.positions)
     machine.namespace, machine.ir = lowered.namespace, ir
     machine.run()
     for writeback in writebacks:

@@ -9,6 +9,7 @@ issued.
 from __future__ import annotations
 
 import contextlib
+import struct
 
 import numpy as np
 
@@ -17,31 +18,66 @@ from ..ptx.instructions import ASYNC_SHARED_FENCE, INSTRUCTIONS
 from ..ptx.opcodes import parse_bulk_tensor, parse_tcgen05_cp
 from .memory import AsyncReader, MemoryFault
 from .machine import MBarrier, Block, Fault, Pending
+from .tma import round_to_bfloat16
 
 
 def execute(machine, thread, name: str, args: tuple):
     """Carry out instruction global ``name`` for ``thread`` with operand ``args``."""
+    run = machine.handlers.get(name)
+    if run is None:
+        run = machine.handlers[name] = _handler(machine, name)
+    return run(machine, thread, args)
+
+
+def blocks(ir, namespace: dict, name: str) -> bool:
+    """Whether instruction global ``name`` may block its thread, so the thread must yield it to
+    the scheduler; any other instruction runs as a plain call in the thread's own frame (the
+    scheduler would run the thread on after it anyway, so the order is the same)."""
+    spec = namespace[name]
+    if spec[0] == "record":
+        run = RECORD_FAMILIES[ir.sites[spec[1]].family]
+    else:
+        run = next((run for head, run in RAW if spec[1].comment.startswith(head)), None)
+    return getattr(run, "blocks", False)
+
+
+def _blocking(run):
+    """Mark an instruction's semantics as one that can return :class:`Block`."""
+    run.blocks = True
+    return run
+
+
+def _handler(machine, name: str):
+    """``run(machine, thread, args)`` for instruction global ``name``, resolved once per launch:
+    the plan record's family with its operands by role, or the raw opcode's semantics."""
     if name == "__jt_syncthreads":
-        return Block(("sync",))
+        return lambda machine, thread, args: Block(("sync",))
     spec = machine.namespace[name]
-    values = [_plain(a) for a in args]
     if spec[0] == "record":
         site = machine.ir.sites[spec[1]]
         record = site.plan[spec[2]]
-        return RECORD_FAMILIES[site.family](machine, thread, record, dict(
-            zip([role for role, _ in record.operands], values)))
+        family = RECORD_FAMILIES[site.family]
+        roles = [role for role, _ in record.operands]
+        if site.family in REGISTER_FAMILIES:
+            return lambda machine, thread, args: family(machine, thread, record, args)
+        return lambda machine, thread, args: family(machine, thread, record,
+                                                    dict(zip(roles, map(_plain, args))))
     asm = spec[1]
     opcode = asm.comment
     for head, run in RAW:
         if opcode.startswith(head):
-            return run(machine, thread, opcode, values, name)
+            return lambda machine, thread, args: run(machine, thread, opcode,
+                                                     list(map(_plain, args)), name)
     raise Fault(f"the interpreter does not know the semantics of {opcode or asm.template!r}")
 
 
+_NUMPY_INTEGERS = frozenset({np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8,
+                             np.uint16, np.uint32, np.uint64})
+
+
 def _plain(value):
-    if isinstance(value, (np.integer, np.bool_)):
-        return int(value)
-    return value
+    """A NumPy integer as a Python int (addresses and counts do arithmetic without wrapping)."""
+    return int(value) if type(value) in _NUMPY_INTEGERS else value
 
 
 # ---------------------------------------------------------------------------------- mbarriers
@@ -99,6 +135,7 @@ def _mbarrier_expect_tx(machine, thread, opcode, values, name):
     _maybe_complete(thread.cta, address, barrier)
 
 
+@_blocking
 def _mbarrier_wait(machine, thread, opcode, values, name):
     """``try_wait`` returns once the phase completed (it may wait as long as it likes)."""
     address, parity = values
@@ -117,9 +154,9 @@ def _mbarrier_inval(machine, thread, opcode, values, name):
 def _warp_collective(run):
     """A ``.sync.aligned`` instruction: the scheduler runs ``run(values_per_lane, threads)``
     once every live lane of the warp has reached the same instruction."""
+    @_blocking
     def issue(machine, thread, opcode, values, name):
-        line = thread.line(machine.where)
-        key = (opcode, line.lineno if line else 0)
+        key = (opcode, thread.instruction())
         if opcode.startswith("elect.sync"):
             key += (values[0],)  # only the member lanes take part
         return Block(("warp", key,
@@ -183,6 +220,7 @@ def _cluster_rank(machine, thread, opcode, values, name):
     return thread.cta.cluster_rank
 
 
+@_blocking
 def _cluster_barrier(machine, thread, opcode, values, name):
     if ".wait" in opcode or opcode == "T.cuda.cluster_sync":
         return Block(("cluster",))
@@ -220,19 +258,31 @@ def _tcgen05_relinquish(machine, opcode, per_lane, threads):
 def _tcgen05_ld(machine, opcode, per_lane, threads):
     shape, num, pack = _ldst_form(opcode)
     tmem = _tmem(threads[0].cta)
-    out = []
-    for values, t in zip(per_lane, threads):
-        regs = tmem.load(shape, num, pack, values[0], t.warp, t.lane)
-        out.append(regs[0] if len(regs) == 1 else tuple(regs))
+    out = [None] * len(threads)
+    for taddr, members in _by_address(per_lane).items():
+        loaded = tmem.load_warp(shape, num, pack, taddr, threads[0].warp,
+                                [threads[i].lane for i in members])
+        for i, regs in zip(members, loaded):
+            out[i] = regs[0] if len(regs) == 1 else tuple(regs)
     return out
 
 
 def _tcgen05_st(machine, opcode, per_lane, threads):
     shape, num, pack = _ldst_form(opcode)
     tmem = _tmem(threads[0].cta)
-    for values, t in zip(per_lane, threads):
-        tmem.store(shape, num, pack, values[0], t.warp, t.lane, list(values[1:]))
+    for taddr, members in _by_address(per_lane).items():
+        tmem.store_warp(shape, num, pack, taddr, threads[0].warp,
+                        [threads[i].lane for i in members],
+                        [list(per_lane[i][1:]) for i in members])
     return [None] * len(threads)
+
+
+def _by_address(per_lane) -> dict:
+    """The lanes (indices into ``per_lane``) of each TMEM address the lanes pass, in order."""
+    groups: dict = {}
+    for i, values in enumerate(per_lane):
+        groups.setdefault(values[0], []).append(i)
+    return groups
 
 
 def _ldst_form(opcode: str) -> tuple[str, int, bool]:
@@ -345,10 +395,11 @@ def _check_granule(address: int, what: str) -> None:
         raise Fault(f"bulk copy {what} address {address:#x} is not 16-byte aligned")
 
 
-def _wgmma(machine, thread, record: PlanRecord, ops: dict):
+@_blocking
+def _wgmma(machine, thread, record: PlanRecord, values: tuple):
     from .wgmma import wgmma
 
-    kind, key, run, values = wgmma(machine, thread, record, ops).reason
+    kind, key, run, operands = wgmma(machine, thread, record, values).reason
 
     def product(per_lane, threads):  # the warp's product reads A and B through the async proxy
         with _async_read(machine, threads[0], record.opcode):
@@ -357,22 +408,31 @@ def _wgmma(machine, thread, record: PlanRecord, ops: dict):
             except MemoryFault as exc:
                 raise machine.error(threads[0], str(exc)) from None
 
-    return Block((kind, key, product, values))
+    return Block((kind, key, product, operands))
 
 
 def _cvt_packed(machine, thread, opcode, values, name):
-    """``cvt.rn{.relu}.{bf16x2,f16x2}.f32 d, hi, lo``: two rounded halves, ``hi`` on top."""
-    from .tma import bfloat16_bits
-
-    halves = np.array(values, dtype=np.float32)
+    """``cvt.rn{.relu}.{bf16x2,f16x2}.f32 d, hi, lo``: two rounded halves, ``hi`` on top (one
+    thread's two scalars: Python integer arithmetic on their float32 bits, no arrays)."""
+    hi, lo = values
+    if type(hi) is not np.float32:
+        hi = np.float32(hi)
+    if type(lo) is not np.float32:
+        lo = np.float32(lo)
     if ".relu" in opcode:
-        halves = np.where(halves < 0, np.float32(0), halves)
-    if "bf16x2" in opcode:
-        bits = bfloat16_bits(halves)
-    else:
-        bits = halves.astype(np.float16).view(np.uint16)
-    hi, lo = (int(b) for b in bits)
-    return hi << 16 | lo
+        hi, lo = (np.float32(0) if h < 0 else h for h in (hi, lo))
+    if "bf16x2" not in opcode:
+        hi, lo = (int(h.astype(np.float16).view(np.uint16)) for h in (hi, lo))
+        return hi << 16 | lo
+    hi, lo = _PAIR_BITS.unpack(_PAIR.pack(hi, lo))
+    return _bfloat16(hi) << 16 | _bfloat16(lo)
+
+
+def _bfloat16(bits: int) -> int:
+    return 0x7FFF if bits & 0x7FFFFFFF > 0x7F800000 else round_to_bfloat16(bits)
+
+
+_PAIR, _PAIR_BITS = struct.Struct("<2f"), struct.Struct("<2I")  # two float32s' bits, exactly
 
 
 def _st_shared(machine, thread, opcode, values, name):
@@ -381,6 +441,7 @@ def _st_shared(machine, thread, opcode, values, name):
     _generic_write(thread, address, 4 * len(words))
 
 
+@_blocking
 def _named_barrier(machine, thread, opcode, values, name):
     barrier, count = values
     if not 0 <= barrier < 16 or count <= 0 or count % 32:
@@ -391,27 +452,40 @@ def _named_barrier(machine, thread, opcode, values, name):
 
 def _stmatrix(machine, opcode, per_lane, threads):
     """``stmatrix.m8n8.xN{.trans}.shared.b16``: lanes 8i..8i+7 address the rows of matrix i;
-    each lane's register i holds two b16 of row lane // 4, columns 2 (lane % 4) and the next."""
+    each lane's register i holds two b16 of row lane // 4, columns 2 (lane % 4) and the next.
+    The warp's rows move as one array; rows that overlap are written in order (last wins)."""
     count = int(next(w for w in opcode.split(".") if w[0] == "x" and w[1:].isdigit())[1:])
-    transposed = ".trans" in opcode
     by_lane = {t.lane: values for values, t in zip(per_lane, threads)}
-    lanes = {t.lane: t for t in threads}
+    words = np.zeros((32, count), dtype=np.uint32)
+    for lane, values in by_lane.items():
+        words[lane] = [int(v) & 0xFFFFFFFF for v in values[1:1 + count]]
+    # halves[matrix, row, column]: lane 4 row + q holds columns 2q, 2q + 1 (low half first)
+    halves = words.view(np.uint16).reshape(8, 4, count, 2).transpose(2, 0, 1, 3)
+    halves = halves.reshape(count, 8, 8)
+    if ".trans" in opcode:
+        halves = halves.transpose(0, 2, 1)
+    addresses = [by_lane[8 * matrix + row][0] for matrix in range(count) for row in range(8)]
     smem = threads[0].cta.smem
-    for matrix in range(count):
-        halves = np.zeros((8, 8), dtype=np.uint16)
-        for lane, values in by_lane.items():
-            word = int(values[1 + matrix]) & 0xFFFFFFFF
-            row, col = lane // 4, 2 * (lane % 4)
-            halves[row, col:col + 2] = (word & 0xFFFF, word >> 16)
-        if transposed:
-            halves = halves.T.copy()
-        for row in range(8):
-            address = by_lane[8 * matrix + row][0]
-            smem.write(address, halves[row])
-            _generic_write(lanes[8 * matrix + row], address, 16)
+    for address in addresses:
+        smem.check(address, 16)
+    rows = np.array(addresses, dtype=np.int64)
+    ordered = np.sort(rows)
+    data = np.ascontiguousarray(halves).reshape(-1, 8).view(np.uint8)  # (rows, 16) bytes
+    if (np.diff(ordered) >= 16).all():
+        smem.data[rows[:, None] + np.arange(16)] = data
+    else:
+        for address, row in zip(addresses, data):
+            smem.data[address:address + 16] = row
+    lanes = {t.lane: t for t in threads}
+    for lane, address in enumerate(addresses):  # row i of the warp's matrices: lane i's address
+        _generic_write(lanes[lane], address, 16)
     return [None] * len(threads)
 
 
+# Families whose operands are registers: they get the values as the kernel holds them, a tuple
+# in the record's role order (float32 scalars stay float32); the others a dict role -> value
+# with Python integers for addresses and counts.
+REGISTER_FAMILIES = frozenset({"wgmma.mma_async"})
 RECORD_FAMILIES = {"cp.async.bulk.tensor": _tma, "cp.async.bulk": _bulk, "tcgen05.cp": _tcgen05_cp,
                    "wgmma.mma_async": _wgmma}
 

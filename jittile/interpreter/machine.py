@@ -72,6 +72,7 @@ class CTA:
     pending: list = field(default_factory=list)
     tmem: object = None
     threads: list = field(default_factory=list)
+    warps: list = field(default_factory=list)  # the threads of each warp, by warp index
     sync_waiting: set = field(default_factory=set)
     named: dict = field(default_factory=dict)  # named barrier id -> [waiting threads, arrivals]
     syncs: int = 0  # synchronizations completed: barriers released, mbarrier phases
@@ -96,6 +97,13 @@ class Thread:
     def lane(self) -> int:
         return self.linear % 32
 
+    def instruction(self) -> int:
+        """Where the thread is suspended, as the bytecode offset of its frame: the lanes of a
+        warp at the same offset are at the same instruction (cheap, unlike a line number, which
+        decodes the line table of the whole lowered kernel)."""
+        frame = getattr(self.gen, "gi_frame", None)
+        return -1 if frame is None else frame.f_lasti
+
     def line(self, where) -> Location | None:
         """Where the thread is in the kernel's source (``where`` maps a line of the lowered
         code to it)."""
@@ -118,6 +126,7 @@ class Machine:
         self.args = args
         self.execute = execute  # execute(machine, thread, name, args) -> value | Block
         self.positions = positions or {}  # line of the lowered code -> its origin in the source
+        self.handlers: dict = {}  # instruction global -> its resolved semantics (instructions.py)
 
     def where(self, lineno: int) -> Location:
         """The kernel's source position of line ``lineno`` of the lowered code."""
@@ -155,6 +164,7 @@ class Machine:
                 thread.gen = self._start(thread)
                 cta.threads.append(thread)
                 threads.append(thread)
+            cta.warps = [cta.threads[w:w + 32] for w in range(0, len(cta.threads), 32)]
         self.threads = threads
         while True:
             moved = False
@@ -250,8 +260,7 @@ class Machine:
         return False
 
     def _release_barriers(self, cta: CTA) -> None:
-        live = [t for t in cta.threads if not t.done]
-        if cta.sync_waiting and len(cta.sync_waiting) == len(live):
+        if cta.sync_waiting and len(cta.sync_waiting) == sum(not t.done for t in cta.threads):
             for t in cta.sync_waiting:
                 t.waiting = None
             cta.sync_waiting = set()
@@ -259,8 +268,8 @@ class Machine:
         self._release_cluster()
 
     def _release_cluster(self) -> None:
-        live = [t for t in self.threads if not t.done]
-        if self.cluster_waiting and len(self.cluster_waiting) == len(live):
+        if self.cluster_waiting and len(self.cluster_waiting) == sum(not t.done
+                                                                     for t in self.threads):
             for t in self.cluster_waiting:
                 t.waiting = None
             self.cluster_waiting = set()
@@ -273,10 +282,7 @@ class Machine:
         none ran."""
         released = False
         for cta in self.ctas:
-            warps: dict[int, list] = {}
-            for t in cta.threads:
-                warps.setdefault(t.warp, []).append(t)
-            for warp, lanes in warps.items():
+            for warp, lanes in enumerate(cta.warps):
                 waiting = [t for t in lanes if t.waiting and t.waiting[0] == "warp"]
                 if not waiting:
                     continue
@@ -297,12 +303,13 @@ class Machine:
             if t.done:
                 return "exited"
             if t.waiting and t.waiting[0] == "warp":
-                return f"at {t.waiting[1][0]} on line {t.waiting[1][1]}"
+                return f"at {t.waiting[1][0]} on line {t.line(self.where).lineno}"
             return f"at line {t.line(self.where).lineno}"
 
         reached = _threads([t.lane for t in waiting if t.waiting[1] == key])
         others = "; ".join(f"lane {t.lane} {where(t)}" for t in missing[:8])
-        return self.error(waiting[0], f"warp-collective {key[0]} (line {key[1]}) was reached by "
+        line = waiting[0].line(self.where).lineno
+        return self.error(waiting[0], f"warp-collective {key[0]} (line {line}) was reached by "
                                       f"{reached.replace('thread', 'lane')} of warp {warp} only: "
                                       f"{others}; every lane must execute it together")
 

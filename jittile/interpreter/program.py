@@ -1,17 +1,19 @@
 """The lowered kernel as a program the interpreter can step: one generator per thread.
 
 The frontend's lowered function (the same one numba-cuda compiles) is rewritten so that every
-instruction the GPU executes outside plain Python arithmetic becomes a ``yield``: each plan
-record (``__jt_rN_K``), each raw or built-in asm statement (``__jt_asmN``) and each CTA barrier
-(``cuda.syncthreads()``). The scheduler receives ``(global name, operand values)``, carries the
-instruction out and sends its result back. Positions in the rewritten code are the kernel's own
-(file and line), so a thread's suspended frame says where it is.
+instruction that can block its thread becomes a ``yield``: the plan records (``__jt_rN_K``) and
+raw or built-in asm statements (``__jt_asmN``) that wait or run as warp collectives, and each
+CTA barrier (``cuda.syncthreads()``). The scheduler receives ``(global name, operand values)``,
+carries the instruction out and sends its result back. The other instructions stay calls of
+their globals, which run them on the spot (:mod:`.threads`). Positions in the rewritten code
+are the kernel's own (file and line), so a thread's suspended frame says where it is.
 """
 from __future__ import annotations
 
 import ast
-import copy
 import types
+import weakref
+from dataclasses import dataclass
 
 SYNC = "__jt_syncthreads"
 
@@ -38,11 +40,10 @@ class _Yields(ast.NodeTransformer):
         return ast.copy_location(ast.Yield(value=request), node)
 
 
-def thread_program(function: ast.FunctionDef, namespace: dict, filename: str, cuda: str):
-    """The code object of the kernel as a generator function: every instruction global of
-    ``namespace`` (kinds ``asm`` and ``record``) and every CTA barrier yields."""
-    names = {name for name, spec in namespace.items() if spec[0] in ("asm", "record")}
-    tree = _Yields(names, cuda).visit(copy.deepcopy(function))
+def thread_program(function: ast.FunctionDef, yielding: set[str], filename: str, cuda: str):
+    """The code object of the kernel as a generator function: every call of an instruction
+    global in ``yielding`` and every CTA barrier yields."""
+    tree = _Yields(yielding, cuda).visit(_copy(function))
     # a kernel that issues nothing must still be a generator
     tree.body.append(ast.copy_location(ast.Expr(value=ast.Yield(value=None)), tree.body[-1]))
     ast.fix_missing_locations(tree)
@@ -51,7 +52,71 @@ def thread_program(function: ast.FunctionDef, namespace: dict, filename: str, cu
     return next(c for c in code.co_consts if isinstance(c, types.CodeType))
 
 
+def _copy(node):
+    """A copy of an AST (the lowered function may share nodes with the kernel's source tree);
+    nodes are plain attribute holders, so this is several times faster than ``deepcopy``."""
+    if isinstance(node, ast.AST):
+        new = node.__class__.__new__(node.__class__)
+        new.__dict__.update({key: _copy(value) for key, value in node.__dict__.items()})
+        return new
+    if isinstance(node, list):
+        return [_copy(value) for value in node]
+    return node
+
+
 def start_thread(code: types.CodeType, globals_: dict, args: list):
     """A new generator running the kernel body for one thread with its own globals."""
     function = types.FunctionType(code, globals_)
     return function(*args)
+
+
+@dataclass(frozen=True)
+class Program:
+    """One specialization as the interpreter runs it: the lowering, the threads' code, and the
+    instruction globals that run as plain calls."""
+
+    lowered: object  # frontend.lower.Lowered
+    code: types.CodeType
+    direct: tuple[str, ...]
+
+
+# kernel -> {(params, target name, launch): (GlobalsWatch, Program)}
+_PROGRAMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def program_for(kernel, params: list, target, launch) -> Program:
+    """The program of one specialization of ``kernel``, lowered once and kept while the globals
+    and closure values its code reads stay the same (the rule of the kernel's compiled
+    specializations, jittile/watch.py); after a change the kernel and its helpers are parsed
+    anew, since a parsed source holds the closure's values."""
+    from ..frontend.source import load_source
+    from ..watch import GlobalsWatch
+
+    programs = _PROGRAMS.setdefault(kernel, {})
+    key = (tuple(params), target.name, launch)
+    found = programs.get(key)
+    if found is None:
+        source = kernel.source
+    elif not found[0].changed():
+        return found[1]
+    else:
+        for helper in found[0].helpers:
+            helper.reread()
+        source = load_source(kernel.pyfunc)
+    watch = GlobalsWatch(source)  # made before lowering, so a change during it is seen later
+    program = _lower(source, params, target, launch)
+    programs[key] = (watch, program)
+    return program
+
+
+def _lower(source, params: list, target, launch) -> Program:
+    from ..frontend.emit import CUDA
+    from ..frontend.lower import lower_kernel
+    from .instructions import blocks
+
+    lowered = lower_kernel(source, params, target, launch)
+    instructions = [name for name, spec in lowered.namespace.items()
+                    if spec[0] in ("asm", "record")]
+    yielding = {name for name in instructions if blocks(lowered.ir, lowered.namespace, name)}
+    code = thread_program(lowered.function, yielding, source.filename, CUDA)
+    return Program(lowered, code, tuple(n for n in instructions if n not in yielding))

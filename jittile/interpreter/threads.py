@@ -26,11 +26,12 @@ class Cast:
 
     def __init__(self, numpy_dtype: np.dtype):
         self.dtype = np.dtype(numpy_dtype)
+        self.integer = self.dtype.kind in "ui"
 
     def __call__(self, value):
-        if self.dtype.kind in "ui":
-            value = int(value)  # a float truncates first, as the GPU's conversion does
-        return convert(value, self.dtype)
+        if self.integer:  # a float truncates first, as the GPU's conversion does
+            return convert(int(value), self.dtype)
+        return self.dtype.type(value)  # what convert does for a float type, without its checks
 
 
 class SharedView:
@@ -71,8 +72,10 @@ def _local(shape, cast: Cast) -> np.ndarray:
     return np.zeros(shape, dtype=cast.dtype)
 
 
-def globals_factory(lowered, launch):
-    """``make(machine, thread)`` -> the globals of one thread's copy of the kernel."""
+def globals_factory(lowered, launch, direct: list[str]):
+    """``make(machine, thread)`` -> the globals of one thread's copy of the kernel; the
+    instruction globals in ``direct`` (those that never block) carry their instruction out when
+    called."""
     from . import storage_dtype
 
     casts = {name: Cast(spec[1].numpy) for name, spec in lowered.namespace.items()
@@ -104,13 +107,19 @@ def globals_factory(lowered, launch):
         cuda = Machine.specials(thread, launch.grid, launch.block)
         cuda.local = SimpleNamespace(array=_local)
         env[CUDA] = cuda
+        for name in direct:
+            env[name] = _instruction(machine, thread, name)
         return env
 
     return make
 
 
+def _instruction(machine: Machine, thread, name: str):
+    return lambda *args: machine.execute(machine, thread, name, args)
+
+
 def _shared_address(view: SharedView, index) -> int:
-    if not isinstance(view, SharedView):
+    if type(view) is not SharedView:
         raise InterpreterError(f"a shared address of a non-shared value {view!r}")
     return view.offset + int(index) * view.itemsize
 

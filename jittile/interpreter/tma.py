@@ -271,9 +271,15 @@ def bfloat16_bits(values: np.ndarray) -> np.ndarray:
     """float32 values rounded to bfloat16 bit patterns, to nearest even (integer bit
     arithmetic: add half an ulp of bfloat16 plus the tie's parity, drop 16 bits); NaN -> 0x7FFF."""
     values = np.asarray(values, dtype=np.float32)
-    bits = values.view(np.uint32)
-    rounded = ((bits + np.uint32(0x7FFF) + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    rounded = round_to_bfloat16(values.view(np.uint32)).astype(np.uint16)
     return np.where(np.isnan(values), np.uint16(0x7FFF), rounded)
+
+
+def round_to_bfloat16(bits):
+    """The rounding of :func:`bfloat16_bits` on the float32 bits of a value that is not NaN
+    (a Python int or a uint32 array): add half an ulp of bfloat16 plus the tie's parity, drop
+    16 bits. The sum stays below 2^32: the largest non-NaN pattern is -inf, 0xFF800000."""
+    return (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
 
 
 def half_values(bits: np.ndarray, brain: bool) -> np.ndarray:

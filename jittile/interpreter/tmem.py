@@ -3,8 +3,8 @@
 One CTA's TMEM is 128 lanes x 512 columns of 32-bit cells (PTX ISA 9.7.16.1). A TMEM address is
 ``(lane << 16) | column``. The model holds the cells and the allocation state and executes
 ``tcgen05.alloc/dealloc/relinquish_alloc_permit``, ``tcgen05.cp`` (shared memory -> TMEM, with
-the source read by decoding the 64-bit shared-memory descriptor bit by bit) and one thread's share
-of ``tcgen05.ld/st``.
+the source read by decoding the 64-bit shared-memory descriptor bit by bit) and ``tcgen05.ld/st``
+(a warp's threads that pass the same address moved as one array).
 
 The descriptor decoder and the address walk are written from the PTX ISA tables, not from
 jittile's encoder (``jittile.patterns.descriptors``), because the interpreter exists to check that
@@ -183,8 +183,9 @@ _LDST_SHAPES = {"32x32b": (32, 1, 128), "16x64b": (16, 1, 128), "16x128b": (16, 
                 "16x256b": (16, 4, 32)}
 
 
-def _fragment(shape: str, num: int, thread: int) -> tuple[np.ndarray, np.ndarray]:
-    """(lane offsets, 32-bit word indices) of thread ``thread``'s registers r0, r1, ...
+def _fragment(shape: str, num: int, threads: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(lane offsets, 32-bit word indices), each (threads, registers): where registers r0, r1,
+    ... of each lane in ``threads`` live.
 
     Word ``k`` is column ``k`` from ``taddr`` (with ``.pack::16b``: the low halves of columns 2k
     and 2k+1). The per-shape maps are the PTX ISA fragment figures 183-186 (as CUTLASS's
@@ -192,15 +193,17 @@ def _fragment(shape: str, num: int, thread: int) -> tuple[np.ndarray, np.ndarray
     word 2j + (t//2)%2. 16x128b: r(2i+h) at lane t//4 + 8h, word 4i + t%4. 16x256b: r(4i+2h+e) at
     lane t//4 + 8h, word 8i + 2*(t%4) + e.
     """
-    j = np.arange(_LDST_SHAPES[shape][1] * num)
-    t = thread
+    j = np.arange(_LDST_SHAPES[shape][1] * num)[None, :]
+    t = np.asarray(threads, dtype=np.int64)[:, None]
     if shape == "32x32b":
-        return np.full_like(j, t), j
-    if shape == "16x64b":
-        return np.full_like(j, 8 * (t % 2) + t // 4), 2 * j + (t // 2) % 2
-    if shape == "16x128b":
-        return t // 4 + 8 * (j % 2), 4 * (j // 2) + t % 4
-    return t // 4 + 8 * ((j // 2) % 2), 8 * (j // 4) + 2 * (t % 4) + j % 2
+        rows, words = t + 0 * j, j + 0 * t
+    elif shape == "16x64b":
+        rows, words = 8 * (t % 2) + t // 4 + 0 * j, 2 * j + (t // 2) % 2
+    elif shape == "16x128b":
+        rows, words = t // 4 + 8 * (j % 2), 4 * (j // 2) + t % 4
+    else:
+        rows, words = t // 4 + 8 * ((j // 2) % 2), 8 * (j // 4) + 2 * (t % 4) + j % 2
+    return rows, words
 
 
 class TensorMemory:
@@ -340,15 +343,17 @@ class TensorMemory:
 
     # ------------------------------------------------------------------------- tcgen05.ld/st
     def _ldst_cells(self, what: str, shape: str, num: int, packed: bool, taddr: int, warp: int,
-                    lane: int) -> tuple[np.ndarray, np.ndarray]:
-        """(lanes, columns) of thread ``lane``'s registers; columns is (registers, 1 or 2)."""
+                    lanes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(TMEM lanes, columns) of the registers of the threads at warp lanes ``lanes``: lanes
+        is (threads, registers), columns (threads, registers, 1 or 2)."""
         if shape not in _LDST_SHAPES:
             raise ValueError(f"{what}: shape is one of {', '.join(_LDST_SHAPES)}, got {shape!r}")
         shape_lanes, _, max_num = _LDST_SHAPES[shape]
         if num < 1 or num > max_num or num & (num - 1):
             raise ValueError(f"{what}: .num is .x1 to .x{max_num} in powers of two, got {num!r}")
-        if not 0 <= lane < 32:
-            raise ValueError(f"{what}: thread lane is 0..31, got {lane!r}")
+        bad = [int(lane) for lane in lanes if not 0 <= lane < 32]
+        if bad:
+            raise ValueError(f"{what}: thread lane is 0..31, got {bad[0]!r}")
         quarter = warp % 4
         first, column = split_taddr(taddr)
         if first // WARP_LANES not in (0, quarter):
@@ -359,33 +364,49 @@ class TensorMemory:
         if offset + shape_lanes > WARP_LANES:
             raise TmemFault(f"{what}: {shape_lanes} lanes from lane offset {offset} cross the "
                             f"32-lane quarter of warp {quarter} of the warpgroup")
-        rows, words = _fragment(shape, num, lane)
-        lanes = WARP_LANES * quarter + offset + rows
+        rows, words = _fragment(shape, num, lanes)
+        cells = WARP_LANES * quarter + offset + rows
         halves = np.arange(2 if packed else 1)
-        columns = column + (2 * words[:, None] + halves if packed else words[:, None])
-        self._check_cells(lanes, columns, what)
-        return lanes, columns
+        columns = column + (2 * words[..., None] + halves if packed else words[..., None])
+        self._check_cells(cells, columns, what)
+        return cells, columns
 
     def load(self, shape: str, num: int, pack16: bool, taddr: int, warp: int,
              lane: int) -> list[int]:
         """The registers thread ``lane`` of warp ``warp % 4`` of its warpgroup gets from one
         ``tcgen05.ld.<shape>.x<num>{.pack::16b}``; the warp's lanes are its own quarter."""
+        return self.load_warp(shape, num, pack16, taddr, warp, [lane])[0]
+
+    def load_warp(self, shape: str, num: int, pack16: bool, taddr: int, warp: int,
+                  lanes: Sequence[int]) -> list[list[int]]:
+        """:meth:`load` for the threads at ``lanes`` of one warp, which all pass ``taddr``:
+        one gather for all of them."""
         what = f"tcgen05.ld.{shape}.x{num}{'.pack::16b' if pack16 else ''} [{int(taddr):#x}]"
-        lanes, columns = self._ldst_cells(what, shape, num, pack16, taddr, warp, lane)
-        cells = self.cells[lanes[:, None], columns]
+        rows, columns = self._ldst_cells(what, shape, num, pack16, taddr, warp, np.asarray(lanes))
+        cells = self.cells[rows[..., None], columns]
         if pack16:
-            cells = (cells[:, 0] & 0xFFFF) | ((cells[:, 1] & 0xFFFF) << 16)
-        return [int(v) for v in cells.reshape(-1)]
+            cells = (cells[..., 0] & 0xFFFF) | ((cells[..., 1] & 0xFFFF) << 16)
+        return cells.reshape(len(lanes), -1).tolist()
 
     def store(self, shape: str, num: int, unpack16: bool, taddr: int, warp: int, lane: int,
               values: Sequence[int]) -> None:
         """Thread ``lane``'s share of one ``tcgen05.st.<shape>.x<num>{.unpack::16b}``: the
         inverse of :meth:`load`; unpacked 16-bit halves land zero-extended in their cells."""
+        self.store_warp(shape, num, unpack16, taddr, warp, [lane], [values])
+
+    def store_warp(self, shape: str, num: int, unpack16: bool, taddr: int, warp: int,
+                   lanes: Sequence[int], values: Sequence[Sequence[int]]) -> None:
+        """:meth:`store` for the threads at ``lanes`` of one warp, which all pass ``taddr``
+        (``values[i]`` are the registers of ``lanes[i]``): one scatter for all of them."""
         what = f"tcgen05.st.{shape}.x{num}{'.unpack::16b' if unpack16 else ''} [{int(taddr):#x}]"
-        lanes, columns = self._ldst_cells(what, shape, num, unpack16, taddr, warp, lane)
-        regs = np.asarray([int(v) & 0xFFFFFFFF for v in values], dtype=np.uint32)
-        if regs.size != lanes.size:
-            raise ValueError(f"{what}: thread stores {lanes.size} registers, got {regs.size}")
+        rows, columns = self._ldst_cells(what, shape, num, unpack16, taddr, warp,
+                                         np.asarray(lanes))
+        for registers in values:
+            if len(registers) != rows.shape[1]:
+                raise ValueError(f"{what}: thread stores {rows.shape[1]} registers, got "
+                                 f"{len(registers)}")
+        regs = np.asarray([[int(v) & 0xFFFFFFFF for v in registers] for registers in values],
+                          dtype=np.uint32)
         if unpack16:
             regs = np.stack([regs & 0xFFFF, regs >> 16], axis=-1)
-        self.cells[lanes[:, None], columns] = regs.reshape(columns.shape)
+        self.cells[rows[..., None], columns] = regs.reshape(columns.shape)

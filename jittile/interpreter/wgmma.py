@@ -5,7 +5,8 @@ own registers, its rows of A and all of B, so the instruction runs as a warp col
 32 lanes arrived, their accumulator registers are gathered into the warp's rows (through the
 fragment layout), A and B are read from shared memory through the descriptor values the lanes
 pass (decoded as the hardware reads them: start address, LBO, SBO, swizzle, the record's
-majorness) or from the A registers, and the new registers go back to each lane. The MMA completes
+majorness) or from the A registers, and the new registers go back to each lane. Each of those
+moves is one NumPy gather or scatter through a cached map (:mod:`.operand_maps`). The MMA completes
 at issue (``commit_group`` / ``wait_group`` have nothing left to wait for).
 
 Arithmetic is exact (float64, then the accumulator type): the hardware's fp32 rounding order is
@@ -16,21 +17,25 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..fragment import WARPGROUP_THREADS, wgmma_a, wgmma_accumulator
+from functools import lru_cache
+from operator import itemgetter
+
+from ..fragment import WARPGROUP_THREADS, FragmentLayout, wgmma_a, wgmma_accumulator
 from ..ir import PlanRecord
-from ..patterns.matrix_descriptors import MatrixDescriptor, MatrixWalk, walk_address
+from ..patterns.matrix_descriptors import MatrixDescriptor, MatrixWalk
 from ..patterns.wgmma import ACCUMULATOR_ELEMENTS, INPUT_TYPES, element_bytes
 from .machine import Block
+from .operand_maps import fragment_elements, matrix_addresses
 from .tma import half_values
 
 
-
-def wgmma(machine, thread, record: PlanRecord, ops: dict):
-    """Issue: wait for the warp's 32 lanes, then compute (see the module's docstring)."""
-    line = thread.line(machine.where)
-    key = (record.opcode, line.lineno if line else 0)
+def wgmma(machine, thread, record: PlanRecord, values: tuple):
+    """Issue: wait for the warp's 32 lanes, then compute (see the module's docstring);
+    ``values`` are the thread's operands in the record's role order."""
+    key = (record.opcode, thread.instruction())
     return Block(("warp", key, lambda per_lane, threads: _warp_product(threads[0].cta, record,
-                                                                        per_lane, threads), ops))
+                                                                        per_lane, threads),
+                  values))
 
 
 def _warp_product(cta, record: PlanRecord, per_lane: list, threads: list) -> list:
@@ -40,62 +45,75 @@ def _warp_product(cta, record: PlanRecord, per_lane: list, threads: list) -> lis
     a_major, b_major = record.fields["majors"]
     scale_a, scale_b = record.fields.get("scales", (1, 1))
     accumulator = ACCUMULATOR_ELEMENTS[dtype]
-    warp_rows = 16 * (threads[0].linear % WARPGROUP_THREADS // 32)
+    position = {role: i for i, (role, _) in enumerate(record.operands)}
+    first = per_lane[0]
+    lanes = np.array([t.linear % WARPGROUP_THREADS for t in threads], dtype=np.int64)
+    warp_rows = 16 * int(lanes[0] // 32)
     count = len(record.results)
-    d = _gather(per_lane, threads, [f"d[{j}]" for j in range(count)], wgmma_accumulator,
-                accumulator, (64, n))
+    d = _gather(per_lane, lanes, [position[f"d[{j}]"] for j in range(count)],
+                wgmma_accumulator, accumulator, (64, n))
     if a_major == "registers":
-        roles = [role for role, _ in record.operands if role.startswith("a[")]
-        a = _gather(per_lane, threads, roles, wgmma_a, INPUT_TYPES[a_type].elements[0], (64, k))
+        a_positions = [i for role, i in position.items() if role.startswith("a[")]
+        a = _gather(per_lane, lanes, a_positions, wgmma_a, INPUT_TYPES[a_type].elements[0],
+                    (64, k))
     else:
-        a = _read_matrix(cta, per_lane[0]["a_desc"], a_major, a_type, 64, k)
-    b = _read_matrix(cta, per_lane[0]["b_desc"], b_major, b_type, n, k).T  # (K, N)
+        a = _read_matrix(cta, first[position["a_desc"]], a_major, a_type, 64, k)
+    b = _read_matrix(cta, first[position["b_desc"]], b_major, b_type, n, k).T  # (K, N)
     rows = slice(warp_rows, warp_rows + 16)
     product = (scale_a * scale_b) * (a[rows] @ b)
-    scaled = product + (d[rows] if per_lane[0].get("scale_d", 1) else 0)
-    d[rows] = scaled
-    return _scatter(d, threads, count, accumulator, (64, n))
+    scale_d = first[position["scale_d"]] if "scale_d" in position else 1
+    d[rows] = product + (d[rows] if scale_d else 0)
+    return _scatter(d, lanes, count, accumulator)
 
 
-def _gather(per_lane, threads, roles, layout, dtype: str, shape) -> np.ndarray:
-    """The tile the lanes' registers hold (float64), zeros where this warp holds nothing."""
+def _gather(per_lane, lanes: np.ndarray, positions: list, layout: FragmentLayout, dtype: str,
+            shape) -> np.ndarray:
+    """The tile the lanes' registers (operands at ``positions``) hold, as float64; zeros where
+    this warp holds nothing."""
     tile = np.zeros(shape)
-    per = layout.per_register(dtype)
-    for values, t in zip(per_lane, threads):
-        for register, role in enumerate(roles):
-            row, col = layout.element(register, t.linear, dtype)
-            tile[row, col:col + per] = _unpack(values[role], dtype, per)
+    rows, columns = _register_elements(layout, len(positions), dtype, lanes)
+    pick = itemgetter(*positions)
+    registers = [pick(lane) for lane in per_lane]
+    if len(positions) == 1:
+        registers = [[r] for r in registers]
+    values = _unpack(registers, dtype)
+    tile[rows[..., None], columns[..., None] + np.arange(values.shape[-1])] = values
     return tile
 
 
-def _scatter(tile, threads, count: int, dtype: str, shape) -> list:
+def _scatter(tile: np.ndarray, lanes: np.ndarray, count: int, dtype: str) -> list:
+    """Each lane's new accumulator registers: a tuple, or the value itself for one register."""
+    rows, columns = _register_elements(wgmma_accumulator, count, dtype, lanes)
     per = wgmma_accumulator.per_register(dtype)
-    out = []
-    for t in threads:
-        registers = []
-        for register in range(count):
-            row, col = wgmma_accumulator.element(register, t.linear, dtype)
-            registers.append(_pack(tile[row, col:col + per], dtype))
-        out.append(tuple(registers) if count > 1 else registers[0])
-    return out
+    registers = _pack(tile[rows[..., None], columns[..., None] + np.arange(per)], dtype)
+    return [tuple(r) if count > 1 else r[0] for r in registers]
 
 
-def _unpack(value, dtype: str, per: int) -> np.ndarray:
-    """The ``per`` elements of one 32-bit register value."""
-    if dtype == "float32":
-        return np.array([value], dtype=np.float64)
+def _register_elements(layout: FragmentLayout, count: int, dtype: str,
+                       lanes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    rows, columns = fragment_elements(layout, count, dtype)
+    return rows[lanes], columns[lanes]
+
+
+def _unpack(values: list, dtype: str) -> np.ndarray:
+    """(lanes, registers, elements per register) float64: the elements of 32-bit registers."""
+    if dtype == "float32":  # registers hold float32 scalars, which convert fastest as such
+        return np.array(values, dtype=np.float32).astype(np.float64)[..., None]
+    words = np.array([[int(v) & 0xFFFFFFFF for v in lane] for lane in values], dtype=np.uint32)
     if dtype == "int32":
-        return np.array([np.int64(np.uint32(int(value) & 0xFFFFFFFF).view(np.int32))])
-    word = np.array([int(value) & 0xFFFFFFFF], dtype=np.uint32)
-    return _decode(word.view(np.uint8), dtype)[:per]
+        return words.view(np.int32).astype(np.float64)[..., None]
+    return _decode(words[..., None].view(np.uint8), dtype)
 
 
-def _pack(values: np.ndarray, dtype: str):
+def _pack(values: np.ndarray, dtype: str) -> list:
+    """Registers from (lanes, registers, elements per register) float64 values: float32
+    scalars, or Python ints (s32 saturated, f16 pairs packed low first)."""
     if dtype == "float32":
-        return np.float32(values[0])
+        return list(values[..., 0].astype(np.float32))
     if dtype == "int32":
-        return int(np.clip(values[0], -2 ** 31, 2 ** 31 - 1))
-    return int(values.astype(np.float16).view(np.uint16).astype(np.uint32) @ [1, 1 << 16])
+        return np.clip(values[..., 0], -2 ** 31, 2 ** 31 - 1).astype(np.int64).tolist()
+    halves = values.astype(np.float16).view(np.uint16).astype(np.int64)
+    return (halves[..., 0] | halves[..., 1] << 16).tolist()
 
 
 def _read_matrix(cta, descriptor: int, major: str, ptx_type: str, mn: int, k: int) -> np.ndarray:
@@ -104,24 +122,30 @@ def _read_matrix(cta, descriptor: int, major: str, ptx_type: str, mn: int, k: in
     walk = MatrixWalk(major, fields.swizzle, fields.start_address, fields.lbo, fields.sbo)
     itype = INPUT_TYPES[ptx_type]
     size = element_bytes(itype)
-    out = np.empty((mn, k))
-    for row in range(mn):
-        for col in range(k):
-            raw = cta.smem.read(walk_address(walk, row, col, size), size)
-            out[row, col] = _decode(raw, itype.elements[0])[0]
-    return out
+    addresses = matrix_addresses(walk, mn, k, size)
+    for extreme in (addresses.min(), addresses.max()):
+        cta.smem.check(int(extreme), size)
+    raw = cta.smem.data[addresses[..., None] + np.arange(size)]  # (mn, k, size) bytes
+    return _decode(raw, itype.elements[0])[..., 0]
 
 
 def _decode(raw: np.ndarray, dtype: str) -> np.ndarray:
-    """Little-endian element bytes as float64 values (tf32 read as the tensor cores do: the
-    low 13 mantissa bits ignored)."""
+    """Little-endian element bytes (..., bytes) as float64 values (..., elements) (tf32 read as
+    the tensor cores do: the low 13 mantissa bits ignored)."""
+    raw = np.ascontiguousarray(raw)
     if dtype in ("bfloat16", "float16"):
         return half_values(raw.view(np.uint16), dtype == "bfloat16").astype(np.float64)
     if dtype == "tf32":
         return (raw.view(np.uint32) & 0xFFFFE000).view(np.float32).astype(np.float64)
     if dtype in ("int8", "uint8"):
         return raw.view(np.dtype(dtype)).astype(np.float64)
-    return np.array([_fp8(int(b), dtype) for b in raw])
+    return _fp8_table(dtype)[raw]
+
+
+@lru_cache(maxsize=None)
+def _fp8_table(dtype: str) -> np.ndarray:
+    """The value of each of the 256 bytes of an fp8 format."""
+    return np.array([_fp8(byte, dtype) for byte in range(256)])
 
 
 def _fp8(byte: int, dtype: str) -> float:
