@@ -212,9 +212,9 @@ def mma_of_written_operands(A: T.Tensor((64, 16), "uint16"), B: T.Tensor((8, 16)
     A_s = T.alloc_shared((64, 16), "bfloat16", layout=A_LAYOUT, align=1024)
     B_s = T.alloc_shared((8, 16), "bfloat16", layout=B_LAYOUT, align=1024)
     for i in range(tid, 64 * 16, 128):
-        A_s[i // 16, i % 16] = A[i // 16, i % 16]  # A's generic write
+        A_s.bits[i // 16, i % 16] = A[i // 16, i % 16]  # A's generic write
     if tid < 128:
-        B_s[tid // 16, tid % 16] = B[tid // 16, tid % 16]
+        B_s.bits[tid // 16, tid % 16] = B[tid // 16, tid % 16]
     if FENCE:
         T.ptx.fence.proxy.async_.shared__cta()
     T.cuda.cta_sync()

@@ -94,6 +94,7 @@ class ElementLowering:
         dtype = self.element_dtype(target)
         lowered = self.element(target)
         lowered.ctx = ast.Store()
+        self.note_generic_write(target)
         if self.is_raw_element(target):
             converted = self.cast(dtype.storage, value)
         else:

@@ -312,12 +312,19 @@ class KernelLowering(ExpressionLowering, ElementLowering, AllocationLowering, Fr
         if isinstance(node, ast.Subscript):
             lowered = self.subscript(node)
             lowered.ctx = ast.Store()
-            base = node.value
-            if isinstance(base, ast.Name) and base.id in self.shared:
-                self.proxy_events.append(ProxyEvent("write", self.loc(node),
-                                                    (self.shared[base.id].buffer.name,)))
+            self.note_generic_write(node)
             return lowered
         raise self.error(node, "unsupported assignment target")
+
+    def note_generic_write(self, target: ast.Subscript) -> None:
+        """Record a store into a shared buffer's element (``buf[i]`` or ``buf.bits[i]``): a write
+        through the generic proxy, for the proxy-fence check (jittile/frontend/proxies.py)."""
+        base = target.value
+        if isinstance(base, ast.Attribute) and base.attr == "bits":
+            base = base.value
+        if isinstance(base, ast.Name) and base.id in self.shared:
+            self.proxy_events.append(ProxyEvent("write", self.loc(target),
+                                                (self.shared[base.id].buffer.name,)))
 
     def stmt_If(self, node: ast.If):
         test = self.static(node.test)
