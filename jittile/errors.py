@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import difflib
 import functools
 import linecache
 import os
@@ -118,6 +119,34 @@ class ToolchainError(JittileError):
 
 class JittileWarning(UserWarning):
     """Legal but almost certainly wrong, e.g. an expect_tx count that differs from the loads' bytes."""
+
+
+# -- did you mean ---------------------------------------------------------------------------------
+
+# Words a newcomer reaches for that are spelled differently in jittile (keywords of tile calls,
+# of ``LaunchConfig``...): spelling distance alone does not find ``mbar`` from ``barrier``.
+SYNONYMS = {
+    "barrier": "mbar", "mbarrier": "mbar", "bar": "mbar",
+    "threads": "block", "num_threads": "block", "block_dim": "block", "block_size": "block",
+    "threads_per_block": "block", "blocks": "grid", "grid_dim": "grid", "num_blocks": "grid",
+    "grid_size": "grid", "cluster_dim": "cluster", "cluster_size": "cluster",
+    "coord": "coords", "coordinate": "coords", "coordinates": "coords", "offset": "coords",
+    "offsets": "coords", "index": "coords", "shape": "box", "box_shape": "box", "tile": "box",
+    "box_size": "box", "strides": "element_strides", "swizzle_mode": "swizzle",
+    "mask": "cta_mask", "multicast": "cta_mask", "predicate": "pred", "policy": "cache_policy",
+    "steps": "coord_steps", "coord_step": "coord_steps",
+}
+
+
+def closest_name(word: str, candidates) -> str | None:
+    """The candidate ``word`` most likely stands for: a close spelling, else a known synonym
+    (``barrier`` for ``mbar``, ``threads`` for ``block``) that is among the candidates."""
+    names = list(dict.fromkeys(candidates))
+    close = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
+    if close:
+        return close[0]
+    synonym = SYNONYMS.get(word.lower())
+    return synonym if synonym in names else None
 
 
 # -- debugging, tracebacks -------------------------------------------------------------------------

@@ -8,18 +8,21 @@ recorded IR without running the frontend or numba.
 """
 from __future__ import annotations
 
+import linecache
+import sys
 import threading
 
 from .build import build
 from .entry import CompiledKernel
-from .errors import LaunchError, public_entry, strictness
+from .errors import (CompileError, JittileError, LaunchError, Location, closest_name,
+                     public_entry, strictness)
 from .frontend.checks import definition_problem
 from .frontend.source import KernelSource, load_source
 from .keying import source_digest, toolchain_versions
 from .language.cuda import LaunchConfig
 from .launch import Configured, launch_kernel
 from .specialize import Specializer, resolve_target
-from .targets import Target
+from .targets import SUPPORTED_TARGETS, Target
 from .watch import GlobalsWatch
 
 __all__ = ["CompiledKernel", "Kernel", "func", "kernel", "toolchain_versions"]
@@ -153,8 +156,11 @@ def kernel(fn=None, *, target: str | None = None, cache: bool = True, strict: bo
     ``exec(compile(src, name, "exec"))`` register it first with ``linecache.cache[name] =
     (len(src), None, src.splitlines(True), name)``). A kernel defined in the plain REPL or with
     ``python -c`` has no source to read: compiling it raises a CompileError saying so."""
+    if target is not None:
+        _check_target(target, sys._getframe(1))
     if fn is None:
-        return lambda f: kernel(f, target=target, cache=cache, strict=strict)
+        return lambda f: Kernel(_checked_definition(f), target=target, cache=cache,
+                                strict=strict)
     _check_definition(fn, "kernel")
     return Kernel(fn, target=target, cache=cache, strict=strict)
 
@@ -163,3 +169,27 @@ def _check_definition(fn, what: str) -> None:
     problem = definition_problem(fn, what)
     if problem is not None:
         raise problem
+
+
+def _checked_definition(fn):
+    _check_definition(fn, "kernel")
+    return fn
+
+
+def _check_target(target, frame) -> None:
+    """An unknown ``target=`` is reported where it is written (the decorator's line in
+    ``frame``), not at the first compile."""
+    try:
+        Target.parse(target)
+    except JittileError as exc:
+        filename, lineno = frame.f_code.co_filename, frame.f_lineno
+        line = linecache.getline(filename, lineno)
+        col = line.find("target")
+        end = line.find(",", col) if col >= 0 else -1
+        end = end if end >= 0 else line.find(")", col)
+        where = Location(filename, lineno, max(col, 0), end if col >= 0 and end > col else None)
+        close = closest_name(str(target), SUPPORTED_TARGETS)
+        hint = (f"did you mean target={close!r}?" if close else "") + \
+            " Hopper is target='sm_90a', Blackwell target='sm_100a'; or leave target out to " \
+            "compile for the GPU present (sm_90a without one)"
+        raise CompileError(exc.message, where, hint=hint.strip()) from None

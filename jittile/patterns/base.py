@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Callable, Protocol
 
 from ..dtypes import DType
-from ..errors import ContractError, Location
+from ..errors import ContractError, Location, closest_name
 from ..ir import COMPLETIONS, ArgumentAlignment, Expr, HostParam, HostTensorMap, PlanRecord, Var
 from ..targets import Target
 
@@ -294,12 +294,10 @@ class TilePattern:
     def check_parameter_names(self, site: "CallSite", hint: str = "") -> None:
         """Every keyword of ``site`` is a declared parameter (else a ContractError with the
         closest name)."""
-        import difflib
-
         for name in site.params:
             if name not in self.parameter_names:
-                close = difflib.get_close_matches(name, self.parameter_names, n=1)
-                mean = f" (did you mean {close[0]!r}?)" if close else ""
+                close = closest_name(name, self.parameter_names)
+                mean = f" (did you mean {close}=?)" if close else ""
                 raise site.error(f"is not a parameter of {self.family}{mean}; parameters are "
                                  f"{', '.join(self.parameter_names)}{hint}", name)
 
