@@ -139,14 +139,14 @@ SYNONYMS = {
 
 
 def closest_name(word: str, candidates) -> str | None:
-    """The candidate ``word`` most likely stands for: a close spelling, else a known synonym
-    (``barrier`` for ``mbar``, ``threads`` for ``block``) that is among the candidates."""
+    """The candidate ``word`` most likely stands for: a known synonym among the candidates
+    (``barrier`` for ``mbar``, ``threads`` for ``block``), else a close spelling."""
     names = list(dict.fromkeys(candidates))
-    close = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
-    if close:
-        return close[0]
     synonym = SYNONYMS.get(word.lower())
-    return synonym if synonym in names else None
+    if synonym in names:
+        return synonym
+    close = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
+    return close[0] if close else None
 
 
 # -- debugging, tracebacks -------------------------------------------------------------------------
