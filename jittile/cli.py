@@ -19,7 +19,7 @@ from typing import Any
 from . import __version__, cache
 from .cache.changes import Changes, what_changed
 from .cache.keys import describe, differing_components, lookup
-from .cache.store import CUBIN_FILE, PTX_FILE, Damaged, DiskStore, Entry
+from .cache.store import Damaged, DiskStore, Entry
 from .errors import JittileError
 
 KEY_PREFIX = 12
@@ -143,12 +143,13 @@ def _plan(kernel_ir: dict) -> str:
         return f"(the recorded plan has an unexpected form: {exc!r})"
 
 
-def _part(found: Entry | Damaged, name: str) -> bytes | str:
-    """The bytes of one file of the entry, or why there are none."""
+def _part(found: Entry | Damaged, part: str) -> bytes | str:
+    """The bytes of the entry's file of ``part`` (``cubin``, ``ptx``), or why there are none."""
     if isinstance(found, Entry):
-        return found.verified[name]
+        return found.verified[part]
+    name = found.file_name(part)
     try:
-        return found.read(name)
+        return found.read(part)
     except FileNotFoundError:
         return f"{name} is missing"
     except OSError as exc:
@@ -173,7 +174,7 @@ def _cache_show(args: argparse.Namespace) -> int:
     if isinstance(lowered, str):
         print("\n--- lowered kernel ---")
         print(lowered.rstrip("\n"))
-    ptx, cubin = _part(found, PTX_FILE), _part(found, CUBIN_FILE)
+    ptx, cubin = _part(found, "ptx"), _part(found, "cubin")
     print("\n--- PTX ---")
     print(ptx.decode("utf-8", "replace").rstrip("\n") if isinstance(ptx, bytes) else f"({ptx})")
     print("\n--- SASS summary ---")

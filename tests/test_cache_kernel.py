@@ -193,9 +193,9 @@ def scenario(work) -> dict:
             for name in ("reuse", "block", "target", "tile", "pad", "truncated", "garbage")}
     key = work["base"]["key"]
     entry = dirs["truncated"] / key[:2] / key
-    cubin = (entry / "kernel.cubin").read_bytes()
-    (entry / "kernel.cubin").write_bytes(cubin[: len(cubin) // 2])
-    (dirs["garbage"] / key[:2] / key / "meta.json").write_text('{"format_version": 1, "key": ')
+    cubin = (entry / "cache_probe.cubin").read_bytes()
+    (entry / "cache_probe.cubin").write_bytes(cubin[: len(cubin) // 2])
+    (dirs["garbage"] / key[:2] / key / "cache_probe.json").write_text('{"format_version": 1, "key": ')
     blocker = root / "not_a_directory"
     blocker.write_text("a regular file where the cache directory's parent should be")
     dirs["readonly"] = blocker / "cache"
@@ -263,7 +263,7 @@ def test_changed_component_makes_a_new_entry_and_why_names_it(work, scenario, mo
     assert rows == {work["base"]["key"][:12]: old, result["key"][:12]: new}, out
 
 
-@pytest.mark.parametrize("case, reason", [("truncated", "kernel.cubin has"), ("garbage", "not valid JSON")])
+@pytest.mark.parametrize("case, reason", [("truncated", "cache_probe.cubin has"), ("garbage", "not valid JSON")])
 def test_corrupt_entry_is_rebuilt_with_a_warning(work, scenario, case, reason):
     result = scenario["results"][case]
     same_jittile_code(work["base"], result)
