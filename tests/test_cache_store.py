@@ -394,3 +394,31 @@ def test_distribution_versions_read_install_metadata_names(tmp_path, monkeypatch
     assert distribution_versions(["numba-cuda", "llvmlite", "nvidia-nvjitlink", "nvidia-nvvm"]) == {
         "numba-cuda": "0.30.4", "llvmlite": "0.50.0", "nvidia-nvjitlink": "13.5.37",
         "nvidia-nvvm": "absent"}
+
+
+def test_a_format_2_entry_is_rebuilt_once_in_the_kernel_named_layout(store):
+    """Entries of jittile before kernel-named files (kernel.cubin, meta.json) are misses: the
+    first load discards each with one warning, and the rebuilt entry has the new names."""
+    key = put(store)
+    path = store.entry_dir(key)
+    meta = json.loads((path / "tma_load.json").read_text())
+    for old, new in (("tma_load.cubin", "kernel.cubin"), ("tma_load.ptx", "kernel.ptx"),
+                     ("tma_load.json", "meta.json")):
+        (path / old).rename(path / new)
+    (path / "meta.json").write_text(json.dumps(dict(meta, format_version=2)))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert store.load(key) is None
+        assert store.load(key) is None  # gone: a plain miss, no second warning
+    (warning,) = caught
+    assert "written in cache format 2; this jittile reads format 3" in str(warning.message)
+    assert put(store) == key
+    assert sorted(p.name for p in path.iterdir()) == ["tma_load.cubin", "tma_load.json",
+                                                      "tma_load.ptx", "usage.json"]
+
+
+def test_a_kernel_named_usage_keeps_its_use_counts_apart(store):
+    key = put(store, name="usage")
+    assert sorted(p.name for p in store.entry_dir(key).iterdir()) == [
+        "usage.json", "usage_kernel.cubin", "usage_kernel.json", "usage_kernel.ptx"]
+    assert store.load(key).hits == 1 and store.load(key).cubin() == CUBIN

@@ -53,7 +53,7 @@ import time
 import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..errors import JittileError, JittileWarning, debug_requested, user_stacklevel
 from .keys import make_key, normalize
@@ -552,21 +552,27 @@ class StoreMaintenance:
             return exc
         return None
 
-    def clear(self) -> Cleared:
+    def clear(self, chosen: Callable[[dict], bool] | None = None) -> Cleared:
         """Remove every entry, damaged ones and strays where entries go included, leftovers of writers
-        that died, and the emptied shard folders; nothing else in the directory."""
+        that died, and the emptied shard folders; nothing else in the directory. With ``chosen``
+        (a test of an entry's metadata), only the entries, damaged or not, whose metadata it
+        accepts."""
         if not self.enabled:
             return Cleared(0, [])
         removed, failures = 0, []
         survey = self.survey()
-        for item in [*survey.entries, *survey.damaged]:
+        items = [*survey.entries, *survey.damaged]
+        if chosen is not None:
+            items = [i for i in items if isinstance(i.metadata, dict) and chosen(i.metadata)]
+        for item in items:
             error = self._remove(item.path) if isinstance(item, Entry) else self._remove_damaged(item)
             if error is not None:
                 failures.append(f"cannot remove {item.path} ({_why(error)})")
             elif item.key is not None:
                 removed += 1
-        for leftover in self._leftovers():
-            shutil.rmtree(leftover, ignore_errors=True)
+        if chosen is None:
+            for leftover in self._leftovers():
+                shutil.rmtree(leftover, ignore_errors=True)
         self._remove_empty_shards()
         return Cleared(removed, failures)
 
