@@ -12,6 +12,7 @@ import os
 import re
 import sys
 import time
+import traceback
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from .cache.changes import Changes, what_changed
 from .cache.keys import describe, differing_components, lookup
 from .cache.select import KernelId, by_kernel, selected, selects
 from .cache.store import Damaged, DiskStore, Entry
-from .errors import JittileError
+from .errors import JittileError, user_traceback
 
 KEY_PREFIX = 12
 _STATICS_WIDTH = 32
@@ -363,6 +364,20 @@ def _parse_arg_spec(spec: str) -> Any:
     raise JittileError(f"--arg {spec!r}: expected DTYPE[EXTENTS] (e.g. float32[?,128]) or DTYPE=VALUE")
 
 
+class _ImportFailed(Exception):
+    """The user's module raised while it was imported: shown as the user's own traceback."""
+
+    def __init__(self, filename: str, error: Exception):
+        super().__init__(filename)
+        self.filename = filename
+        self.error = error
+
+    def report(self) -> str:
+        error = self.error
+        lines = traceback.format_exception(type(error), error, user_traceback(error.__traceback__))
+        return f"jittile: error: importing {self.filename} failed:\n{''.join(lines).rstrip()}"
+
+
 def _load_kernel(location: str) -> Any:
     """Import ``FILE.py`` as a module (its directory first on ``sys.path``, as ``python FILE.py``)."""
     filename, _, name = location.rpartition(":")
@@ -378,7 +393,12 @@ def _load_kernel(location: str) -> Any:
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     sys.path.insert(0, str(path.parent))
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except JittileError:
+        raise  # located at the user's line already
+    except Exception as exc:
+        raise _ImportFailed(filename, exc) from None
     kernel = getattr(module, name, None)
     if kernel is None:
         raise JittileError(f"{filename} defines no {name!r}")
@@ -523,6 +543,9 @@ def main(argv: list[str] | None = None) -> int:
         return status
     except JittileError as exc:
         print(f"jittile: error: {exc}", file=sys.stderr)
+        return 1
+    except _ImportFailed as failed:
+        print(failed.report(), file=sys.stderr)
         return 1
     except BrokenPipeError:
         # The reader went away (`jittile cache show KEY | head`): stop quietly, as other tools do.

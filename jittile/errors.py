@@ -159,11 +159,14 @@ def debug_requested(topic: str) -> bool:
 
 
 def _internal(tb: types.TracebackType) -> bool:
-    return os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(_PACKAGE_DIR)
+    filename = tb.tb_frame.f_code.co_filename
+    return filename.startswith("<frozen importlib") or \
+        os.path.abspath(filename).startswith(_PACKAGE_DIR)
 
 
 def user_traceback(tb: types.TracebackType | None) -> types.TracebackType | None:
-    """``tb`` without the frames of jittile's own files."""
+    """``tb`` without the frames of jittile's own files (nor of the import machinery that ran
+    the user's module for them)."""
     kept = []
     while tb is not None:
         if not _internal(tb):

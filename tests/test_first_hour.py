@@ -252,3 +252,30 @@ def test_an_unknown_decorator_target_is_reported_where_it_is_written(tmp_path):
     error = info.value
     assert error.lineno == 6 and error.col_offset == body.splitlines()[1].strip().index("target")
     assert "unknown target 'sm_99z'" in str(error) and "target='sm_90a'" in error.hint
+
+
+# ------------------------------------------------------------------ the CLI and the user's module
+def test_the_cli_shows_a_failing_import_as_the_users_own_traceback(tmp_path, capsys):
+    from jittile.cli import main
+
+    broken = tmp_path / "broken.py"
+    broken.write_text("import jittile\n\n\ndef helper():\n    return 1 / 0\n\n\nhelper()\n")
+    assert main(["compile", f"{broken}:k"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"jittile: error: importing {broken} failed:\nTraceback")
+    assert f'File "{broken}", line 8, in <module>' in err
+    assert f'File "{broken}", line 5, in helper' in err
+    assert err.rstrip().endswith("ZeroDivisionError: division by zero")
+    assert "jittile/cli.py" not in err and "importlib" not in err
+
+
+def test_the_cli_shows_a_syntax_error_in_the_users_module_without_its_own_frames(tmp_path,
+                                                                                 capsys):
+    from jittile.cli import main
+
+    broken = tmp_path / "syntax.py"
+    broken.write_text("import jittile\nx = (\n")
+    assert main(["compile", f"{broken}:k"]) == 1
+    err = capsys.readouterr().err
+    assert f'File "{broken}", line 2' in err and "SyntaxError" in err
+    assert "jittile/cli.py" not in err and "Traceback" not in err
