@@ -279,3 +279,24 @@ def test_the_cli_shows_a_syntax_error_in_the_users_module_without_its_own_frames
     err = capsys.readouterr().err
     assert f'File "{broken}", line 2' in err and "SyntaxError" in err
     assert "jittile/cli.py" not in err and "Traceback" not in err
+
+
+# ------------------------------------------------------------------ the demo and the cache
+def test_the_demo_says_when_its_kernel_came_from_the_disk_cache(tmp_path, monkeypatch):
+    from jittile import cache, demo
+
+    monkeypatch.setenv("JITTILE_CACHE", "1")
+    monkeypatch.setenv("JITTILE_CACHE_DIR", str(tmp_path / "cache"))
+    first = jittile.kernel(demo.tma_load.pyfunc).compile(target="sm_90a")
+    entry = cache.default_store().entry_dir(first.metadata["key"])
+    assert demo.provenance(first, 0.5) == (f"compiled tma_load for sm_90a in 0.50 s, stored in "
+                                           f"the disk cache at {entry}")
+    # Another process (here: a new kernel object, with no memory of the first) finds the entry.
+    hit = jittile.kernel(demo.tma_load.pyfunc).compile(target="sm_90a")
+    said = demo.provenance(hit, 0.02)
+    assert said.startswith(f"loaded tma_load for sm_90a from the disk cache in 0.02 s, not "
+                           f"compiled: entry {entry}, written ")
+    assert "jittile cache clear tma_load" in said and not said.startswith("compiled")
+    monkeypatch.setenv("JITTILE_CACHE", "0")
+    off = jittile.kernel(demo.tma_load.pyfunc).compile(target="sm_90a")
+    assert demo.provenance(off, 0.5).endswith("in 0.50 s, not stored (disk cache off)")
