@@ -29,12 +29,22 @@ __all__ = ["CompiledKernel", "Kernel", "func", "kernel", "toolchain_versions"]
 
 
 class Kernel:
-    """A JIT kernel; call it (``k(*args)`` or ``k[grid, block](*args)``) or ``k.compile(...)``.
+    """A ``@jittile.kernel`` function. Use it as:
 
-    State shared with jittile/launch.py: ``_specializer``, ``_prepared`` (launches by argument
-    kinds), ``_fast`` (fast paths by launch configuration), ``_launch_target``, ``_compiled``
-    (the in-memory specializations) and ``_drop_if_stale``.
+    - ``k(*args)``: launch on the GPU with the launch of its ``T.device_entry``; arrays are
+      NumPy, CuPy, PyTorch or Numba (``stream=``, ``cluster=``, ``shared_bytes=`` override);
+    - ``k[grid, block](*args)``: launch with this grid and block instead;
+    - ``k.compile(*args, target="sm_90a")``: compile without a GPU (arrays or ``T.Tensor``
+      specs; none: the annotations) and return a :class:`CompiledKernel` with ``.ptx``,
+      ``.cubin``, ``.sass``, ``.plan`` and ``.metadata``;
+    - ``k.interpret(*args)`` / ``k.interpret[grid, block](*args)``: run it on the CPU
+      interpreter, bit-exactly as the GPU would, writing the arrays back;
+    - ``k.cache``: its disk-cache entries (``jittile cache list NAME`` on the command line).
     """
+
+    # State shared with jittile/launch.py: ``_specializer``, ``_prepared`` (launches by argument
+    # kinds), ``_fast`` (fast paths by launch configuration), ``_launch_target``, ``_compiled``
+    # (the in-memory specializations) and ``_drop_if_stale``.
 
     def __init__(self, pyfunc, target: str | None = None, cache: bool = True,
                  strict: bool = False):
@@ -148,8 +158,18 @@ def func(fn):
 
 def kernel(fn=None, *, target: str | None = None, cache: bool = True, strict: bool = False):
     """Decorator: ``@jittile.kernel`` or ``@jittile.kernel(target="sm_90a", cache=True,
-    strict=False)``. ``strict=True`` (or ``JITTILE_STRICT=1``) raises each JittileWarning about
-    the kernel's code as a ContractError at the kernel's line.
+    strict=False)`` makes a function written in the kernel language ``T`` a :class:`Kernel`:
+
+    - ``k.compile(*args, target=...)`` compiles it without a GPU (``.ptx``, ``.cubin``,
+      ``.sass``, ``.plan``);
+    - ``k(*args)`` launches it on the GPU, ``k[grid, block](*args)`` with another launch;
+    - ``k.interpret(*args)`` runs it on the CPU interpreter (or every launch, with
+      ``JITTILE_INTERPRET=1``).
+
+    ``target`` (default: the GPU's, else ``sm_90a``) is checked here, where it is written.
+    ``cache=False`` keeps compiled code in memory only. ``strict=True`` (or
+    ``JITTILE_STRICT=1``) raises each JittileWarning about the kernel's code as a ContractError
+    at the kernel's line.
 
     jittile compiles a kernel from its source: a function of a ``.py`` file, or one whose source
     is in ``linecache`` under its code's file name (IPython and Jupyter cells are; for

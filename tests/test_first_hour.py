@@ -300,3 +300,57 @@ def test_the_demo_says_when_its_kernel_came_from_the_disk_cache(tmp_path, monkey
     monkeypatch.setenv("JITTILE_CACHE", "0")
     off = jittile.kernel(demo.tma_load.pyfunc).compile(target="sm_90a")
     assert demo.provenance(off, 0.5).endswith("in 0.50 s, not stored (disk cache off)")
+
+
+# ------------------------------------------------------------------ help() and repr
+def _help(obj) -> str:
+    import pydoc
+
+    return pydoc.render_doc(obj, renderer=pydoc.plaintext)
+
+
+def test_help_of_the_decorator_and_of_a_kernel_teaches_its_uses():
+    from jittile import demo
+
+    for text in (_help(jittile.kernel), _help(demo.tma_load)):
+        assert ".compile(" in text and ".interpret(" in text and "[grid, block]" in text
+    assert "_specializer" not in _help(demo.tma_load) and "launch.py" not in _help(demo.tma_load)
+
+
+@pytest.mark.parametrize("opcode, family, parameter", [
+    (LOAD, "cp.async.bulk.tensor", "coord_steps"),
+    ("cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes", "cp.async.bulk", "mbar"),
+    ("tcgen05.cp.cta_group::1.128x128b", "tcgen05.cp", "pred"),
+    ("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", "wgmma.mma_async", "scale_d"),
+])
+def test_help_of_a_tile_opcode_lists_its_family_parameters_and_an_example(opcode, family,
+                                                                         parameter):
+    from jittile import T
+    from jittile.patterns.registry import pattern_for
+
+    text = _help(T.ptx[opcode])
+    assert f"a tile opcode of the {family} family" in text
+    assert re.search(rf"\n\s+{parameter}\s+(static|runtime|either)\s+\S", text)
+    assert "Example:" in text and "T.cuda.tile.apply(" in text.split("Example:")[1]
+    assert T.ptx[opcode].parameters == pattern_for(opcode).parameters
+    assert parameter in [p.name for p in T.ptx[opcode].parameters]
+
+
+def test_a_raw_instruction_has_no_tile_parameters():
+    from jittile import T
+
+    assert "a raw PTX instruction" in _help(T.ptx.fence.proxy.async_)
+    with pytest.raises(JittileError, match="is not a tile opcode"):
+        T.ptx.fence.proxy.async_.parameters
+
+
+def test_the_plan_repr_is_short_and_readable():
+    from jittile import demo
+
+    plan = demo.tma_load.compile(target="sm_90a").plan
+    text = repr(plan)
+    assert text.splitlines()[0] == "<jittile plan: 1 tile call site, 2 native instructions>"
+    assert text.splitlines()[1:] == str(plan).splitlines()
+    assert "__jt_" not in text and "PlanRecord(" not in text and "Asm(" not in text
+    assert repr(plan[0]).endswith(f"{LOAD}, 2 instructions>")
+    assert repr(plan[0].plan[1]).startswith(f"<instruction {LOAD}  [1]  ptx coords {{0, 8}}")

@@ -264,6 +264,7 @@ class TilePattern:
     - ``parameters``: its keyword :class:`Parameter` s (``scope`` is the frontend's);
     - ``completions``: how each form completes (a subset of :data:`jittile.ir.COMPLETIONS`);
     - ``accepts_transposed``: whether its shared operands may be transposed regions (``buf.T``);
+    - ``example``: one call, as a kernel writes it (``help(T.ptx[opcode])`` shows it);
 
     and implement :meth:`claims` (whether an opcode under its prefixes is one of its forms) and
     :meth:`lower` (contract -> plan)."""
@@ -274,6 +275,7 @@ class TilePattern:
     operand_forms: dict = {}
     parameters: tuple[Parameter, ...] = ()
     completions: dict = {}
+    example: str = ""  # one call of the family, as a kernel writes it (help(T.ptx[opcode]))
     accepts_transposed = False  # whether shared operands may be transposed regions (``buf.T``)
 
     def claims(self, opcode: str) -> bool:

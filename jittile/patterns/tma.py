@@ -123,6 +123,11 @@ class TmaPattern(TilePattern):
                      "reduce": (_GLOBAL, _SHARED)}
     parameters = PARAMETERS
     completions = {"load": "mbarrier", "store": "bulk_group", "reduce": "bulk_group"}
+    example = (
+        'shared = T.alloc_shared((2, 8, 16), "uint32", layout="default", align=128)\n'
+        'T.cuda.tile.apply(\n'
+        '    T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"],\n'
+        '    shared, A, box=(8, 16), coords=(0, 0), coord_steps=((8, 0),), mbar=mbar.ptr_to([0]))')
 
     def claims(self, opcode: str) -> bool:
         return any(opcode == p or opcode.startswith(p + ".") for p in self.prefixes)

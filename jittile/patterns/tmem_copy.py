@@ -80,6 +80,11 @@ class TmemCopyPattern(TilePattern):
                                                "from the layout"))}
     parameters = PARAMETERS
     completions = {"copy": "tcgen05_commit"}
+    example = (
+        'shared = T.alloc_shared((128, 4), "uint32", layout="default", align=16)\n'
+        'mem = T.cuda.decl_tmem(address[0], ty_args=[T.Tensor((128, 4), "uint32", scope="tmem",\n'
+        '                       layout=TileLayout(S[(128, 4) : (1 @ TLane, 1 @ TCol)]))])\n'
+        'T.cuda.tile.apply(T.ptx["tcgen05.cp.cta_group::1.128x128b"], mem, shared)')
 
     def claims(self, opcode: str) -> bool:
         return opcode == "tcgen05.cp" or opcode.startswith("tcgen05.cp.")
