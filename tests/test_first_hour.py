@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import jittile
-from jittile import CompileError, ContractError, JittileError
+from jittile import CompileError, ContractError, JittileError, T
 
 _serial = itertools.count()
 
@@ -354,3 +354,13 @@ def test_the_plan_repr_is_short_and_readable():
     assert "__jt_" not in text and "PlanRecord(" not in text and "Asm(" not in text
     assert repr(plan[0]).endswith(f"{LOAD}, 2 instructions>")
     assert repr(plan[0].plan[1]).startswith(f"<instruction {LOAD}  [1]  ptx coords {{0, 8}}")
+
+
+def test_a_misspelled_keyword_of_compile_says_what_was_meant():
+    from jittile import LaunchError, demo
+
+    with pytest.raises(LaunchError, match=r"tma_load: got an unexpected keyword argument 'targte' "
+                                          r"\(did you mean target=\?\); its parameters are A, Out"):
+        demo.tma_load.compile(targte="sm_90a")
+    with pytest.raises(LaunchError, match=r"'Output' \(did you mean Out=\?\)"):
+        demo.tma_load.compile(T.Tensor((16, 16), "uint32"), Output=T.Tensor((16, 16), "uint32"))
