@@ -68,8 +68,8 @@ def wide_copy(alloc: str, box: str, steps: str = "", read: str = "tile[r, lane]"
 
 
 WIDE = 'T.alloc_shared((64, 64), "float32", layout=swizzle(3, (64, 64), "float32"), align=1024)'
-REWRITE = ("tile = T.alloc_shared((2, 64, 32), 'float32', layout=swizzle(3, (2, 64, 32), "
-           "'float32'), align=1024) and pass box=(64, 32), coord_steps=((0, 32),)")
+REWRITE = ('tile = T.alloc_shared((2, 64, 32), "float32", layout=swizzle(3, (2, 64, 32), '
+           '"float32"), align=1024) and pass box=(64, 32), coord_steps=((0, 32),)')
 
 
 @pytest.mark.parametrize("alloc, box, rule", [
@@ -112,8 +112,8 @@ def test_a_misaligned_swizzled_buffer_is_reported_at_its_allocation(tmp_path):
     assert error.parameter == "align"
     assert "swizzle=3 needs the whole 1024-byte period" in str(error)
     assert f"the tile call at {path}:{line_of(path, '# call')}:" in str(error)
-    assert error.hint == ("allocate it with align=1024: tile = T.alloc_shared((64, 32), "
-                          "'float32', layout=swizzle(3, (64, 32), 'float32'), align=1024)")
+    assert error.hint == ('allocate it with align=1024: tile = T.alloc_shared((64, 32), '
+                          '"float32", layout=swizzle(3, (64, 32), "float32"), align=1024)')
 
 
 # ------------------------------------------------------------------ tcgen05.cp descriptor walk
@@ -166,8 +166,8 @@ def test_a_tcgen05_cp_layout_no_descriptor_reads_names_the_allocation_to_write(t
     assert "no descriptor address walk reproduces the shared layout" in str(error)
     assert (error.lineno, error.parameter) == (line_of(path, "# alloc"), "layout")
     assert f"the tile call at {path}:{line_of(path, '# call')}:" in str(error)
-    rewrite = ("shared = T.alloc_shared((128, 8), 'uint32', layout=swizzle(1, (128, 8), "
-               "'uint32'), align=256)")
+    rewrite = ('shared = T.alloc_shared((128, 8), "uint32", layout=swizzle(1, (128, 8), '
+               '"uint32"), align=256)')
     assert error.hint.endswith(rewrite)
     fixed, _ = module(tmp_path, TCGEN05.replace(
         "LAYOUT", 'layout=swizzle(1, (128, 8), "uint32"), align=256'))

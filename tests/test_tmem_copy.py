@@ -615,8 +615,8 @@ def test_sdo_is_a_16_byte_multiple(layout, ok) -> None:
     else:
         # The fix is the allocation's layout: reported there, with a layout that works.
         err = rejects(kernel, parameter="SDO", line=FACTORY_ALLOC_LINE, match="16-byte")
-        assert err.hint.startswith("allocate it with the layout a descriptor walk reads: shared "
-                                   "= T.alloc_shared((128, 4), 'uint32', layout=")
+        assert err.hint.startswith('allocate it with the layout a descriptor walk reads: shared '
+                                   '= T.alloc_shared((128, 4), "uint32", layout=')
 
 
 def test_ldo_is_derived_for_256_bit_rows() -> None:
@@ -632,7 +632,7 @@ def test_ldo_is_derived_for_256_bit_rows() -> None:
     # ... reported at the allocation, whose layout must change, with the layout that works.
     err = rejects(bad, parameter="layout", line=FACTORY_ALLOC_LINE,
                   opcode="tcgen05.cp.cta_group::1.128x256b", match="no descriptor address walk")
-    assert "layout=swizzle(1, (128, 8), 'uint32'), align=256" in err.hint
+    assert 'layout=swizzle(1, (128, 8), "uint32"), align=256' in err.hint
     assert f"the tile call at {HERE}:{FACTORY_LINE}:" in str(err)
 
 
@@ -656,8 +656,8 @@ def test_shared_origin_is_16_byte_aligned() -> None:
         else:
             # The layout must change: reported at the allocation, with one that works.
             err = rejects(copy, parameter="origin", line=_line("# slices"), match="16-byte")
-            assert err.hint.endswith("""shared = T.alloc_shared((2, 128, 4), 'uint32', """
-                                     """layout="default", align=16)""")
+            assert err.hint.endswith('shared = T.alloc_shared((2, 128, 4), "uint32", '
+                                     'layout="default", align=16)')
 
 
 @pytest.mark.parametrize("mode, shape, words", [(1, (128, 8), 8), (2, (128, 16), 8),

@@ -16,11 +16,16 @@ from .swizzle import SWIZZLE_SPAN, swizzle_period
 SHARED_ORIGIN_ALIGN = 128
 
 
+def _quoted(name: str) -> str:
+    """A dtype as kernels spell it: ``"float32"``."""
+    return f'"{name}"'
+
+
 def layout_text(mode: int, shape: tuple, dtype_name: str) -> str:
     """The ``layout=..., align=...`` arguments of a TMA shared buffer of ``shape`` with ``mode``."""
     if not mode:
         return f'layout="default", align={SHARED_ORIGIN_ALIGN}'
-    return f"layout=swizzle({mode}, {shape}, {dtype_name!r}), align={swizzle_period(mode)}"
+    return f"layout=swizzle({mode}, {shape}, {_quoted(dtype_name)}), align={swizzle_period(mode)}"
 
 
 def buffer_mode(buf: SharedBuffer) -> int:
@@ -33,7 +38,7 @@ def buffer_mode(buf: SharedBuffer) -> int:
 
 def alloc_text(buf: SharedBuffer, shape: tuple, mode: int) -> str:
     """``name = T.alloc_shared(shape, dtype, layout=..., align=...)``."""
-    return (f"{buf.name} = T.alloc_shared({shape}, {buf.dtype.name!r}, "
+    return (f"{buf.name} = T.alloc_shared({shape}, {_quoted(buf.dtype.name)}, "
             f"{layout_text(mode, shape, buf.dtype.name)})")
 
 
@@ -97,7 +102,7 @@ def descriptor_layout(buf: SharedBuffer, fits) -> tuple[str, SharedBuffer] | Non
         if make is None:
             return f"keep its layout and pass align={align} to T.alloc_shared", candidate
         spelled = '"default"' if make is swizzle and not mode else \
-            f"{make.__name__}({mode}, {buf.shape}, {buf.dtype.name!r})"
-        return (f"{buf.name} = T.alloc_shared({buf.shape}, {buf.dtype.name!r}, layout={spelled}, "
+            f"{make.__name__}({mode}, {buf.shape}, {_quoted(buf.dtype.name)})"
+        return (f"{buf.name} = T.alloc_shared({buf.shape}, {_quoted(buf.dtype.name)}, layout={spelled}, "
                 f"align={align})"), candidate
     return None
