@@ -7,6 +7,8 @@ linked by nvJitLink and disassembled. With a GPU it also runs and checks the res
 """
 from __future__ import annotations
 
+import os
+import sys
 import textwrap
 import time
 
@@ -97,4 +99,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    try:
+        raise SystemExit(main())
+    except BrokenPipeError:  # `python -m jittile.demo | head`: stop quietly, as other tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise SystemExit(1)
