@@ -178,6 +178,15 @@ def user_traceback(tb: types.TracebackType | None) -> types.TracebackType | None
     return rebuilt
 
 
+def user_frame() -> types.FrameType:
+    """The innermost frame of the caller's stack outside jittile: the user's call."""
+    frame = sys._getframe(1)
+    while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(
+            _PACKAGE_DIR):
+        frame = frame.f_back
+    return frame
+
+
 def user_stacklevel() -> int:
     """The ``stacklevel`` that makes a ``warnings.warn`` in the caller name the first frame outside
     jittile (the user's call), however deep in jittile the warning is issued."""

@@ -9,13 +9,12 @@ recorded IR without running the frontend or numba.
 from __future__ import annotations
 
 import linecache
-import sys
 import threading
 
 from .build import build
 from .entry import CompiledKernel
 from .errors import (CompileError, JittileError, LaunchError, Location, closest_name,
-                     public_entry, strictness)
+                     public_entry, strictness, user_frame)
 from .frontend.checks import definition_problem
 from .frontend.source import KernelSource, load_source
 from .keying import source_digest, toolchain_versions
@@ -156,6 +155,7 @@ def func(fn):
     return DeviceFunction(fn, load_source)
 
 
+@public_entry
 def kernel(fn=None, *, target: str | None = None, cache: bool = True, strict: bool = False):
     """Decorator: ``@jittile.kernel`` or ``@jittile.kernel(target="sm_90a", cache=True,
     strict=False)`` makes a function written in the kernel language ``T`` a :class:`Kernel`:
@@ -177,7 +177,7 @@ def kernel(fn=None, *, target: str | None = None, cache: bool = True, strict: bo
     (len(src), None, src.splitlines(True), name)``). A kernel defined in the plain REPL or with
     ``python -c`` has no source to read: compiling it raises a CompileError saying so."""
     if target is not None:
-        _check_target(target, sys._getframe(1))
+        _check_target(target, user_frame())
     if fn is None:
         return lambda f: Kernel(_checked_definition(f), target=target, cache=cache,
                                 strict=strict)
