@@ -26,7 +26,7 @@ LAUNCHES = 20000
 
 class _Data:
     def __init__(self, ptr: int):
-        self.ptr = ptr
+        self.ptr, self.device_id = ptr, 0
 
 
 class CupyLike:
@@ -44,6 +44,19 @@ class CupyLike:
         self.strides = tuple(reversed(strides))
 
 
+def driver_stand_ins(launch) -> dict:
+    """Stand-ins for the driver calls a launch makes on a one-device machine, by name in
+    ``jittile.runtime.driver``; ``launch`` stands in for each ``cuLaunchKernel``."""
+    return {"available": lambda: True, "device_count": lambda: 1, "ensure_context": lambda d=None: 1,
+            "current_context": lambda: 1, "current_device": lambda: 0,
+            "context_for": lambda device: 1, "use_context": lambda ctx: None,
+            "restore_context": lambda previous: None,
+            "current_device_capability": lambda: (9, 0), "device_capability": lambda d: (9, 0),
+            "stream_capturing": lambda stream: False, "pointer_device": lambda ptr: 0,
+            "load_function": lambda cubin, entry, shared: (None, 7),
+            "launch_call": lambda function, what: launch}
+
+
 def fake_driver() -> dict:
     """Replace every driver call of a launch by a stand-in; returns counters of the calls made."""
     from jittile.runtime import driver, tensormap
@@ -57,12 +70,8 @@ def fake_driver() -> dict:
 
     fake = types.SimpleNamespace(CUresult=success, cuLaunchKernel=launch)
     driver._driver = lambda: fake
-    driver.available = lambda: True
-    driver.ensure_context = lambda: 1
-    driver.current_context = lambda: 1
-    driver.current_device_capability = lambda: (9, 0)
-    driver.load_function = lambda cubin, entry, shared: (None, 7)
-    driver.launch_call = lambda function, what: launch
+    for name, value in driver_stand_ins(launch).items():
+        setattr(driver, name, value)
 
     def encode(fields):
         calls["encode"] += 1

@@ -98,7 +98,8 @@ def main() -> None:
     # Raw prepacked cuLaunchKernel on the same cubin and parameter buffer.
     ck = touch.compile(a, launch=jittile.T.cuda.LaunchConfig(grid=1, block=32))
     launcher = ck.launcher()
-    fn = launcher.function()
+    launcher.bind(driver.current_device())
+    fn = launcher.function
     view = __import__("jittile.runtime.arrays", fromlist=["device_view"]).device_view(a)
     launcher.pack((view,))
     drv = driver._driver()
@@ -111,7 +112,8 @@ def main() -> None:
     copy_ck = tma_copy.tma_copy.compile(tile, tile_out,
                                         launch=jittile.T.cuda.LaunchConfig(grid=1, block=32))
     copy_launcher = copy_ck.launcher()
-    copy_fn = copy_launcher.function()
+    copy_launcher.bind(driver.current_device())
+    copy_fn = copy_launcher.function
     copy_launcher.pack((device_view(tile), device_view(tile_out)))
     copy_address = copy_launcher.params.address
     contenders["raw_cuLaunchKernel_prepacked_tma_copy"] = (

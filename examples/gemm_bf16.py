@@ -163,7 +163,8 @@ def main() -> None:
 
     if not driver.available():
         print("gemm_bf16: no GPU here; compiled only (gemm_bf16.interpret[(2,), (384,)](a, b, c, "
-              "m, n, k) runs it on the CPU interpreter, bf16 torch tensors in and out)")
+              "m, n, k) runs it on the CPU interpreter, ml_dtypes.bfloat16 NumPy arrays or bf16 "
+              "torch tensors in and out)")
         return
     import torch
 

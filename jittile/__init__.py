@@ -11,6 +11,7 @@ from .errors import (CompileError, ContractError, InterpreterError, JittileError
                      JittileWarning, LaunchError)
 from .language import T  # noqa: E402
 from .kernel import CompiledKernel, Kernel, func, kernel  # noqa: E402
+from .tuning import Autotuner, Config, autotune  # noqa: E402
 from . import cache  # noqa: E402
 
 
@@ -22,5 +23,6 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'jittile' has no attribute {name!r}")
 
 
-__all__ = ["kernel", "func", "Kernel", "CompiledKernel", "T", "TensorMap", "cache", "JittileError", "ContractError",
+__all__ = ["kernel", "func", "Kernel", "CompiledKernel", "T", "TensorMap", "cache", "autotune",
+           "Config", "Autotuner", "JittileError", "ContractError",
            "CompileError", "LaunchError", "InterpreterError", "JittileWarning", "__version__"]

@@ -11,6 +11,7 @@ import time
 import warnings
 
 from . import cache as jcache
+from . import stages
 from .entry import BrokenEntry, CompiledKernel, decode, encode
 from .errors import JittileWarning, user_stacklevel
 from .frontend.source import KernelSource
@@ -25,9 +26,10 @@ def build(name: str, qualname: str, source: KernelSource, params: list, target: 
     components = key_components(qualname, source, params, target, launch)
     key = jcache.make_key(components)
     debug = jcache.debug_enabled()
-    store = jcache.default_store() if use_disk_cache else None
+    override = stages.override_ptx(name, key)
+    store = jcache.default_store() if use_disk_cache and override is None else None
     usable = store is not None and store.enabled
-    if usable:
+    if usable and not stages.always_compile():
         entry = store.load(key)
         compiled = _from_entry(entry, source, params, target, launch, key) if entry else None
         if compiled is not None:
@@ -44,7 +46,7 @@ def build(name: str, qualname: str, source: KernelSource, params: list, target: 
     from .frontend.lower import lower_kernel
 
     lowered = lower_kernel(source, params, target, launch)
-    artifact = compile_lowered(lowered, target)
+    artifact = compile_lowered(lowered, target, override)
     meta = encode(name, qualname, source, target, key, components, lowered, artifact,
                   time.perf_counter() - start)
     stored = store.store(key, artifact.cubin, artifact.ptx, meta) if usable else None
@@ -52,8 +54,10 @@ def build(name: str, qualname: str, source: KernelSource, params: list, target: 
     if debug:
         jcache.log(f"{'stored' if stored is not None else 'compiled (memory only)'} "
                    f"{qualname} {key[:12]} in {meta['compile_seconds']:.3f} s")
-    return CompiledKernel(artifact.ptx, artifact.cubin, meta, lowered.ir, lowered.source,
-                          artifact.entry, artifact.param_layout)
+    compiled = CompiledKernel(artifact.ptx, artifact.cubin, meta, lowered.ir, artifact.python,
+                              artifact.entry, artifact.param_layout)
+    stages.dump(compiled.asm, name, key)
+    return compiled
 
 
 def _why_missed(store, qualname: str, components: dict) -> str:

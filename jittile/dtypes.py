@@ -22,6 +22,21 @@ class DType:
     def __str__(self) -> str:
         return self.name
 
+    @property
+    def converted(self) -> bool:
+        """Whether element loads and stores convert: memory holds the format's bits, a load
+        yields their float32 value and a store rounds to nearest even (docs/language.md,
+        "Element types")."""
+        return self.name in CONVERTED
+
+    @property
+    def storage(self) -> "DType":
+        """The type memory holds the elements in: for floats narrower than float32 (and tf32),
+        the unsigned integer of their width, whose bits are the format's; else the type itself."""
+        if self.kind != "float" or self.name in ("float32", "float64"):
+            return self
+        return DTYPES[f"uint{max(8, self.bits)}"]
+
 
 _ALL = [
     DType("int8", 8, "int", "int8"), DType("uint8", 8, "uint", "uint8"),
@@ -36,6 +51,9 @@ _ALL = [
     DType("bool", 8, "uint", "bool"),
 ]
 DTYPES = {d.name: d for d in _ALL}
+# Element types whose loads and stores convert as floats (the rest of the narrow floats are
+# reachable only as raw bits: ``buf.bits[i]``).
+CONVERTED = frozenset({"float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"})
 _ALIASES = {"float": "float32", "int": "int32", "half": "float16", "bf16": "bfloat16",
             "fp16": "float16", "fp32": "float32", "fp64": "float64", "double": "float64"}
 

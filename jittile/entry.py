@@ -6,9 +6,11 @@ lowering it again.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 from .ir import KernelIR, Plan
+from .stages import pack_text
 from .frontend.source import KernelSource
 from .targets import Target
 
@@ -25,7 +27,10 @@ class CompiledKernel:
     entry: str
     param_layout: list
     _sass: str | None = field(default=None, repr=False)
-    _launcher: object = field(default=None, repr=False)
+    _stages: object = field(default=None, repr=False, compare=False)  # stages.Stages, made once
+    _loaded: object = field(default=None, repr=False, compare=False)  # runtime LoadedCubin
+    _threads: threading.local = field(default_factory=threading.local, repr=False,
+                                      compare=False)  # .launcher: this thread's Launcher
 
     def __repr__(self) -> str:
         meta = self.metadata
@@ -42,6 +47,30 @@ class CompiledKernel:
         return self._sass
 
     @property
+    def asm(self):
+        """Every compile stage by name (jittile/stages.py): ``checked``, ``plan``, ``python``,
+        ``nvvm`` (also ``llir``), ``ptx``, ``cubin``, ``sass``; the same on a fresh compile and
+        a cache hit."""
+        stages = self._stages
+        if stages is None:
+            from .stages import Stages, unpack_text
+
+            packed = self.metadata.get("nvvm_ir")
+            makers = {
+                "checked": lambda: "\n".join(f"{site.location}: {site.family}: {site.opcode}"
+                                             for site in self.ir.plan),
+                "plan": lambda: str(self.ir.plan),
+                "python": lambda: self.lowered_source,
+                "ptx": lambda: self.ptx,
+                "cubin": lambda: self.cubin,
+                "sass": lambda: self.sass,
+            }
+            if packed:
+                makers["nvvm"] = lambda: unpack_text(packed)
+            stages = self._stages = Stages(makers)
+        return stages
+
+    @property
     def plan(self) -> Plan:
         """Per tile call site (:class:`jittile.ir.SiteRecord`): location, opcode, family and its
         native instructions (:class:`jittile.ir.PlanRecord`); ``print(ck.plan)`` reads them in
@@ -49,13 +78,22 @@ class CompiledKernel:
         return self.ir.plan
 
     def launcher(self):
-        """The runtime launcher of this cubin, made on first use (it imports the driver)."""
-        if self._launcher is None:
-            from .runtime.launcher import Launcher
+        """This thread's runtime launcher of the cubin (its own parameter buffer; the loaded
+        module is shared by every thread), made on first use: it imports the driver."""
+        launcher = getattr(self._threads, "launcher", None)
+        if launcher is None:
+            from .runtime.launcher import Launcher, LoadedCubin
 
-            self._launcher = Launcher(self.ir, self.cubin, self.entry, self.param_layout,
-                                      target=self.metadata.get("target"))
-        return self._launcher
+            with _LOADING:
+                if self._loaded is None:
+                    self._loaded = LoadedCubin(self.ir.name, self.cubin, self.entry,
+                                               self.metadata.get("target"),
+                                               self.ir.launch_shared_bytes)
+            launcher = self._threads.launcher = Launcher(self.ir, self._loaded, self.param_layout)
+        return launcher
+
+
+_LOADING = threading.Lock()  # one LoadedCubin per CompiledKernel however many threads launch
 
 
 def encode(name: str, qualname: str, source: KernelSource, target: Target, key: str,
@@ -79,7 +117,8 @@ def encode(name: str, qualname: str, source: KernelSource, target: Target, key: 
         "param_layout": [list(p) for p in artifact.param_layout],
         "toolchain": artifact.toolchain,
         "kernel_ir": ir.record(source.node_indices()),
-        "lowered_source": lowered.source,
+        "lowered_source": artifact.python,
+        "nvvm_ir": None if artifact.nvvm is None else pack_text(artifact.nvvm),
         "lowering_warnings": lowered.warnings,
     }
 
@@ -106,11 +145,10 @@ def decode(metadata: dict, cubin: bytes, ptx: str, source: KernelSource, params:
             raise ValueError("entry name, key, cubin or lowered source")
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise BrokenEntry(f"metadata lacks or garbles {exc}") from None
-    if meta.get("lowering_warnings"):
+    if meta.get("lowering_warnings"):  # the IR at the current lines; the stages as stored
         from .frontend.lower import lower_kernel
 
-        lowered = lower_kernel(source, params, target, launch)
-        ir, lowered_source = lowered.ir, lowered.source
+        ir = lower_kernel(source, params, target, launch).ir
     # The file and line are not part of the key: report where this kernel is now.
     meta.update(cache="hit", source_file=source.filename, source_line=source.firstlineno)
     return CompiledKernel(ptx, cubin, meta, ir, lowered_source, meta["entry"], layout)

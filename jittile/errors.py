@@ -178,13 +178,29 @@ def user_traceback(tb: types.TracebackType | None) -> types.TracebackType | None
     return rebuilt
 
 
-def user_frame() -> types.FrameType:
-    """The innermost frame of the caller's stack outside jittile: the user's call."""
+def user_frame() -> types.FrameType | None:
+    """The innermost frame of the caller's stack outside jittile's files: the user's call."""
     frame = sys._getframe(1)
-    while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(
-            _PACKAGE_DIR):
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
         frame = frame.f_back
     return frame
+
+
+def user_location() -> Location | None:
+    """Where the user's code called into jittile: the innermost frame outside jittile's files,
+    with the column of the call where Python records it (3.11 and later)."""
+    frame = user_frame()
+    if frame is None:
+        return None
+    column, end = 0, None
+    positions = getattr(frame.f_code, "co_positions", None)
+    if positions is not None:
+        for index, (line, _, start, stop) in enumerate(positions()):
+            if index == frame.f_lasti // 2:
+                if line == frame.f_lineno and start is not None:
+                    column, end = start, stop
+                break
+    return Location(frame.f_code.co_filename, frame.f_lineno, column, end)
 
 
 def user_stacklevel() -> int:

@@ -19,8 +19,9 @@ from .frontend.checks import definition_problem
 from .frontend.source import KernelSource, load_source
 from .keying import source_digest, toolchain_versions
 from .language.cuda import LaunchConfig
-from .launch import Configured, launch_kernel
+from .launch import Configured, launch_failure, launch_kernel
 from .specialize import Specializer, resolve_target
+from .stages import always_compile
 from .targets import SUPPORTED_TARGETS, Target
 from .watch import GlobalsWatch
 
@@ -42,8 +43,8 @@ class Kernel:
     """
 
     # State shared with jittile/launch.py: ``_specializer``, ``_prepared`` (launches by argument
-    # kinds), ``_fast`` (fast paths by launch configuration), ``_launch_target``, ``_compiled``
-    # (the in-memory specializations) and ``_drop_if_stale``.
+    # kinds and device), ``_fast`` (this thread's fast paths by launch configuration),
+    # ``_compiled`` (the in-memory specializations) and ``_drop_if_stale``.
 
     def __init__(self, pyfunc, target: str | None = None, cache: bool = True,
                  strict: bool = False):
@@ -58,8 +59,7 @@ class Kernel:
         self._source: KernelSource | None = None
         self._memory: dict = {}
         self._prepared: dict = {}
-        self._fast: dict = {}  # (launch config, cluster) -> runtime.fastpath.FastLaunch
-        self._launch_target: Target | None = None
+        self._fast = FastPaths()
         self._watch: GlobalsWatch | None = None  # made with the first specialization
         self._lock = threading.Lock()
 
@@ -96,13 +96,14 @@ class Kernel:
         during a build is noticed later rather than missed."""
         self._drop_if_stale()
         memo_key = (target.name, tuple(params), launch)
-        found = self._memory.get(memo_key)
+        again = always_compile()
+        found = None if again else self._memory.get(memo_key)
         if found is not None:
             return found
         with self._lock:
             if self._watch is None:
                 self._watch = GlobalsWatch(self.source)
-            found = self._memory.get(memo_key)
+            found = None if again else self._memory.get(memo_key)
             if found is None:
                 with strictness(self.strict):
                     found = build(self.__name__, self.__qualname__, self.source, params, target,
@@ -122,7 +123,7 @@ class Kernel:
                 for helper in watch.helpers:
                     helper.reread()
                 self._source = self._watch = None  # a re-read source captures the closure anew
-                self._memory, self._prepared, self._fast = {}, {}, {}
+                self._memory, self._prepared, self._fast = {}, {}, FastPaths()
 
     @property
     def cache(self) -> list:
@@ -142,9 +143,20 @@ class Kernel:
         return Configured(self, LaunchConfig(grid=config[0], block=config[1]))
 
     def __call__(self, *args, stream=None, cluster=None, shared_bytes=None, **kwargs) -> None:
-        fast = None if kwargs else self._fast.get((None, cluster))
-        if fast is None or not fast.launch(args, stream, shared_bytes):
-            launch_kernel(self, args, kwargs, None, stream, cluster, shared_bytes)
+        fast = None if kwargs else self._fast.table.get((None, cluster))
+        try:
+            if fast is None or not fast.launch(args, stream, shared_bytes):
+                launch_kernel(self, args, kwargs, None, stream, cluster, shared_bytes)
+        except LaunchError as error:
+            raise launch_failure(error, self.__name__) from None
+
+
+class FastPaths(threading.local):
+    """A kernel's fast paths (``table``: (launch config, cluster) -> runtime.fastpath.FastLaunch),
+    one table per thread: a fast path packs its thread's launcher, so threads never share one."""
+
+    def __init__(self):
+        self.table: dict = {}
 
 
 def func(fn):
@@ -202,6 +214,8 @@ def _check_target(target, frame) -> None:
     try:
         Target.parse(target)
     except JittileError as exc:
+        if frame is None:
+            raise
         filename, lineno = frame.f_code.co_filename, frame.f_lineno
         line = linecache.getline(filename, lineno)
         col = line.find("target")

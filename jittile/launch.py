@@ -9,12 +9,14 @@ specializes, compiles (or hits a cache) and resolves the launch configuration.
 from __future__ import annotations
 
 import os
+import sys
 from typing import TYPE_CHECKING, NoReturn
 
-from .errors import LaunchError, public_entry
+from .errors import LaunchError, public_entry, user_location, user_traceback
 from .ir import ConstexprParam
 from .language.cuda import LaunchConfig
 from .specialize import resolve_target
+from .targets import device_target
 
 if TYPE_CHECKING:
     from .kernel import Kernel
@@ -36,6 +38,12 @@ def _fastpath():
     return fastpath
 
 
+def _streams():
+    from .runtime import streams
+
+    return streams
+
+
 # ``JITTILE_INTERPRET=1``: every launch runs on the CPU interpreter. Read once, at import: the
 # launch path is timed in microseconds.
 INTERPRET = os.environ.get("JITTILE_INTERPRET", "") not in ("", "0")
@@ -49,9 +57,33 @@ class Configured:
         self.config = config
 
     def __call__(self, *args, stream=None, cluster=None, shared_bytes=None, **kwargs) -> None:
-        fast = None if kwargs else self.kernel._fast.get((self.config, cluster))
-        if fast is None or not fast.launch(args, stream, shared_bytes):
-            launch_kernel(self.kernel, args, kwargs, self.config, stream, cluster, shared_bytes)
+        fast = None if kwargs else self.kernel._fast.table.get((self.config, cluster))
+        try:
+            if fast is None or not fast.launch(args, stream, shared_bytes):
+                launch_kernel(self.kernel, args, kwargs, self.config, stream, cluster,
+                              shared_bytes)
+        except LaunchError as error:
+            raise launch_failure(error, self.kernel.__name__) from None
+
+
+def launch_failure(error: LaunchError, name: str) -> LaunchError:
+    """``error`` as the user sees it: located at the user's line that launched kernel ``name``
+    (the first frame outside jittile), naming the kernel, without jittile's frames, and with a
+    way to run the kernel on the CPU when there is no GPU."""
+    if getattr(error, "kernel", None) is not None:
+        return error  # already located (a kernel launching another, say)
+    location = user_location()
+    hint = error.hint
+    driver = sys.modules.get("jittile.runtime.driver")
+    if hint is None and driver is not None and driver.NO_DEVICE in error.message:
+        hint = (f"without a GPU, run it on the CPU interpreter: {name}.interpret(...) (or "
+                f"{name}.interpret[grid, block](...)), or set JITTILE_INTERPRET=1 for every launch")
+    message = error.message
+    if not message.startswith(f"launch of {name}"):
+        message = f"launch of {name}: {message}"
+    located = LaunchError(message, location, hint=hint)
+    located.kernel = name
+    return located.with_traceback(user_traceback(error.__traceback__))
 
 
 @public_entry
@@ -73,15 +105,23 @@ def launch_kernel(kernel: Kernel, args: tuple, kwargs: dict, config: LaunchConfi
 
 def _launch_converted(kernel: Kernel, args: tuple, kwargs: dict, config: LaunchConfig | None,
                       stream, cluster, shared_bytes: int | None) -> None:
-    """The full path: convert every argument, find (or prepare) the launch of these argument
-    kinds, pack, launch; then keep a fast path for launches that fingerprint alike."""
+    """The full path: convert every argument, find the device and stream, find (or prepare) the
+    launch of these argument kinds, pack, launch; then keep this thread's fast path for
+    launches that fingerprint alike."""
     arrays = _runtime_arrays or _import_runtime_arrays()
+    streams = _streams()
     view_type = arrays.DeviceView
     specializer = kernel._specializer
     if kwargs:
         args = specializer.bind(args, kwargs)
     try:
-        converted = [arrays.convert_argument(a) for a in args]
+        converted = [arrays.convert_argument(a) if not arrays.takes_stream(type(a)) else None
+                     for a in args]
+        stream_of = streams.current_stream_reader(args, converted)
+        launch_stream = stream_of() if stream is None else streams.stream_handle(stream)
+        for position, arg in enumerate(args):  # protocol arrays: ordered before that stream
+            if converted[position] is None:
+                converted[position] = arrays.convert_argument(arg, launch_stream)
     except LaunchError as problem:  # e.g. a NumPy array and no device to copy it to
         _raise_argument_error_first(specializer, args, problem)
     static = specializer.static_positions
@@ -90,24 +130,33 @@ def _launch_converted(kernel: Kernel, args: tuple, kwargs: dict, config: LaunchC
                  for i, v in enumerate(converted)]
     else:
         kinds = [v.kind if type(v) is view_type else type(v) for v in converted]
-    key = (config, cluster, *kinds)
+    previous = None
     try:
+        device = streams.launch_device(specializer.names, converted)
+        if device is None:  # no device array: the current device
+            if not streams.driver.available():
+                _raise_argument_error_first(specializer, args,
+                                            LaunchError(streams.driver.NO_DEVICE))
+            device = streams.driver.current_device()
+        key = (config, cluster, device, *kinds)
         prepared = kernel._prepared.get(key)
         if prepared is None:
-            prepared = prepare(kernel, tuple(converted), config, cluster)
+            prepared = prepare(kernel, tuple(converted), config, cluster, device)
             kernel._prepared[key] = prepared
         compiled, grid, block, cluster_dims, runtime_positions = prepared
         launcher = compiled.launcher()
-        launcher.launch([converted[i] for i in runtime_positions], grid, block, stream,
+        previous = launcher.bind(device)
+        launcher.launch([converted[i] for i in runtime_positions], grid, block, launch_stream,
                         cluster_dims, shared_bytes)
     finally:
         for value in converted:
             if type(value) is view_type and value.owned:
                 value.finish()
+        streams.driver.restore_context(previous)
     fast = _fastpath().FastLaunch.after(launcher, grid, block, cluster_dims, kernel._watch, args,
-                                        converted, static, runtime_positions)
+                                        converted, static, runtime_positions, stream_of)
     if fast is not None:
-        kernel._fast[(config, cluster)] = fast
+        kernel._fast.table[(config, cluster)] = fast
 
 
 def _raise_argument_error_first(specializer, args: tuple, problem: LaunchError) -> NoReturn:
@@ -121,17 +170,20 @@ def _raise_argument_error_first(specializer, args: tuple, problem: LaunchError) 
     raise problem
 
 
-def prepare(kernel: Kernel, converted: tuple, config: LaunchConfig | None, cluster) -> tuple:
-    """What repeated launches of these argument kinds reuse: the compiled kernel, grid, block,
-    cluster dimensions and the positions of the runtime (non-constexpr) arguments."""
-    if kernel._launch_target is None:
-        kernel._launch_target = resolve_target(None, kernel.target)
+def prepare(kernel: Kernel, converted: tuple, config: LaunchConfig | None, cluster,
+            device: int) -> tuple:
+    """What repeated launches of these argument kinds on ``device`` reuse: the compiled kernel
+    (for the kernel's target, else the device's), grid, block, cluster dimensions and the
+    positions of the runtime (non-constexpr) arguments."""
     if config is not None and cluster is not None:
         config = LaunchConfig(grid=config.grid, block=config.block, cluster=cluster)
     key_launch = None if config is None else LaunchConfig(grid=1, block=config.block,
                                                            cluster=config.cluster)
     params = kernel._specializer.params(converted)
-    compiled = kernel._compiled(params, kernel._launch_target, key_launch)
+    driver = _streams().driver
+    target = resolve_target(None, kernel.target or device_target(
+        driver.device_capability(device) if driver.available() else None))
+    compiled = kernel._compiled(params, target, key_launch)
     launch_config = config or compiled.ir.launch
     if launch_config is None:
         raise LaunchError(f"{kernel.__name__} has no launch configuration: use "

@@ -171,7 +171,10 @@ def scalar_param(name: str, ann, value) -> ScalarParam:
     if isinstance(ann, ScalarType):
         return ScalarParam(name, ann.dtype)
     if isinstance(value, np.generic):
-        return ScalarParam(name, lookup_dtype(value.dtype.name))
+        kind = lookup_dtype(value.dtype.name)
+        if kind.storage != kind:  # an ml_dtypes bfloat16/float8 scalar: passed as its float32
+            kind = lookup_dtype("float32")
+        return ScalarParam(name, kind)
     if isinstance(value, bool):
         return ScalarParam(name, lookup_dtype("bool"))
     return ScalarParam(name, lookup_dtype("int64" if isinstance(value, int) else "float64"))

@@ -22,8 +22,8 @@ DEVICE_ONLY = {
     "test_benchmark_copy_kernels_are_exact": "1 GiB benchmark copies (minutes on the CPU)",
     "test_the_driver_encodes_every_descriptor_the_contract_accepts": "the driver's encoder",
 }
-# Parameters whose runs need device arrays (bfloat16 reductions travel through CUDA torch).
-DEVICE_ARRAYS = ("cupy", "torch", "numba", "dlpack", "cuda", "bfloat16")
+# Parameters whose runs need device arrays.
+DEVICE_ARRAYS = ("cupy", "torch", "numba", "dlpack", "cuda")
 
 
 def pytest_configure(config):
@@ -38,6 +38,7 @@ def interpretable(item) -> bool:
     device_params = any(any(tag in str(v) for tag in DEVICE_ARRAYS) for v in params.values())
     return (name not in DEVICE_ONLY and not device_params
             and item.module.__name__ not in ("test_gpu_torch_dtypes", "test_gpu_interpreter",
+                                             "test_gpu_runtime", "test_gpu_autotune",
                                              "test_gpu_gemm"))  # torch tensors, 132 CTAs
 
 

@@ -1,4 +1,5 @@
 """Kernels shared by the GPU tests (module level so jittile can read their source)."""
+import ml_dtypes
 import numpy as np
 
 import jittile
@@ -87,23 +88,20 @@ def reduction_reference(op: str, before, src):
 def run_reduction(op: str, dtype: str, rng, reduce=None) -> tuple:
     """Reduce a random (16, 32) tile into rows 8..23, columns 32..63 of a random (32, 64) array
     with ``reduce(src, out)`` (default: ``tma_reduce``); returns (result, expected) as NumPy
-    arrays (bfloat16 travels through torch, which has the type, and is compared as float32)."""
+    arrays (bfloat16 as ml_dtypes arrays, compared as float32)."""
     opcode = f"cp.reduce.async.bulk.tensor.2d.global.shared::cta.{op}.tile.bulk_group"
     if reduce is None:
         def reduce(src, out):
             tma_reduce(src, out, opcode, dtype)
-    if dtype == "bfloat16":
-        import torch
-
-        src = torch.randn(16, 32, device="cuda").bfloat16()
-        out = torch.randn(32, 64, device="cuda").bfloat16()
-        before = out.float().cpu().numpy()
+    if dtype == "bfloat16":  # ml_dtypes arrays; the reference adds in float32, rounds once
+        src = rng.standard_normal((16, 32)).astype(ml_dtypes.bfloat16)
+        out = rng.standard_normal((32, 64)).astype(ml_dtypes.bfloat16)
+        before = out.astype(np.float32)
         reduce(src, out)
-        torch.cuda.synchronize()
-        region = reduction_reference(op, before[8:24, 32:64], src.float().cpu().numpy())
+        region = reduction_reference(op, before[8:24, 32:64], src.astype(np.float32))
         expected = before.copy()
-        expected[8:24, 32:64] = torch.from_numpy(region).bfloat16().float().numpy()
-        return out.float().cpu().numpy(), expected
+        expected[8:24, 32:64] = region.astype(ml_dtypes.bfloat16).astype(np.float32)
+        return out.astype(np.float32), expected
     if op in ("inc", "dec"):
         src = rng.integers(0, 8, size=(16, 32)).astype(dtype)
         out = rng.integers(0, 10, size=(32, 64)).astype(dtype)

@@ -6,6 +6,7 @@ driver whose "device memory" is host memory, so the upload and copy-back run wit
 """
 import ctypes
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -41,6 +42,9 @@ class _TorchLikeCuda:
 
     def data_ptr(self):
         return self._ptr
+
+    def get_device(self):
+        return 0
 
     def stride(self):
         return self._stride
@@ -288,6 +292,31 @@ def test_the_launcher_uploads_host_arrays_after_checking_them(host_driver):
     launcher.pack((view, 1, 1.0))
     assert view.owned and _slot(launcher, 4, "<q") == view.ptr != 0
     view.finish()
+
+
+# ---------------------------------------------------------------------- ml_dtypes NumPy arrays
+@pytest.mark.parametrize("name", ["bfloat16", "float8_e4m3fn", "float8_e5m2"])
+def test_ml_dtypes_arrays_round_trip_as_their_bits(host_driver, name):
+    """NumPy's bfloat16 and float8 arrays (ml_dtypes) upload and copy back bit for bit, NaN
+    patterns included, strided both ways."""
+    scalar = getattr(ml_dtypes, name)
+    size = np.dtype(scalar).itemsize
+    raw = np.random.default_rng(5).integers(0, 256, (4, 12 * size), dtype=np.uint8)
+    array = raw.view(scalar)[:, ::2].T
+    view = device_view(array)
+    assert view.dtype == dtype(name) and view.shape == (6, 4) and view.c_contiguous
+    view.upload()
+    assert host_driver.device_bytes(view) == np.ascontiguousarray(array).tobytes()
+    written = np.random.default_rng(6).integers(0, 256, (6, 4 * size), dtype=np.uint8)
+    _kernel_writes(host_driver, view, written)
+    view.finish()
+    assert np.ascontiguousarray(array).view(np.uint8).tobytes() == written.tobytes()
+
+
+def test_ml_dtypes_array_dtype_is_checked_against_the_annotation():
+    with pytest.raises(LaunchError, match="dtype float8_e5m2 does not match the annotated "
+                                          "bfloat16"):
+        bf16_fill(np.zeros(32, ml_dtypes.float8_e5m2))
 
 
 # ------------------------------------------------------------------------------------ real torch

@@ -152,8 +152,8 @@ def test_a_repeated_launch_notices_a_changed_global(modules, monkeypatch):
     kernels, _ = modules
     launched = []  # the compiled kernel of each launch, recorded instead of launching it
     monkeypatch.setattr(CompiledKernel, "launcher", lambda self: types.SimpleNamespace(
-        launch=lambda *args: launched.append(self)))
-    out = DeviceView(0, (32,), (4,), dtype("uint32"))
+        bind=lambda device: None, launch=lambda *args: launched.append(self)))
+    out = DeviceView(0x1000, (32,), (4,), dtype("uint32"), device=0)
     kernels.fill(out)
     kernels.fill(out)
     assert launched[0] is launched[1] and len(kernels.fill._prepared) == 1

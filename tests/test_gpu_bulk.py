@@ -49,7 +49,5 @@ REDUCTIONS = [(op, type_, dtype) for op, types in REDUCTION_TYPES.items() for ty
 
 @pytest.mark.parametrize("op,type_,dtype", REDUCTIONS, ids=[f"{o}.{t}-{d}" for o, t, d in REDUCTIONS])
 def test_every_reduction_the_contract_accepts(op, type_, dtype):
-    if dtype == "bfloat16":
-        pytest.importorskip("torch")
     out, expected = _kernels().run_bulk_reduction(op, type_, dtype, RNG)
     np.testing.assert_array_equal(out, expected)

@@ -71,11 +71,20 @@ def _import(path: Path, source: str):
 def test_every_python_block_compiles(tmp_path, index):
     module = _import(tmp_path / f"language_block_{index}.py", PYTHON_BLOCKS[index])
     kernels = [k for k in vars(module).values() if isinstance(k, jittile.Kernel)]
-    assert kernels, "a python block of the reference defines a kernel"
+    tuners = [k for k in vars(module).values() if isinstance(k, jittile.Autotuner)]
+    assert kernels or tuners, "a python block of the reference defines a kernel"
     with warnings.catch_warnings():
         warnings.simplefilter("error", JittileWarning)
         for kernel in kernels:
             assert kernel.compile(target=kernel.target or "sm_90a").cubin
+        for tuner in tuners:  # every config, from the annotations of the untuned parameters
+            tuned = {name for config in tuner.configs for name in config.kwargs}
+            specializer = tuner.kernel._specializer
+            specs = [ann if isinstance(ann, T.Tensor) else ann(0)
+                     for name, ann in zip(specializer.names, specializer.annotations)
+                     if name not in tuned]
+            compiled = tuner.compile_all(*specs, target="sm_90a")
+            assert all(isinstance(c, jittile.CompiledKernel) for c in compiled.values()), compiled
 
 
 # One kernel-body snippet per row of the reference's table of Python constructs ("yes": it

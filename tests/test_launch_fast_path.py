@@ -10,7 +10,7 @@ import jittile
 from jittile import LaunchError, T
 from jittile.runtime import arrays, driver
 from jittile.runtime import launcher as launcher_module
-from bench.launch_host_cpu import CupyLike  # what a launch reads of a CuPy array
+from bench.launch_host_cpu import CupyLike, driver_stand_ins  # a CuPy array's stand-in
 
 LIMIT = 32  # read by guarded_copy: changing it must recompile, fast path or not
 
@@ -53,6 +53,9 @@ class TorchLike:
     def data_ptr(self):
         return self.ptr
 
+    def get_device(self):
+        return 0 if self.is_cuda else -1
+
     def stride(self):
         return (self.shape[1], 1) if len(self.shape) == 2 else (1,)
 
@@ -61,31 +64,27 @@ class TorchLike:
 def gpu(monkeypatch):
     """A driver stand-in: launches and TensorMap encodings are recorded, not made."""
     record = {"launches": [], "encoded": [], "converted": 0}
-    for name, value in (("available", lambda: True), ("ensure_context", lambda: 1),
-                        ("current_context", lambda: 1),
-                        ("current_device_capability", lambda: (9, 0)),
-                        ("load_function", lambda cubin, entry, shared: (None, 7)),
-                        ("launch_call",
-                         lambda function, what: lambda *a: record["launches"].append(a))):
+    for name, value in driver_stand_ins(lambda *a: record["launches"].append(a)).items():
         monkeypatch.setattr(driver, name, value)
 
     def encode(fields):
         record["encoded"].append(fields.address)
         return fields.address.to_bytes(8, "little") * 16
 
-    def convert(obj, real=arrays.convert_argument):
+    def convert(obj, stream=0, real=arrays.convert_argument):
         record["converted"] += 1
-        return real(obj)
+        return real(obj, stream)
 
     monkeypatch.setattr(launcher_module, "encode", encode)
     monkeypatch.setattr(arrays, "convert_argument", convert)
     for kernel in (tma_rows, guarded_copy):
-        kernel._memory, kernel._prepared, kernel._fast = {}, {}, {}
+        kernel._memory, kernel._prepared = {}, {}
+        kernel._fast.table.clear()
     return record
 
 
 def _launcher(kernel):
-    (fast,) = kernel._fast.values()
+    (fast,) = kernel._fast.table.values()
     return fast.launcher
 
 
@@ -157,7 +156,7 @@ def test_launch_configurations_sharing_a_buffer_repack_it(gpu):
     one(a, a)
     launcher = gpu["launches"]  # grid, block, shared, stream, params of each launch
     assert [call[0] for call in launcher] == [(1, 1, 1), (2, 1, 1), (1, 1, 1)]
-    (fast, other) = guarded_copy._fast.values()
+    (fast, other) = guarded_copy._fast.table.values()
     assert fast.launcher is other.launcher
     assert _array_pointer(fast.launcher, 0) == 0x10000
 
@@ -170,7 +169,7 @@ def test_a_changed_global_recompiles_on_the_fast_path(gpu, monkeypatch):
     monkeypatch.setitem(globals(), "LIMIT", 16)
     launch(a, a)
     after = _launcher(guarded_copy)
-    assert after is not before and after.cubin != before.cubin
+    assert after is not before and after.loaded.cubin != before.loaded.cubin
 
 
 def test_host_arrays_take_the_full_path_every_time(gpu, monkeypatch):
@@ -181,14 +180,14 @@ def test_host_arrays_take_the_full_path_every_time(gpu, monkeypatch):
     a = np.zeros(64, np.float32)
     guarded_copy[1, 32](a, a)
     guarded_copy[1, 32](a, a)
-    assert len(allocations) == 4 and not guarded_copy._fast
+    assert len(allocations) == 4 and not guarded_copy._fast.table
 
 
 def test_a_cpu_tensor_never_matches_a_cuda_fingerprint(gpu):
     pytest.importorskip("torch")
     out = CupyLike(0x20000, (2, 32))
     tma_rows(TorchLike(0x10000, (8, 32)), out, 32)
-    (fast,) = tma_rows._fast.values()
+    (fast,) = tma_rows._fast.table.values()
     assert fast.launch((TorchLike(0x10000, (8, 32)), out, 32), None, None)
     assert not fast.launch((TorchLike(0x10000, (8, 32), is_cuda=False), out, 32), None, None)
 
@@ -211,7 +210,7 @@ def test_a_launch_refused_in_another_context_loads_the_kernel_there(gpu, monkeyp
     monkeypatch.setattr(driver, "load_function", load_function)
     monkeypatch.setattr(driver, "launch_call", launch_call)
     monkeypatch.setattr(driver, "current_context", lambda: context["now"])
-    monkeypatch.setattr(driver, "ensure_context", lambda: context["now"])
+    monkeypatch.setattr(driver, "context_for", lambda device: context["now"])
     a = CupyLike(0x10000, (64,))
     launch = guarded_copy[1, 32]
     launch(a, a)
@@ -261,7 +260,7 @@ def test_a_moved_array_survives_another_configuration_packing_the_buffer(gpu):
 
 
 def _launcher_of(kernel, configured):
-    return kernel._fast[(configured.config, None)].launcher
+    return kernel._fast.table[(configured.config, None)].launcher
 
 
 class _Interface:

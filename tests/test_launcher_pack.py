@@ -7,7 +7,7 @@ import jittile
 from jittile import LaunchError, T
 from jittile.dtypes import dtype
 from jittile.runtime.arrays import DeviceView
-from jittile.runtime.launcher import Launcher
+from jittile.runtime.launcher import Launcher, LoadedCubin
 
 
 @jittile.kernel
@@ -21,7 +21,7 @@ def scale(A: T.Tensor((None, 8), "float32"), n: T.int32, factor: T.float32):
 def _launcher():
     ck = scale.compile(T.Tensor((4, 8), "float32"), T.int32(0), T.float32(0), target="sm_90a")
     assert ck.param_layout == [("array", 2), ("scalar", "int32"), ("scalar", "float32")]
-    return Launcher(ck.ir, ck.cubin, ck.entry, ck.param_layout)
+    return Launcher(ck.ir, LoadedCubin(ck.ir.name, ck.cubin, ck.entry, None, 0), ck.param_layout)
 
 
 def _slot(launcher, index, fmt):
@@ -79,7 +79,7 @@ class _CupyLike:
     __cuda_array_interface__ = property(lambda self: {})  # present on the class, as on CuPy's
 
     def __init__(self, ptr, shape, strides, dtype):
-        self.data = type("Memory", (), {"ptr": ptr})()
+        self.data = type("Memory", (), {"ptr": ptr, "device_id": 0})()
         self.shape, self.strides, self.dtype = shape, strides, dtype
 
 

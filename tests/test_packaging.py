@@ -26,6 +26,11 @@ def test_nvdisasm_is_installed_with_jittile():
     assert "nvidia-cuda-nvdisasm>=13.5,<14" in _requirements("options", "install_requires")
 
 
+def test_ml_dtypes_is_installed_with_jittile():
+    # NumPy arrays of bfloat16 and float8 elements are ml_dtypes arrays, at launch and interpreted.
+    assert "ml_dtypes>=0.5" in _requirements("options", "install_requires")
+
+
 @pytest.fixture(scope="module")
 def installed_wheel(tmp_path_factory) -> Path:
     """The package as a wheel installs it: built from a copy of the sources, then unpacked."""

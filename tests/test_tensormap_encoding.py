@@ -9,7 +9,7 @@ from jittile.dtypes import dtype
 from jittile.patterns.base import HostTensorMap
 from jittile.runtime import launcher as launcher_module
 from jittile.runtime.arrays import DeviceView
-from jittile.runtime.launcher import Launcher
+from jittile.runtime.launcher import Launcher, LoadedCubin
 from jittile.runtime.tensormap import region_fields
 
 BASE = 0x7000_0000  # 256-byte aligned, like an allocation
@@ -132,7 +132,8 @@ def counted(monkeypatch):
     monkeypatch.setattr(launcher_module, "encode", encoder)
     ck = copy_box.compile(_array(BASE), _array(BASE), target="sm_90a")  # any row pitch
     assert [s.tensor for s in ck.ir.host_tensormaps] == ["A", "Out"]
-    return Launcher(ck.ir, ck.cubin, ck.entry, ck.param_layout), encoder
+    return Launcher(ck.ir, LoadedCubin(ck.ir.name, ck.cubin, ck.entry, None, 0),
+                    ck.param_layout), encoder
 
 
 def _array(ptr, rows=16, pitch=512):

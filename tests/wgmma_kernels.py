@@ -2,8 +2,9 @@
 accumulator scaled/negated) from operands staged in shared memory by plain element copies, in any
 layout the test picks, and writes the accumulator fragment out element by element.
 
-Operands travel as their storage bits (uint16 for bf16, uint8 for fp8, uint32 for tf32), so the
-tests need NumPy only; ``exact_values`` draws values every wgmma type represents exactly.
+Operands travel as their storage bits (uint16 for bf16, uint8 for fp8, uint32 for tf32), copied
+into the shared operands' ``.bits``, so the tests need NumPy only; ``exact_values`` draws values
+every wgmma type represents exactly.
 """
 from dataclasses import dataclass
 
@@ -91,6 +92,7 @@ def make_kernel(case: Case):
     b_rows, b_cols = b_shape
     a_registers = case.a_major == "registers"
     a_transposed, b_transposed = case.a_major == "MN", case.b_major == "K"
+    a_bits, b_bits = a_storage != case.atype, b_storage != case.btype  # bits to .bits
     a_per_word = 32 // {"bfloat16": 16, "float16": 16, "tf32": 32}.get(case.atype, 8)
 
     @jittile.kernel
@@ -102,9 +104,15 @@ def make_kernel(case: Case):
         A_s = T.alloc_shared(a_shape, case.atype, layout=a_layout, align=1024)
         B_s = T.alloc_shared(b_shape, case.btype, layout=b_layout, align=1024)
         for i in range(tid, a_rows * a_cols, 128):
-            A_s[i // a_cols, i % a_cols] = A[i // a_cols, i % a_cols]
+            if a_bits:
+                A_s.bits[i // a_cols, i % a_cols] = A[i // a_cols, i % a_cols]
+            else:
+                A_s[i // a_cols, i % a_cols] = A[i // a_cols, i % a_cols]
         for i in range(tid, b_rows * b_cols, 128):
-            B_s[i // b_cols, i % b_cols] = B[i // b_cols, i % b_cols]
+            if b_bits:
+                B_s.bits[i // b_cols, i % b_cols] = B[i // b_cols, i % b_cols]
+            else:
+                B_s[i // b_cols, i % b_cols] = B[i // b_cols, i % b_cols]
         T.ptx.fence.proxy.async_.shared__cta()
         T.cuda.cta_sync()
         acc = T.alloc_local((64, n), accumulator, layout=wgmma_accumulator)

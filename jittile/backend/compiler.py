@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 import time
+import warnings
 from dataclasses import dataclass
 
 from . import numpy_compat
@@ -12,10 +13,13 @@ numpy_compat.install()
 from numba import cuda  # noqa: E402
 from numba.cuda import types  # noqa: E402
 
-from ..errors import CompileError, ToolchainError, warn_at  # noqa: E402
+from ..dtypes import DType  # noqa: E402
+from ..errors import (CompileError, JittileWarning, ToolchainError, user_stacklevel,  # noqa: E402
+                      warn_at)
 from ..ir import ArrayParam, KernelIR, ScalarParam, TensorMapParam  # noqa: E402
 from ..frontend.lower import Lowered  # noqa: E402
 from ..targets import Target  # noqa: E402
+from ..ptx.conversions import conversion  # noqa: E402
 from . import intrinsics, ptx_post, toolchain  # noqa: E402
 from .reshape import reshape  # noqa: E402
 from .diagnose import LOWERED_FILENAME, numba_failure  # noqa: E402
@@ -26,17 +30,18 @@ _NUMBA_SCALARS = {"int8": types.int8, "uint8": types.uint8, "int16": types.int16
                   "float32": types.float32, "float64": types.float64, "bool": types.boolean}
 
 
-# Types numba-cuda has no arithmetic for are stored as unsigned integers of their width: TMA and
-# tcgen05 move them untouched, and indexing them in a kernel yields their raw bits.
-_RAW_STORAGE = {"bfloat16": "uint16", "float8_e4m3fn": "uint8", "float8_e5m2": "uint8",
-                "float4_e2m1fn": "uint8", "tf32": "uint32"}
-
-
 def numba_scalar(name: str):
-    name = _RAW_STORAGE.get(name, name)
+    """The numba type of a scalar (a parameter, a ``T.uint32(...)`` conversion)."""
     if name not in _NUMBA_SCALARS:
         raise CompileError(f"dtype {name} has no numba-cuda scalar type")
     return _NUMBA_SCALARS[name]
+
+
+def numba_storage(dtype: DType):
+    """The numba type memory holds ``dtype`` elements in: narrow floats as unsigned integers of
+    their width, which TMA and tcgen05 move untouched and element accesses convert
+    (:mod:`jittile.ptx.conversions`)."""
+    return numba_scalar(dtype.storage.name)
 
 
 @dataclass
@@ -50,6 +55,8 @@ class Artifact:
     param_layout: list  # per runtime param: ("array", ndim) | ("scalar", dtype) | ("tensormap",)
     compile_seconds: float
     toolchain: dict  # versions of the NVVM and nvJitLink libraries that built it
+    python: str  # the lowered function numba-cuda compiled (after reshaping)
+    nvvm: str | None  # the NVVM IR numba-cuda handed NVVM (None where numba-cuda hides it)
 
 
 def _namespace(lowered: Lowered) -> dict:
@@ -74,15 +81,19 @@ def _namespace(lowered: Lowered) -> dict:
             out[name] = intrinsics.make_asm(asm_of(lowered.namespace[spec[1]]), spec[2])
         elif kind == "type":
             out[name] = numba_scalar(spec[1].name)
+        elif kind == "storage":
+            out[name] = numba_storage(spec[1])
+        elif kind == "convert":  # a float element's load or store (ptx/conversions.py)
+            out[name] = intrinsics.make_asm(conversion(spec[1], spec[2].name))
         elif kind == "smem":
             buf = spec[1]
             count = buf.nbytes // buf.dtype.bytes
-            out[name] = intrinsics.make_smem_view(buf.offset, count, numba_scalar(buf.dtype.name),
+            out[name] = intrinsics.make_smem_view(buf.offset, count, numba_storage(buf.dtype),
                                                   *shared)
         elif kind == "saddr_const":  # element ``index`` of a view, plus ``extra`` bytes
             _, view, index, extra = spec
             buf = lowered.namespace[view][1]
-            itemsize = numba_scalar(buf.dtype.name).bitwidth // 8
+            itemsize = numba_storage(buf.dtype).bitwidth // 8
             out[name] = intrinsics.make_smem_address(buf.offset + index * itemsize + extra,
                                                      *shared)
         elif kind == "fill":
@@ -103,7 +114,7 @@ def _signature(ir: KernelIR) -> tuple[list, list, list[int]]:
     flat = 0
     for p in ir.runtime_params:
         if isinstance(p, ArrayParam):
-            argtys.append(types.Array(numba_scalar(p.dtype.name), p.ndim, p.layout))
+            argtys.append(types.Array(numba_storage(p.dtype), p.ndim, p.layout))
             layout.append(("array", p.ndim))
             flat += 5 + 2 * p.ndim
         elif isinstance(p, ScalarParam):
@@ -127,8 +138,22 @@ def stable_entry_name(name: str) -> str:
     return "jittile_" + re.sub(r"\W", "_", name)
 
 
-def compile_lowered(lowered: Lowered, target: Target) -> Artifact:
-    """Compile the lowered function for ``target`` and link it to a cubin."""
+def _numba_ptx(pyfunc, argtys: tuple, cc) -> tuple[str, str | None]:
+    """PTX and NVVM IR of a kernel from numba-cuda: what ``cuda.compile_ptx`` does, keeping the
+    code library so that its LLVM IR can be read (``compile_ptx`` returns only the PTX)."""
+    from numba.cuda import compiler as numba_compiler
+
+    compile_with_fixup = getattr(numba_compiler, "_compile_pyfunc_with_fixup", None)
+    if compile_with_fixup is None:  # another numba-cuda: the PTX alone
+        return cuda.compile_ptx(pyfunc, argtys, cc=cc)[0], None
+    library, _ = compile_with_fixup(pyfunc, argtys, device=False, cc=cc, abi="numba")
+    (ptx,) = library.get_asm_strs(cc=cc)
+    return ptx, library.get_llvm_str()
+
+
+def compile_lowered(lowered: Lowered, target: Target, override=None) -> Artifact:
+    """Compile the lowered function for ``target`` and link it to a cubin; ``override`` (a path)
+    is a PTX file linked instead of the generated PTX (``JITTILE_OVERRIDE_DIR``)."""
     start = time.perf_counter()
     ir = lowered.ir
     reshape(lowered.function, lowered.namespace, lowered.shared_views, lowered.fragments)
@@ -139,13 +164,17 @@ def compile_lowered(lowered: Lowered, target: Target) -> Artifact:
     pyfunc = namespace[lowered.function.name]
     argtys, layout, grid_constant = _signature(ir)
     try:
-        ptx, _ = cuda.compile_ptx(pyfunc, tuple(argtys), cc=target.cc)
+        ptx, nvvm = _numba_ptx(pyfunc, tuple(argtys), target.cc)
     except Exception as exc:  # numba's typing/lowering errors: told at the user's expression
         raise numba_failure(exc, lowered.positions) from exc
     entry = stable_entry_name(ir.name)
     cluster = ir.launch.cluster if ir.launch is not None else None
     block = ir.launch.block if ir.launch is not None else None
     ptx = ptx_post.rewrite(ptx, entry, grid_constant, cluster, block)
+    if override is not None:  # a user's choice: a warning even in strict mode
+        warnings.warn(f"{ir.name}: JITTILE_OVERRIDE_DIR: linking {override} instead of the "
+                      f"generated PTX", JittileWarning, stacklevel=user_stacklevel())
+        ptx = override.read_text()
     try:
         cubin, log = toolchain.link_cubin(ptx, target, entry)
     except ToolchainError as exc:  # told at the kernel it failed to build
@@ -154,4 +183,4 @@ def compile_lowered(lowered: Lowered, target: Target) -> Artifact:
     for advisory in toolchain.performance_advisories(log):
         warn_at(f"ptxas: {advisory}", lowered.positions[1].location)
     return Artifact(ptx, cubin, entry, usage, layout, time.perf_counter() - start,
-                    toolchain.libraries())
+                    toolchain.libraries(), lowered.source, nvvm)

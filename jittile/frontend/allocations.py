@@ -117,10 +117,13 @@ class AllocationLowering:
                                    f"wgmma_a), got {layout!r}")
         self.locals.add(name)
         self.local_arrays[name] = shape
+        self.local_dtypes[name] = dtype
+        storage = f"__jt_s_{dtype.name}"
+        self.namespace[storage] = ("storage", dtype)
         alloc = ast.Call(
             func=ast.Attribute(value=ast.Attribute(value=_name(CUDA), attr="local", ctx=ast.Load()),
                                attr="array", ctx=ast.Load()),
-            args=[ast.Constant(value=shape), _name(self.type_name(dtype))], keywords=[])
+            args=[ast.Constant(value=shape), _name(storage)], keywords=[])
         return [ast.Assign(targets=[_name(name, ast.Store())], value=alloc)]
 
     def decl_tmem(self, name: str, call: ast.Call) -> list[ast.stmt]:

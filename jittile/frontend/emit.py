@@ -21,6 +21,16 @@ _OPERATORS = {"+": ast.Add, "*": ast.Mult, "%": ast.Mod, ">>": ast.RShift, "&": 
               "|": ast.BitOr}
 
 
+def address_buffer(lowered: ast.expr | None) -> str | None:
+    """The shared buffer variable a lowered address points into (``buf.ptr_to([...])`` lowers
+    to ``__jt_saddr(buf, index)``), or None where the address is any other value."""
+    if (isinstance(lowered, ast.Call) and isinstance(lowered.func, ast.Name)
+            and lowered.func.id == SHARED_ADDRESS and lowered.args
+            and isinstance(lowered.args[0], ast.Name)):
+        return lowered.args[0].id
+    return None
+
+
 def cuda_attribute(*attrs: str) -> ast.expr:
     node: ast.expr = _name(CUDA)
     for attr in attrs:

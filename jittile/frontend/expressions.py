@@ -64,7 +64,7 @@ class ExpressionLowering:
             raise self.error(node, f"{src(node)!r} is a compile-time {type(value).__name__}, not a "
                                    f"kernel value: kernels compute with ints, floats and bools")
         if isinstance(node, ast.Subscript):
-            return self.subscript(node)
+            return self.element_load(node)
         if isinstance(node, ast.BinOp):
             return ast.BinOp(left=self.expr(node.left), op=node.op, right=self.expr(node.right))
         if isinstance(node, ast.UnaryOp):

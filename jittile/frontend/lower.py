@@ -24,17 +24,19 @@ from ..language.markers import DeviceFunction, PtxInstruction
 from ..patterns.base import SharedBuffer
 from ..ptx.asm import AsmCall
 from ..targets import Target
-from .accounting import check_transaction_bytes
+from .accounting import check_armed_barriers, check_transaction_bytes
 from .ordering import check_ordering
 from .allocations import AllocationLowering, SharedVar, TmemVar
 from .calls import check_calls
 from .checks import body_problem
 from .divergence import divergent_operations
+from .elements import ElementLowering
 from .emit import CUDA, GLOBAL_ADDRESS, SHARED_ADDRESS
 from .expressions import ExpressionLowering, fits_64_bits, is_number
 from .fragments import FragmentLowering
 from .inline import HelperInlining, assignment_counts
 from .positions import HELPER_PREFIX, Origin, number_lines, tag
+from .proxies import ProxyEvent, check_proxy_fences
 from .raw_ptx import RawPtxLowering
 from .source import KernelSource
 from .static import RUNTIME, FoldError, StaticScope, evaluate, sequence_length
@@ -68,8 +70,8 @@ class Lowered:
         return ast.unparse(self.function)
 
 
-class KernelLowering(ExpressionLowering, AllocationLowering, FragmentLowering, HelperInlining,
-                     RawPtxLowering, TileCallLowering):
+class KernelLowering(ExpressionLowering, ElementLowering, AllocationLowering, FragmentLowering,
+                     HelperInlining, RawPtxLowering, TileCallLowering):
     """One kernel specialization being lowered (source + argument kinds + target)."""
 
     def __init__(self, source: KernelSource, params: list, target: Target, launch_override=None):
@@ -84,6 +86,7 @@ class KernelLowering(ExpressionLowering, AllocationLowering, FragmentLowering, H
         self.tmem: dict[str, TmemVar] = {}
         self.locals: set[str] = set()
         self.local_arrays: dict[str, tuple] = {}  # T.alloc_local name -> shape
+        self.local_dtypes: dict[str, DType] = {}  # T.alloc_local name -> element type
         self.fragments: dict = {}  # T.alloc_local register fragment name -> FragmentVar
         self.arrays = {p.name: p for p in params if isinstance(p, ArrayParam)}
         self.scalars = {p.name: p for p in params if isinstance(p, ScalarParam)}
@@ -99,9 +102,11 @@ class KernelLowering(ExpressionLowering, AllocationLowering, FragmentLowering, H
         self._buffers: list[SharedBuffer] = []
         self._host_params: dict[HostTensorMap, HostParam] = {}
         self._launch_override = launch_override
-        self.tx_counts: list = []  # (location, barrier key, barrier text, bytes or None)
+        self.tx_counts: list = []  # (location, opcode, lowered barrier, barrier text, bytes)
+        self.barrier_inits: list = []  # location per mbarrier initialisation
+        self.proxy_events: list[ProxyEvent] = []  # generic writes, proxy fences, async reads
         self.order_events: list = []  # OrderEvent per tile call, raw PTX, fragment access
-        self.value_keys: dict[str, str] = {}  # temporary -> its lowered expression
+        self.value_keys: dict[str, ast.expr] = {}  # temporary -> its lowered expression
         self._unrolled: set[str] = set()  # T.unroll loop names in scope
         self._inlining: list[DeviceFunction] = []
 
@@ -184,9 +189,12 @@ class KernelLowering(ExpressionLowering, AllocationLowering, FragmentLowering, H
             self.ir.launch = self._launch_override
         for var in self.shared.values():
             self.namespace[var.view] = ("smem", var.buffer)
+        if self.barrier_inits:  # a kernel that initialises no barrier is a fragment
+            check_armed_barriers(self.ir.sites, self.tx_counts, self.value_keys)
         warned = check_transaction_bytes(self.ir.sites, self.tx_counts, self.value_keys)
         warned += warn_divergent_operations(fn)
         warned += check_ordering(self.ir.sites, self.order_events)
+        warned += check_proxy_fences(self.proxy_events)
         return Lowered(fn, self.namespace, self.ir, self._buffers, warned, positions,
                        {name: var.view for name, var in self.shared.items()},
                        {name: frag.registers for name, frag in self.fragments.items()})
@@ -266,8 +274,7 @@ class KernelLowering(ExpressionLowering, AllocationLowering, FragmentLowering, H
                 return [ast.Assign(targets=[self.store_target(single)], value=self.expr(node.value))]
             if not _has_runtime_form(value):
                 raise self.error(node, self._rebound_static(single.id, value))
-        targets = [self.store_target(t) for t in node.targets]
-        return [ast.Assign(targets=targets, value=self.expr(node.value))]
+        return self.assign(node.targets, self.expr(node.value))
 
     def _rebound_static(self, name: str, value) -> str:
         """Why a compile-time-only value cannot go into ``name``, which is assigned more than once
@@ -287,6 +294,8 @@ class KernelLowering(ExpressionLowering, AllocationLowering, FragmentLowering, H
                                                   node))
 
     def stmt_AugAssign(self, node: ast.AugAssign):
+        if self.is_special_store(node.target):
+            return self.augmented_store(node)
         return [ast.AugAssign(target=self.store_target(node.target), op=node.op,
                               value=self.expr(node.value))]
 
@@ -304,6 +313,10 @@ class KernelLowering(ExpressionLowering, AllocationLowering, FragmentLowering, H
         if isinstance(node, ast.Subscript):
             lowered = self.subscript(node)
             lowered.ctx = ast.Store()
+            base = node.value
+            if isinstance(base, ast.Name) and base.id in self.shared:
+                self.proxy_events.append(ProxyEvent("write", self.loc(node),
+                                                    (self.shared[base.id].buffer.name,)))
             return lowered
         raise self.error(node, "unsupported assignment target")
 

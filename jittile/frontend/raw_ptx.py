@@ -12,7 +12,8 @@ from ..patterns import registry
 from ..patterns.base import OrderEvent
 from ..ptx import instructions as ptx_table
 from .divergence import mark
-from .emit import GLOBAL_ADDRESS, SHARED_ADDRESS
+from .emit import GLOBAL_ADDRESS, SHARED_ADDRESS, address_buffer
+from .proxies import ProxyEvent
 from .syntax import located, name as _name, src
 
 
@@ -59,10 +60,19 @@ class RawPtxLowering:
                                             immediate=immediates[0] if immediates else None))
         if spec.warp_aligned:
             mark(call, f"{opcode} is .aligned: every thread of the warp must execute it together")
+        if spec.proxy == ptx_table.ASYNC_SHARED_FENCE:
+            self.proxy_events.append(ProxyEvent("fence", location))
+        elif spec.proxy == ptx_table.GENERIC_SHARED_WRITE:
+            buffer = address_buffer(operands[0])
+            if buffer in self.shared:
+                self.proxy_events.append(ProxyEvent("write", location,
+                                                    (self.shared[buffer].buffer.name,)))
+        if spec.initialises:
+            self.barrier_inits.append(location)
         if spec.tx_count is not None:
             barrier, count_index = spec.tx_count
             count = self.static(args[count_index])
-            self.tx_counts.append((location, spec.opcode, src(operands[barrier]),
+            self.tx_counts.append((location, spec.opcode, operands[barrier],
                                    self.display(args[barrier]),
                                    int(count) if isinstance(count, (int, np.integer)) else None))
         if not statement:
@@ -71,15 +81,16 @@ class RawPtxLowering:
             return call
         if not dests:
             return [ast.Expr(value=call)]
+        for i, (dest, kind) in enumerate(zip(dests, spec.outputs)):
+            self.check_ptx_element(dest, kind.constraint == "f", opcode, f"destination {i}")
         if len(dests) == 1:
-            return [ast.Assign(targets=[self.store_target(dests[0])], value=call)]
+            return self.assign([dests[0]], call)
         tmp = self.fresh("out")
         stmts = [ast.Assign(targets=[_name(tmp, ast.Store())], value=call)]
         for i, dest in enumerate(dests):
-            stmts.append(ast.Assign(targets=[self.store_target(dest)],
-                                    value=ast.Subscript(value=_name(tmp),
-                                                        slice=ast.Constant(value=i),
-                                                        ctx=ast.Load())))
+            stmts.extend(self.assign([dest], ast.Subscript(value=_name(tmp),
+                                                           slice=ast.Constant(value=i),
+                                                           ctx=ast.Load())))
         return stmts
 
     def opcode_of(self, instr: PtxInstruction, node: ast.expr) -> str:
@@ -123,4 +134,6 @@ class RawPtxLowering:
                 zeros = [ast.Constant(value=0)] * self.arrays[node.id].ndim
                 return self.call(GLOBAL_ADDRESS, _name(node.id),
                                  ast.Tuple(elts=zeros, ctx=ast.Load()))
+        self.check_ptx_element(node, getattr(kind, "constraint", None) == "f", opcode,
+                               f"operand {index}")
         return self.expr(node)

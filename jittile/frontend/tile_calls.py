@@ -17,6 +17,7 @@ from ..patterns.base import (CallSite, FragmentRegion, GlobalRegion, OrderEvent,
                              TensorMapOperand, TmemRegion)
 from .emit import render
 from .positions import HELPER_PREFIX
+from .proxies import ProxyEvent
 from .static import RUNTIME
 from .syntax import located, name as _name, src
 
@@ -71,6 +72,9 @@ class TileCallLowering:
             raise CompileError(exc.message, location) from None
         self.ir.sites.append(SiteRecord(location, opcode, pattern.family, lowering.plan,
                                         lowering.predicate))
+        reads = pattern.async_shared_reads(site)
+        if reads:
+            self.proxy_events.append(ProxyEvent("read", location, reads, opcode))
         self.order_events.append(OrderEvent(
             "tile", location, opcode,
             fragments=tuple(o.name for o in operands if isinstance(o, FragmentRegion))))
@@ -113,7 +117,7 @@ class TileCallLowering:
         lowered = self.expr(node)
         prelude.append(ast.copy_location(
             ast.Assign(targets=[_name(tmp, ast.Store())], value=lowered), node))
-        self.value_keys[tmp] = src(lowered)
+        self.value_keys[tmp] = lowered
         return Var(tmp, self.display(node))
 
     def display(self, node: ast.expr) -> str:

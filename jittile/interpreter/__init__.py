@@ -9,9 +9,10 @@ come back written as a GPU launch would leave them.
 
 What it checks: out-of-bounds global and shared accesses, tensor memory outside the allocation,
 misaligned shared addresses of async copies, waits that can never complete (deadlocks), reads of
-an async copy's destination before its barrier phase completed, warp-collective instructions
-reached by part of a warp. What it cannot know: timing, caches, and anything the PTX ISA leaves
-undefined (it completes asynchronous copies at issue).
+an async copy's destination before its barrier phase completed, async-proxy reads of shared bytes
+a generic write left without a ``fence.proxy.async`` (:class:`.memory.SharedMemory`),
+warp-collective instructions reached by part of a warp. What it cannot know: timing, caches,
+and anything the PTX ISA leaves undefined (it completes asynchronous copies at issue).
 """
 from __future__ import annotations
 
@@ -81,8 +82,6 @@ class Interpreting:
 
 
 def storage_dtype(dtype: DType) -> np.dtype:
-    """The NumPy type holding ``dtype``'s bits (types NumPy lacks: an unsigned of their width),
-    as numba-cuda's lowering stores them."""
-    if dtype.numpy is not None:
-        return np.dtype(dtype.numpy)
-    return np.dtype(f"uint{max(8, dtype.bits)}")
+    """The NumPy type memory holds ``dtype`` elements in: narrow floats as the unsigned integer
+    of their width, as the compiled kernel stores them (element accesses convert)."""
+    return np.dtype(dtype.storage.numpy)

@@ -93,13 +93,13 @@ def bind_arguments(ir: KernelIR, params: list, hosts: list):
         if isinstance(param, ArrayParam):
             buffer = memory.allocate(param.name, host.data.nbytes)
             buffer.data[:] = host.data.reshape(-1).view(np.uint8)
-            array = buffer.data.view(host.data.dtype).reshape(host.data.shape)
+            array = buffer.data.view(_storage(param.dtype)).reshape(host.data.shape)
             views[param.name] = DeviceView(buffer.address, array.shape, array.strides,
                                            param.dtype)
             values.append(array)
             writebacks.append(lambda a=array, h=host: h.write_back(a))
         elif isinstance(param, ScalarParam):
-            values.append(np.array(host).astype(_storage(param.dtype))[()])
+            values.append(np.array(host).astype(param.dtype.numpy)[()])
         elif isinstance(param, TensorMapParam):
             values.append(_caller_tensormap(memory, host, writebacks))
     for spec in ir.host_tensormaps:

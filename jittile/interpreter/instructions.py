@@ -8,10 +8,14 @@ issued.
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from ..ir import PlanRecord
+from ..ptx.instructions import ASYNC_SHARED_FENCE, INSTRUCTIONS
 from ..ptx.opcodes import parse_bulk_tensor, parse_tcgen05_cp
+from .memory import AsyncReader, MemoryFault
 from .machine import MBarrier, Block, Fault, Pending
 
 
@@ -66,6 +70,7 @@ def _maybe_complete(cta, address: int, barrier: MBarrier) -> None:
                     f"({barrier.count}) in phase {barrier.phase}")
     if barrier.pending == 0 and barrier.tx == 0:
         barrier.phase += 1
+        cta.syncs += 1
         barrier.pending = barrier.count
         cta.pending = [p for p in cta.pending if p.barrier != address]
 
@@ -130,6 +135,44 @@ def _elect(machine, opcode, per_lane, threads):
 
 def _nothing(machine, thread, opcode, values, name):
     return None
+
+
+# ------------------------------------------------------------------------------ the proxies
+def _proxy_fence(machine, thread, opcode, values, name):
+    """``fence.proxy.async`` (a form covering shared memory): the thread's generic writes so
+    far become visible to the async proxy (see :class:`~.memory.SharedMemory`)."""
+    if INSTRUCTIONS[opcode].proxy == ASYNC_SHARED_FENCE:
+        thread.cta.smem.proxy_fence(thread.linear, thread.cta.syncs)
+
+
+def _generic_write(thread, address: int, nbytes: int) -> None:
+    """Bytes ``thread`` wrote through the generic proxy at the lowered line it is suspended at."""
+    thread.cta.smem.generic_write(address, nbytes, thread.linear, thread.gen.gi_frame.f_lineno,
+                                  thread.cta.syncs)
+
+
+@contextlib.contextmanager
+def _async_read(machine, thread, what: str):
+    """While the block runs, every shared access of ``thread``'s CTA is an async-proxy read of
+    ``what``, which must not see an unfenced generic write."""
+    cta = thread.cta
+
+    def describe(writer: int, line: int) -> str:
+        t = cta.threads[writer]
+        return f"thread {t.index} (warp {t.warp}, lane {t.lane}) at {machine.where(line)}"
+
+    def name(address: int) -> str:
+        buffers = (spec[1] for spec in machine.namespace.values() if spec[0] == "smem")
+        for buffer in buffers:
+            if buffer.offset <= address < buffer.offset + buffer.nbytes:
+                return f"byte {address - buffer.offset} of {buffer.name!r} (shared {address:#x})"
+        return f"shared {address:#x}"
+
+    cta.smem.reader = AsyncReader(what, describe, name)
+    try:
+        yield
+    finally:
+        cta.smem.reader = None
 
 
 def _policy(machine, thread, opcode, values, name):
@@ -212,7 +255,8 @@ def _tcgen05_commit(machine, thread, opcode, values, name):
 
 def _tcgen05_cp(machine, thread, record: PlanRecord, ops: dict):
     op = parse_tcgen05_cp(record.opcode)
-    _tmem(thread.cta).copy_from_shared(op, ops["taddr"], ops["descriptor"], thread.cta.smem)
+    with _async_read(machine, thread, record.opcode):
+        _tmem(thread.cta).copy_from_shared(op, ops["taddr"], ops["descriptor"], thread.cta.smem)
 
 
 # --------------------------------------------------------------------------------- copies
@@ -233,10 +277,12 @@ def _tma(machine, thread, record: PlanRecord, ops: dict):
     if op.mode in ("tile::gather4", "tile::scatter4"):
         coords, rows = coords[:1], coords[1:]
     fields = ops["tensormap"]
+    footprint = record.bytes * (2 if fields.data_type in PACKED else 1)
     if op.kind != "load":
+        with _async_read(machine, thread, record.opcode):
+            thread.cta.smem.check(ops["shared"], footprint)
         tma_store(fields, op, coords, rows, machine.memory, thread.cta.smem, ops["shared"])
         return None
-    footprint = record.bytes * (2 if fields.data_type in PACKED else 1)
     for cta in _destinations(machine, thread, ops):
         write = (lambda cta=cta: tma_load(fields, op, coords, rows, machine.memory, cta.smem,
                                           ops["shared"]))
@@ -253,7 +299,13 @@ def _issue_load(machine, thread, cta, address: int, footprint: int, barrier: int
     line = thread.line(machine.where)
     cta.pending.append(Pending(address, address + footprint, barrier, phase,
                                f"{record.opcode} at {line}"))
-    machine.inflight.append(lambda: complete_tx(machine, cta, barrier, write()))
+
+    def land() -> None:
+        nbytes = write()
+        cta.smem.async_write(address, footprint)
+        complete_tx(machine, cta, barrier, nbytes)
+
+    machine.inflight.append(land)
 
 
 def _bulk(machine, thread, record: PlanRecord, ops: dict):
@@ -265,7 +317,8 @@ def _bulk(machine, thread, record: PlanRecord, ops: dict):
     _check_granule(ops["global"], "global")
     _check_granule(ops["shared"], "shared")
     if words[3] == "global" or words[1] == "reduce":
-        data = thread.cta.smem.read(ops["shared"], size).copy()
+        with _async_read(machine, thread, record.opcode):
+            data = thread.cta.smem.read(ops["shared"], size).copy()
         if words[1] == "reduce":
             from .tma import reduce_values
 
@@ -295,7 +348,16 @@ def _check_granule(address: int, what: str) -> None:
 def _wgmma(machine, thread, record: PlanRecord, ops: dict):
     from .wgmma import wgmma
 
-    return wgmma(machine, thread, record, ops)
+    kind, key, run, values = wgmma(machine, thread, record, ops).reason
+
+    def product(per_lane, threads):  # the warp's product reads A and B through the async proxy
+        with _async_read(machine, threads[0], record.opcode):
+            try:
+                return run(per_lane, threads)
+            except MemoryFault as exc:
+                raise machine.error(threads[0], str(exc)) from None
+
+    return Block((kind, key, product, values))
 
 
 def _cvt_packed(machine, thread, opcode, values, name):
@@ -316,6 +378,7 @@ def _cvt_packed(machine, thread, opcode, values, name):
 def _st_shared(machine, thread, opcode, values, name):
     address, *words = values
     thread.cta.smem.write(address, np.array(words, dtype=np.uint32))
+    _generic_write(thread, address, 4 * len(words))
 
 
 def _named_barrier(machine, thread, opcode, values, name):
@@ -332,6 +395,7 @@ def _stmatrix(machine, opcode, per_lane, threads):
     count = int(next(w for w in opcode.split(".") if w[0] == "x" and w[1:].isdigit())[1:])
     transposed = ".trans" in opcode
     by_lane = {t.lane: values for values, t in zip(per_lane, threads)}
+    lanes = {t.lane: t for t in threads}
     smem = threads[0].cta.smem
     for matrix in range(count):
         halves = np.zeros((8, 8), dtype=np.uint16)
@@ -342,7 +406,9 @@ def _stmatrix(machine, opcode, per_lane, threads):
         if transposed:
             halves = halves.T.copy()
         for row in range(8):
-            smem.write(by_lane[8 * matrix + row][0], halves[row])
+            address = by_lane[8 * matrix + row][0]
+            smem.write(address, halves[row])
+            _generic_write(lanes[8 * matrix + row], address, 16)
     return [None] * len(threads)
 
 
@@ -360,6 +426,7 @@ RAW = [
     ("T.cuda.cluster_ctarank", _cluster_rank),
     ("T.cuda.cluster_sync", _cluster_barrier),
     ("barrier.cluster", _cluster_barrier),
+    ("fence.proxy.async", _proxy_fence),
     ("fence.", _nothing),
     ("prefetch.tensormap", _nothing),
     ("cp.async.bulk.commit_group", _nothing),

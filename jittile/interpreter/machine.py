@@ -74,6 +74,8 @@ class CTA:
     threads: list = field(default_factory=list)
     sync_waiting: set = field(default_factory=set)
     named: dict = field(default_factory=dict)  # named barrier id -> [waiting threads, arrivals]
+    syncs: int = 0  # synchronizations completed: barriers released, mbarrier phases
+    running: object = None  # the thread executing now (the one a plain shared store is by)
 
 
 @dataclass(eq=False)
@@ -183,6 +185,7 @@ class Machine:
     def _step(self, thread: Thread) -> None:
         """Run ``thread`` until it blocks or ends."""
         value, thread.send, thread.waiting = thread.send, None, None
+        thread.cta.running = thread
         while True:
             try:
                 request = thread.gen.send(value)
@@ -241,6 +244,7 @@ class Machine:
                 thread.waiting = ("named", barrier, count)
             return waits
         thread.cta.named.pop(barrier, None)
+        thread.cta.syncs += 1
         for t in waiting:
             t.waiting = None
         return False
@@ -251,6 +255,7 @@ class Machine:
             for t in cta.sync_waiting:
                 t.waiting = None
             cta.sync_waiting = set()
+            cta.syncs += 1
         self._release_cluster()
 
     def _release_cluster(self) -> None:
@@ -259,6 +264,8 @@ class Machine:
             for t in self.cluster_waiting:
                 t.waiting = None
             self.cluster_waiting = set()
+            for cta in self.ctas:
+                cta.syncs += 1
 
     def _release_collectives(self) -> bool:
         """Run the warp-collective instructions all their lanes have reached (called when no

@@ -12,8 +12,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..ptx.instructions import ASYNC_SHARED_FENCE_CALL
+
 GLOBAL_BASE = 0x7F00_0000_0000  # where the first buffer lands (like a device pointer)
 GLOBAL_ALIGN = 256  # cudaMalloc's alignment
+
+
+# A generic write's record, one int64 per shared byte: thread + 1 (a block has at most 1024
+# threads), the lowered kernel line, and the CTA's synchronization count, from the lowest bit.
+_LINE_SHIFT = 11
+_SYNC_SHIFT = 32
+_THREAD_MASK = (1 << _LINE_SHIFT) - 1
 
 
 class MemoryFault(Exception):
@@ -72,19 +81,82 @@ class GlobalMemory:
         buffer.data[offset:offset + raw.size] = raw
 
 
+@dataclass(frozen=True)
+class AsyncReader:
+    """An async-proxy instruction reading shared memory: ``what`` it is, ``describe(thread,
+    line)`` naming a generic write's thread and kernel position and ``name(address)`` the
+    shared byte, for a race report."""
+
+    what: str
+    describe: object
+    name: object
+
+
 class SharedMemory:
-    """One CTA's shared memory: ``size`` bytes whose shared-window addresses are 0..size-1."""
+    """One CTA's shared memory: ``size`` bytes whose shared-window addresses are 0..size-1.
+
+    It also models the async proxy (PTX ISA, Memory Consistency Model, "Proxies" and
+    "Proxy-preserved base causality order"): a generic-proxy write (an ordinary store,
+    ``st.shared``, ``stmatrix``) and a later async-proxy read of the same bytes (a TMA or bulk
+    store, a wgmma or tcgen05.cp operand) are ordered only through a ``fence.proxy.async`` on
+    the causality path between them. Each byte records the generic write not yet fenced
+    (thread + 1, the lowered line, the CTA's synchronization count then, packed into one word
+    so that a store costs one assignment); a proxy fence by a thread clears its own writes and
+    those a synchronization since ordered before it. An async read of a byte still recorded is
+    a race; an async write (a load landing) replaces it."""
 
     def __init__(self, size: int, cta: tuple):
         self.data = np.zeros(max(size, 1), dtype=np.uint8)
         self.size = size
         self.cta = cta
+        self.generic = np.zeros(max(size, 1), dtype=np.int64)  # 0: visible to the async proxy
+        self.unfenced = False  # whether any byte holds an unfenced generic write
+        self.reader: AsyncReader | None = None  # the async-proxy instruction reading now
 
     def check(self, address: int, nbytes: int) -> int:
         if address < 0 or address + nbytes > self.size:
             raise MemoryFault(f"shared access of {nbytes} bytes at {address:#x} is outside CTA "
                               f"{self.cta}'s {self.size} bytes of shared memory")
+        if self.reader is not None and self.unfenced:
+            self._check_fenced(address, nbytes)
         return address
+
+    # ------------------------------------------------------------------------- the proxies
+    def generic_write(self, address: int, nbytes: int, thread: int, line: int,
+                      syncs: int) -> None:
+        """Bytes ``thread`` (linear index) wrote through the generic proxy at lowered ``line``,
+        when its CTA had completed ``syncs`` synchronizations."""
+        self.generic[address:address + nbytes] = (syncs << _SYNC_SHIFT | line << _LINE_SHIFT
+                                                   | thread + 1)
+        self.unfenced = True
+
+    def proxy_fence(self, thread: int, syncs: int) -> None:
+        """``fence.proxy.async`` by ``thread``: its generic writes, and every write made before
+        the last of the CTA's ``syncs`` synchronizations, become visible to the async proxy."""
+        if self.unfenced:
+            own = (self.generic & _THREAD_MASK) == thread + 1
+            self.generic[own | (self.generic >> _SYNC_SHIFT < syncs)] = 0
+            self.unfenced = bool(self.generic.any())
+
+    def async_write(self, address: int, nbytes: int) -> None:
+        """Bytes an async-proxy write replaced: no generic write is pending on them."""
+        if self.unfenced:
+            self.generic[max(address, 0):address + nbytes] = 0
+
+    def _check_fenced(self, address: int, nbytes: int) -> None:
+        written = np.flatnonzero(self.generic[address:address + nbytes])
+        if written.size:
+            byte = address + int(written[0])
+            word = int(self.generic[byte])
+            who = self.reader.describe((word & _THREAD_MASK) - 1,
+                                       word >> _LINE_SHIFT & (1 << _SYNC_SHIFT - _LINE_SHIFT) - 1)
+            raise MemoryFault(
+                f"race: {self.reader.what} reads {self.reader.name(byte)} through the async "
+                f"proxy, but "
+                f"{who} wrote it through the generic proxy with no fence.proxy.async ordering "
+                f"the write before this read (the async proxy may read the old bytes); fence "
+                f"after the writes, before the barrier that orders them with the issuing "
+                f"thread: {ASYNC_SHARED_FENCE_CALL}")
 
     def read(self, address: int, nbytes: int) -> np.ndarray:
         self.check(address, nbytes)

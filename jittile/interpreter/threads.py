@@ -3,11 +3,12 @@
 The lowered function refers to numba-cuda (thread registers, local arrays), to shared-buffer
 views, to address intrinsics and to scalar conversions by generated global names; here they are
 NumPy views of the CTA's shared bytes, address arithmetic over the interpreter's memories and
-conversions with the GPU's wraparound.
+conversions with the GPU's wraparound, float element loads and stores with its rounding.
 """
 from __future__ import annotations
 
 import builtins
+import sys
 from types import SimpleNamespace
 
 import numpy as np
@@ -15,6 +16,7 @@ import numpy as np
 from ..dtypes import convert
 from ..errors import InterpreterError
 from ..frontend.emit import CUDA, GLOBAL_ADDRESS, SHARED_ADDRESS
+from .floats import conversion
 from .machine import Fault, Machine
 
 
@@ -48,6 +50,9 @@ class SharedView:
 
     def __setitem__(self, index, value):
         self.array[index] = value
+        cta = self.cta  # a generic-proxy write by the running thread, at its caller's line
+        cta.smem.generic_write(self.offset + int(index) * self.itemsize, self.itemsize,
+                               cta.running.linear, sys._getframe(1).f_lineno, cta.syncs)
 
     def __len__(self) -> int:
         return len(self.array)
@@ -70,8 +75,12 @@ def globals_factory(lowered, launch):
     """``make(machine, thread)`` -> the globals of one thread's copy of the kernel."""
     from . import storage_dtype
 
-    casts = {name: Cast(storage_dtype(spec[1])) for name, spec in lowered.namespace.items()
+    casts = {name: Cast(spec[1].numpy) for name, spec in lowered.namespace.items()
              if spec[0] == "type"}
+    casts.update({name: Cast(storage_dtype(spec[1])) for name, spec in lowered.namespace.items()
+                  if spec[0] == "storage"})
+    casts.update({name: conversion(spec[1], spec[2].name)
+                  for name, spec in lowered.namespace.items() if spec[0] == "convert"})
     buffers = {name: spec[1] for name, spec in lowered.namespace.items() if spec[0] == "smem"}
     per_cta: dict = {}
 

@@ -28,13 +28,15 @@ def alloc_shared(shape: tuple[int, ...], dtype: str, layout="default", align: in
     least 8). ``layout`` is ``"default"`` (row-major) or a ``TileLayout`` / ``ComposeLayout``
     such as ``swizzle(3, shape, dtype)``. Assign it to a name: ``buf = T.alloc_shared(...)``;
     index it (``buf[i, j]``), take addresses (``buf.ptr_to([i, j])``) or pass it, or a region
-    of it, to tile calls."""
+    of it, to tile calls. Narrow float elements (float16, bfloat16, float8) load as float32 and
+    store rounded to nearest even; ``buf.bits[i, j]`` is an element's raw bits."""
 
 
 @intrinsic("T.alloc_local")
 def alloc_local(shape: tuple[int, ...], dtype: str, layout="default"):
     """Allocate a per-thread local array (registers or local memory) of the static ``shape`` and
-    ``dtype``; assign it to a name and index it, or pass it as a raw PTX destination. With
+    ``dtype``; assign it to a name and index it (narrow floats as for ``T.alloc_shared``, raw
+    bits as ``arr.bits[i]``), or pass it as a raw PTX destination. With
     ``layout=wgmma_accumulator`` or ``wgmma_a`` (``jittile.layout``) it is a register fragment of
     a ``(64, N)`` warpgroup tile: one scalar register per variable, indexed ``frag[i]`` with a
     compile-time ``i`` (``frag.size`` registers), located by ``frag.row(i)`` / ``frag.col(i)``,

@@ -265,6 +265,8 @@ class TilePattern:
     - ``completions``: how each form completes (a subset of :data:`jittile.ir.COMPLETIONS`);
     - ``accepts_transposed``: whether its shared operands may be transposed regions (``buf.T``);
     - ``example``: one call, as a kernel writes it (``help(T.ptx[opcode])`` shows it);
+    - ``async_reads``: per form, the operand roles its instructions read through the async proxy
+      (with :meth:`form` where the family has more than one form);
 
     and implement :meth:`claims` (whether an opcode under its prefixes is one of its forms) and
     :meth:`lower` (contract -> plan)."""
@@ -277,12 +279,26 @@ class TilePattern:
     completions: dict = {}
     example: str = ""  # one call of the family, as a kernel writes it (help(T.ptx[opcode]))
     accepts_transposed = False  # whether shared operands may be transposed regions (``buf.T``)
+    async_reads: dict = {}  # form -> the operand roles read through the async proxy
 
     def claims(self, opcode: str) -> bool:
         raise NotImplementedError
 
     def lower(self, site: "CallSite", ctx: LoweringContext) -> Lowering:
         raise NotImplementedError
+
+    def form(self, opcode: str) -> str:
+        """Which of ``operand_forms`` a (checked) opcode of the family takes."""
+        return next(iter(self.operand_forms))
+
+    def async_shared_reads(self, site: "CallSite") -> tuple[str, ...]:
+        """The shared buffers a checked call reads through the async proxy (generic writes to
+        them must be fenced into it first), from the roles ``async_reads`` declares."""
+        form = self.form(site.opcode)
+        roles = self.async_reads.get(form, ())
+        return tuple(operand.buffer.name for role, operand in zip(self.operand_forms[form],
+                                                                 site.operands)
+                     if role.name in roles and isinstance(operand, SharedRegion))
 
     def check_order(self, events: list) -> list:
         """The :class:`OrderFinding` s of the kernel's :class:`OrderEvent` s (families whose

@@ -144,6 +144,10 @@ class BulkCopyPattern(TilePattern):
         '                  buf, A[row, 0:256], mbar=mbar.ptr_to([0]))')
     completions = {"load": "mbarrier", "store": "bulk_group", "reduce": "bulk_group",
                    "prefetch": "none"}
+    async_reads = {"store": ("shared",), "reduce": ("shared",)}
+
+    def form(self, opcode: str) -> str:
+        return parse_bulk(opcode).kind
 
     def claims(self, opcode: str) -> bool:
         """A copy form: the word after the head is a state space or ``prefetch`` (so not the raw

@@ -128,9 +128,13 @@ class TmaPattern(TilePattern):
         'T.cuda.tile.apply(\n'
         '    T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"],\n'
         '    shared, A, box=(8, 16), coords=(0, 0), coord_steps=((8, 0),), mbar=mbar.ptr_to([0]))')
+    async_reads = {"store": ("shared",), "reduce": ("shared",)}
 
     def claims(self, opcode: str) -> bool:
         return any(opcode == p or opcode.startswith(p + ".") for p in self.prefixes)
+
+    def form(self, opcode: str) -> str:
+        return parse_bulk_tensor(opcode).kind
 
     def lower(self, site: CallSite, ctx: LoweringContext) -> Lowering:
         op = self._opcode(site)

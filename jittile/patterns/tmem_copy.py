@@ -85,6 +85,7 @@ class TmemCopyPattern(TilePattern):
         'mem = T.cuda.decl_tmem(address[0], ty_args=[T.Tensor((128, 4), "uint32", scope="tmem",\n'
         '                       layout=TileLayout(S[(128, 4) : (1 @ TLane, 1 @ TCol)]))])\n'
         'T.cuda.tile.apply(T.ptx["tcgen05.cp.cta_group::1.128x128b"], mem, shared)')
+    async_reads = {"copy": ("src_shared",)}
 
     def claims(self, opcode: str) -> bool:
         return opcode == "tcgen05.cp" or opcode.startswith("tcgen05.cp.")

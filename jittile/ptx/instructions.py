@@ -73,6 +73,12 @@ class InstructionSpec:
     tx_count: tuple[int, int] | None = None
     # (lowest, highest, multiple of) for compile-time integer operands the ISA restricts
     immediate_range: tuple[int, int, int] | None = None
+    # whether it initialises the mbarrier at operand 0 (a kernel that initialises none is a
+    # fragment that byte accounting does not judge)
+    initialises: bool = False
+    # its part in the proxy rules: GENERIC_SHARED_WRITE (operand 0 is a shared address it writes
+    # through the generic proxy) or ASYNC_SHARED_FENCE (a proxy fence covering shared memory)
+    proxy: str | None = None
 
     @property
     def warp_aligned(self) -> bool:
@@ -97,6 +103,20 @@ class InstructionSpec:
         return ", ".join(parts) or "none"
 
 
+GENERIC_SHARED_WRITE = "generic_shared_write"
+ASYNC_SHARED_FENCE = "async_shared_fence"
+# The instructions that set an mbarrier's expected transaction bytes, for messages.
+ARMING_INSTRUCTIONS = "mbarrier.arrive.expect_tx or mbarrier.expect_tx"
+
+
+def arming_call(barrier: str, nbytes: int) -> str:
+    """The kernel-language call that arms ``barrier`` for ``nbytes`` transaction bytes."""
+    return f"T.ptx.mbarrier.arrive.expect_tx.shared.b64({barrier}, T.uint32({nbytes}))"
+
+
+# The fence that makes shared-memory writes of the generic proxy visible to the async proxy.
+ASYNC_SHARED_FENCE_CALL = "T.ptx.fence.proxy.async_.shared__cta()"
+
 _TABLE: dict[str, InstructionSpec] = {}
 _SA, _GP, _U16, _U32, _B32, _F32, _IMM = (OperandKind.SHARED_ADDR, OperandKind.GENERIC_PTR,
                                           OperandKind.U16, OperandKind.U32, OperandKind.B32,
@@ -106,7 +126,8 @@ _SA, _GP, _U16, _U32, _B32, _F32, _IMM = (OperandKind.SHARED_ADDR, OperandKind.G
 def _add(opcode: str, template: str, inputs: Iterable[tuple[str, OperandKind]] = (),
          outputs: Iterable[OperandKind] = (), *, ptx: tuple[int, int], target: str,
          tx_count: tuple[int, int] | None = None,
-         immediate_range: tuple[int, int, int] | None = None) -> None:
+         immediate_range: tuple[int, int, int] | None = None, proxy: str | None = None,
+         initialises: bool = False) -> None:
     """Register ``opcode``; ``{op}`` in ``template`` stands for the opcode itself."""
     pairs = tuple(inputs)
     _TABLE[opcode] = InstructionSpec(
@@ -119,6 +140,8 @@ def _add(opcode: str, template: str, inputs: Iterable[tuple[str, OperandKind]] =
         input_names=tuple(name for name, _ in pairs),
         tx_count=tx_count,
         immediate_range=immediate_range,
+        proxy=proxy,
+        initialises=initialises,
     )
 
 
@@ -137,7 +160,7 @@ def _mbarrier() -> None:
     for space in ("shared", "shared::cta"):
         ptx = (7, 0) if space == "shared" else (7, 8)
         _add(f"mbarrier.init.{space}.b64", "{op} [$0], $1;", [("addr", _SA), ("count", _U32)],
-             ptx=ptx, target="sm_80")
+             ptx=ptx, target="sm_80", initialises=True)
         _add(f"mbarrier.inval.{space}.b64", "{op} [$0];", [("addr", _SA)], ptx=ptx, target="sm_80")
     # arrive: the state result is discarded with the sink '_' (PTX 7.8). .release/.cta/.cluster
     # need PTX 8.0 and sm_90, .relaxed PTX 8.6; .shared::cluster (remote barriers) only at cluster
@@ -165,8 +188,10 @@ def _mbarrier() -> None:
 
 def _fences_and_groups() -> None:
     # fence.proxy.async{.global|.shared::cta|.shared::cluster}, fence.mbarrier_init: PTX 8.0, sm_90.
+    # Without a state space the proxy fence covers every space; .global leaves shared out.
     for space in ("", "global", "shared::cta", "shared::cluster"):
-        _add(_dotted("fence.proxy.async", space), "{op};", ptx=(8, 0), target="sm_90")
+        _add(_dotted("fence.proxy.async", space), "{op};", ptx=(8, 0), target="sm_90",
+             proxy=None if space == "global" else ASYNC_SHARED_FENCE)
     _add("fence.mbarrier_init.release.cluster", "{op};", ptx=(8, 0), target="sm_90")
     # Bulk async-groups: PTX 8.0, sm_90; the group count is an immediate.
     _add("cp.async.bulk.commit_group", "{op};", ptx=(8, 0), target="sm_90")
@@ -248,16 +273,18 @@ def _warpgroups_and_registers() -> None:
              [("hi", _F32), ("lo", _F32)], [_B32], ptx=(7, 0), target="sm_80")
     # st.shared: one 32-bit word or a 16-byte vector of four (the epilogue's stores).
     _add("st.shared.b32", "{op} [$0], $1;", [("addr", _SA), ("value", _B32)], ptx=(7, 0),
-         target="sm_80")
+         target="sm_80", proxy=GENERIC_SHARED_WRITE)
     _add("st.shared.v4.b32", "{op} [$0], {$1, $2, $3, $4};",
-         [("addr", _SA)] + [("value", _B32)] * 4, ptx=(7, 0), target="sm_80")
+         [("addr", _SA)] + [("value", _B32)] * 4, ptx=(7, 0), target="sm_80",
+         proxy=GENERIC_SHARED_WRITE)
     # stmatrix: a warp stores 1, 2 or 4 8x8 matrices of b16 from mma-fragment registers (one
     # packed pair per matrix per thread); lanes 8i..8i+7 give the row addresses of matrix i.
     # .trans stores them transposed. PTX 7.8, sm_90.
     for count, trans in product((1, 2, 4), ("", "trans")):
         _add(_dotted("stmatrix.sync.aligned.m8n8", f"x{count}", trans, "shared.b16"),
              f"{{op}} [$0], {{{operand_list(1, count)}}};",
-             [("addr", _SA)] + [("r", _B32)] * count, ptx=(7, 8), target="sm_90")
+             [("addr", _SA)] + [("r", _B32)] * count, ptx=(7, 8), target="sm_90",
+             proxy=GENERIC_SHARED_WRITE)
     # Named barriers: a subset of the block's warps (count threads) meets on barrier id 0..15.
     for sync in ("bar.sync", "bar.arrive"):
         _add(sync, "{op} $0, $1;", [("id", _U32), ("count", _U32)], ptx=(7, 0), target="sm_80")

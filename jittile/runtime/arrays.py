@@ -32,6 +32,7 @@ class DeviceView:
     host: np.ndarray | None = None  # host array to upload and copy back into after the launch
     staging: np.ndarray | None = None  # its contiguous copy (the array itself when contiguous)
     owned: bool = False  # jittile allocated ``ptr`` and frees it after the launch
+    device: int | None = None  # the ordinal of the device holding ``ptr``; None: not said
     c_contiguous: bool = field(init=False)
     kind: tuple = field(init=False)  # what of this array selects a specialization
 
@@ -102,12 +103,14 @@ def _dtype_of(np_dtype) -> DType:
 
 
 # ------------------------------------------------------------------------------------ NumPy, CuPy
-def _from_numpy(obj: np.ndarray) -> DeviceView:
+def _from_numpy(obj: np.ndarray, stream: int = 0) -> DeviceView:
     return _host_view(obj, _dtype_of(obj.dtype))
 
 
-def _from_cupy(obj) -> DeviceView:  # faster than building __cuda_array_interface__
-    return DeviceView(obj.data.ptr, obj.shape, obj.strides, _dtype_of(obj.dtype))
+def _from_cupy(obj, stream: int = 0) -> DeviceView:  # faster than __cuda_array_interface__
+    data = obj.data
+    return DeviceView(data.ptr, obj.shape, obj.strides, _dtype_of(obj.dtype),
+                      device=data.device_id)
 
 
 def is_cupy_type(kind: type) -> bool:
@@ -115,7 +118,7 @@ def is_cupy_type(kind: type) -> bool:
 
 
 # ------------------------------------------------------------------------------------------- Numba
-def _from_numba(obj) -> DeviceView:  # its __cuda_array_interface__ is a property making a dict
+def _from_numba(obj, stream: int = 0) -> DeviceView:  # its interface is a property making a dict
     return DeviceView(obj.device_ctypes_pointer.value or 0, obj.shape, obj.strides,
                       _dtype_of(obj.dtype))
 
@@ -145,7 +148,7 @@ def _torch_dtype(torch_dtype) -> DType:
     return found
 
 
-def _from_torch(obj) -> DeviceView:
+def _from_torch(obj, stream: int = 0) -> DeviceView:
     """Pointer, extents and strides through torch's own accessors: ``__cuda_array_interface__``
     has no typestr for float8 (it raises KeyError) and calls bfloat16 an opaque ``<V2``."""
     dtype = _TORCH_DTYPES.get(obj.dtype) or _torch_dtype(obj.dtype)
@@ -153,7 +156,8 @@ def _from_torch(obj) -> DeviceView:
         if obj.is_cuda:
             size = dtype.bytes
             return DeviceView(obj.data_ptr(), tuple(obj.shape),
-                              tuple([s * size for s in obj.stride()]), dtype)
+                              tuple([s * size for s in obj.stride()]), dtype,
+                              device=obj.get_device())
         if obj.device.type != "cpu":
             raise LaunchError(f"a torch tensor on {obj.device} cannot be passed to a kernel; use a "
                               f"CUDA or CPU tensor")
@@ -186,9 +190,11 @@ def _interface_dtype(typestr: str) -> DType | None:
     return _TYPESTR_DTYPES[typestr]
 
 
-def _from_interface(obj) -> DeviceView:
+def _from_interface(obj, stream: int = 0) -> DeviceView:
     """Through ``__cuda_array_interface__``; through DLPack where the interface cannot say the
-    element type (bfloat16 is ``<V2`` in it, float8 has no typestr) and the object has DLPack."""
+    element type (bfloat16 is ``<V2`` in it, float8 has no typestr) and the object has DLPack.
+    A v3 interface's ``stream`` (where the producer's work on the data is queued) is ordered
+    before the launch's ``stream``."""
     try:
         iface = obj.__cuda_array_interface__
         dtype = _interface_dtype(iface["typestr"])
@@ -197,7 +203,7 @@ def _from_interface(obj) -> DeviceView:
                               f"jittile dtype")
     except Exception as exc:
         if _has_attribute(obj, "__dlpack__"):
-            return _from_dlpack(obj)
+            return _from_dlpack(obj, stream)
         if isinstance(exc, LaunchError):
             raise
         raise LaunchError(f"cannot read __cuda_array_interface__ of {type(obj).__name__}: "
@@ -205,6 +211,9 @@ def _from_interface(obj) -> DeviceView:
     shape = tuple(int(s) for s in iface["shape"])
     strides = iface.get("strides")
     strides = _c_strides(shape, dtype.bytes) if strides is None else tuple(int(s) for s in strides)
+    producer = iface.get("stream")
+    if producer is not None:
+        driver.order_streams(int(producer), stream)
     return DeviceView(int(iface["data"][0]), shape, strides, dtype)
 
 
@@ -251,6 +260,7 @@ class DLPackArray:
     strides: tuple[int, ...]  # bytes
     dtype: DType
     read_only: bool
+    device_id: int = 0  # the device ordinal of a CUDA array
 
 
 def dlpack_dtype(code: int, bits: int, lanes: int) -> DType:
@@ -263,12 +273,16 @@ def dlpack_dtype(code: int, bits: int, lanes: int) -> DType:
     return lookup_dtype(name)
 
 
-def read_dlpack(obj) -> DLPackArray:
+def read_dlpack(obj, stream: int = 0) -> DLPackArray:
     """Read ``obj.__dlpack__()`` without taking the tensor over: the capsule keeps its name, so its
-    destructor returns it to the producer; the memory stays the caller's ``obj``'s."""
-    device_type, _ = obj.__dlpack_device__()
-    # The stream jittile launches on unless told otherwise: the legacy default stream (1).
-    stream = 1 if device_type in (_DLPACK_CUDA, _DLPACK_CUDA_MANAGED) else None
+    destructor returns it to the producer; the memory stays the caller's ``obj``'s. A CUDA
+    producer is handed the launch's ``stream`` (DLPack's handshake: it orders its pending work
+    on the data before that stream; the legacy default stream is 1 in DLPack's numbering)."""
+    device_type, device_id = obj.__dlpack_device__()
+    if device_type in (_DLPACK_CUDA, _DLPACK_CUDA_MANAGED):
+        stream = stream or 1
+    else:
+        stream = None
     try:
         try:
             capsule = obj.__dlpack__(stream=stream, max_version=(1, 1))
@@ -294,13 +308,14 @@ def read_dlpack(obj) -> DLPackArray:
     else:  # DLPack before 1.0: NULL strides mean compact row-major
         strides = _c_strides(shape, dtype.bytes)
     return DLPackArray(int(tensor.device_type), (tensor.data or 0) + tensor.byte_offset, shape,
-                       strides, dtype, read_only)
+                       strides, dtype, read_only, int(tensor.device_id))
 
 
-def _from_dlpack(obj) -> DeviceView:
-    array = read_dlpack(obj)
+def _from_dlpack(obj, stream: int = 0) -> DeviceView:
+    array = read_dlpack(obj, stream)
     if array.device_type in (_DLPACK_CUDA, _DLPACK_CUDA_MANAGED):
-        return DeviceView(array.ptr, array.shape, array.strides, array.dtype)
+        return DeviceView(array.ptr, array.shape, array.strides, array.dtype,
+                          device=array.device_id)
     if array.device_type in (_DLPACK_CPU, _DLPACK_CUDA_HOST):  # host memory (pinned or not)
         return _host_view(_host_memory(array), array.dtype)
     raise LaunchError(f"a DLPack array on device type {array.device_type} cannot be passed to a "
@@ -355,13 +370,13 @@ def _instance_converter(obj):
     return None
 
 
-def _unchanged(obj):
+def _unchanged(obj, stream: int = 0):
     return obj
 
 
-def _convert_other(obj):
+def _convert_other(obj, stream: int = 0):
     convert = _instance_converter(obj)
-    return obj if convert is None else convert(obj)
+    return obj if convert is None else convert(obj, stream)
 
 
 # Per argument type, how a launch converts it: decided once per type, as launches repeat types.
@@ -375,12 +390,23 @@ def _converter(kind: type):
     return _array_converter(kind) or _convert_other
 
 
-def convert_argument(obj):
-    """An array argument as a DeviceView; anything else (scalars, specs, TensorMaps) unchanged."""
+def takes_stream(kind: type) -> bool:
+    """Whether arguments of class ``kind`` are read through a protocol that orders the producer's
+    work before the launch's stream (DLPack, ``__cuda_array_interface__``), so that they are
+    converted once that stream is known."""
+    convert = _CONVERTERS.get(kind)
+    if convert is None:
+        convert = _CONVERTERS[kind] = _converter(kind)
+    return convert is _from_interface or convert is _from_dlpack or convert is _convert_other
+
+
+def convert_argument(obj, stream: int = 0):
+    """An array argument as a DeviceView; anything else (scalars, specs, TensorMaps) unchanged.
+    ``stream`` is the launch's: arrays read through a protocol are ordered before it."""
     convert = _CONVERTERS.get(type(obj))
     if convert is None:
         convert = _CONVERTERS[type(obj)] = _converter(type(obj))
-    return convert(obj)
+    return convert(obj, stream)
 
 
 def device_view(obj) -> DeviceView:

@@ -46,36 +46,159 @@ def available() -> bool:
     return _initialised()
 
 
-def current_device_capability() -> tuple[int, int] | None:
+@functools.lru_cache(maxsize=None)
+def device_count() -> int:
+    """How many CUDA devices the driver sees (0 without a driver)."""
     if not available():
-        return None
+        return 0
+    return check(_driver().cuDeviceGetCount(), "cuDeviceGetCount")
+
+
+@functools.lru_cache(maxsize=None)
+def device_capability(device: int) -> tuple[int, int]:
+    """Compute capability of device ``device`` (an ordinal)."""
+    if not available():
+        raise LaunchError(NO_DEVICE)
     driver = _driver()
-    device = check(driver.cuDeviceGet(0), "cuDeviceGet")
+    handle = check(driver.cuDeviceGet(device), "cuDeviceGet")
     attr = driver.CUdevice_attribute
     major = check(driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-                                              device), "cuDeviceGetAttribute")
+                                              handle), "cuDeviceGetAttribute")
     minor = check(driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
-                                              device), "cuDeviceGetAttribute")
+                                              handle), "cuDeviceGetAttribute")
     return major, minor
 
 
-def ensure_context() -> int:
-    """Make the device's primary context current (the one CuPy, torch and numba share); returns
-    its handle as an int."""
+@functools.lru_cache(maxsize=None)
+def device_name(device: int) -> str:
+    """The device's name (``NVIDIA H200``): tunings are kept per device model."""
     if not available():
-        raise LaunchError("no CUDA device: kernels can be compiled (kernel.compile) but not launched")
+        raise LaunchError(NO_DEVICE)
     driver = _driver()
-    ctx = check(driver.cuCtxGetCurrent(), "cuCtxGetCurrent")
-    if int(ctx) == 0:
-        device = check(driver.cuDeviceGet(0), "cuDeviceGet")
-        ctx = check(driver.cuDevicePrimaryCtxRetain(device), "cuDevicePrimaryCtxRetain")
-        check(driver.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
-    return int(ctx)
+    handle = check(driver.cuDeviceGet(device), "cuDeviceGet")
+    name = check(driver.cuDeviceGetName(256, handle), "cuDeviceGetName")
+    return name.split(b"\0", 1)[0].decode() if isinstance(name, bytes) else str(name)
 
 
 def current_context() -> int:
     """The current context's handle (0 when none)."""
     return int(_driver().cuCtxGetCurrent()[1])
+
+
+def current_device() -> int:
+    """The ordinal of the current context's device; 0 when this thread has no context (the
+    device torch, CuPy and numba start on)."""
+    if current_context() == 0:
+        return 0
+    return int(check(_driver().cuCtxGetDevice(), "cuCtxGetDevice"))
+
+
+def current_device_capability() -> tuple[int, int] | None:
+    """Compute capability of the current device; None without a driver."""
+    if not available():
+        return None
+    return device_capability(current_device())
+
+
+NO_DEVICE = ("no CUDA device: kernels can be compiled (kernel.compile) and run on the CPU "
+             "interpreter (kernel.interpret(...), or JITTILE_INTERPRET=1 for every launch), but "
+             "not launched")
+
+
+def ensure_context(device: int | None = None) -> int:
+    """Make a primary context current when this thread has none (that of ``device``, default 0);
+    returns the current context's handle as an int."""
+    if not available():
+        raise LaunchError(NO_DEVICE)
+    ctx = current_context()
+    if ctx == 0:
+        ctx = primary_context(device or 0)
+        check(_driver().cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+    return ctx
+
+
+_primary_contexts: dict[int, int] = {}
+
+
+def primary_context(device: int) -> int:
+    """The primary context of ``device`` (the one CuPy, torch and numba share), retained once per
+    process; ``setdefault`` keeps one handle when two threads race."""
+    found = _primary_contexts.get(device)
+    if found is None:
+        if not available():
+            raise LaunchError(NO_DEVICE)
+        driver = _driver()
+        handle = check(driver.cuDeviceGet(device), "cuDeviceGet")
+        ctx = int(check(driver.cuDevicePrimaryCtxRetain(handle), "cuDevicePrimaryCtxRetain"))
+        found = _primary_contexts.setdefault(device, ctx)
+    return found
+
+
+def context_for(device: int) -> int:
+    """The context a launch on ``device`` uses: the current one when it is on ``device`` (torch,
+    CuPy and numba make the primary context current), else the device's primary context."""
+    ctx = current_context()
+    if ctx and (device_count() == 1 or current_device() == device):
+        return ctx
+    return primary_context(device)
+
+
+def use_context(ctx: int) -> int | None:
+    """Make ``ctx`` current on this thread; returns the context to restore afterwards, or None
+    when there is nothing to undo (``ctx`` was current, or the thread had none: then it keeps
+    ``ctx``, as it would after a torch or CuPy call)."""
+    previous = current_context()
+    if previous == ctx:
+        return None
+    check(_driver().cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+    return previous or None
+
+
+def restore_context(previous: int | None) -> None:
+    """Undo :func:`use_context` (None: nothing was switched)."""
+    if previous is not None:
+        check(_driver().cuCtxSetCurrent(previous), "cuCtxSetCurrent")
+
+
+def pointer_device(ptr: int) -> int | None:
+    """The ordinal of the device that holds ``ptr``; None when the driver does not know the
+    pointer (host memory, a null pointer)."""
+    driver = _driver()
+    err, ordinal = driver.cuPointerGetAttribute(
+        driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr)
+    if err != driver.CUresult.CUDA_SUCCESS:
+        return None
+    return int(ordinal)
+
+
+def order_streams(producer: int, consumer: int) -> None:
+    """Make work queued on ``consumer`` from now on wait for the work queued on ``producer`` so
+    far (an event recorded on one, waited on by the other): ``__cuda_array_interface__`` v3's
+    ``stream`` handshake. Streams as the interface numbers them: 1 the legacy default stream
+    (also 0 here), 2 the per-thread default stream."""
+    legacy = (0, 1)
+    if producer == consumer or (producer in legacy and consumer in legacy):
+        return
+    driver = _driver()
+    event = check(driver.cuEventCreate(driver.CUevent_flags.CU_EVENT_DISABLE_TIMING),
+                  "cuEventCreate")
+    try:
+        check(driver.cuEventRecord(event, producer), "cuEventRecord")
+        check(driver.cuStreamWaitEvent(consumer, event, 0), "cuStreamWaitEvent")
+    finally:
+        check(driver.cuEventDestroy(event), "cuEventDestroy")
+
+
+def stream_capturing(stream: int) -> bool:
+    """Whether work put on ``stream`` would be captured into a CUDA graph, or refused for
+    breaking one: the legacy stream while another stream captures in global or thread-local
+    mode answers CUDA_ERROR_STREAM_CAPTURE_IMPLICIT."""
+    driver = _driver()
+    err, status = driver.cuStreamIsCapturing(stream)
+    if err == driver.CUresult.CUDA_ERROR_STREAM_CAPTURE_IMPLICIT:
+        return True
+    check((err,), "cuStreamIsCapturing")
+    return status != driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
 
 
 @functools.lru_cache(maxsize=None)
@@ -152,5 +275,6 @@ def copy_to_host(dst_host: int, src: int, nbytes: int) -> None:
     check(_driver().cuMemcpyDtoH(dst_host, src, nbytes), "cuMemcpyDtoH")
 
 
-def synchronize() -> None:
-    check(_driver().cuCtxSynchronize(), "cuCtxSynchronize")
+def synchronize(stream: int = 0) -> None:
+    """Wait for the work of ``stream`` (the legacy default stream: and what it orders after)."""
+    check(_driver().cuStreamSynchronize(stream), "cuStreamSynchronize")

@@ -4,7 +4,10 @@ the TensorMaps over them (kept encodings when seen before).
 
 Every check a launch makes (dtype, rank, extents, contiguity, TensorMap fields) depends on the
 fingerprint minus the pointer, so it ran when that fingerprint was first seen; alignment depends
-on the pointer and runs whenever a pointer changes. Anything else that differs (a new type, shape,
+on the pointer and runs whenever a pointer changes. A fast path belongs to one thread (the
+kernel keeps one table per thread) and packs that thread's launcher; torch and CuPy
+fingerprints include the device, and a moved array read through a reader that does not say its
+device is checked against the launcher's device where the process sees several. Anything else that differs (a new type, shape,
 strides, dtype, ``T.constexpr`` value or TensorMap object) goes through the full path, which
 makes a new FastLaunch.
 """
@@ -13,8 +16,10 @@ from __future__ import annotations
 from .arrays import DeviceView
 from operator import is_
 
-from .fingerprints import identity_check, reader
-from .launcher import Launcher, stream_handle
+from . import driver
+from .fingerprints import identity_check, interface_reader, places, reader
+from .launcher import Launcher
+from .streams import stream_handle
 from .tensormap import TensorMap
 
 _ARRAY, _SCALAR, _FIXED = 0, 1, 2
@@ -25,11 +30,14 @@ class FastLaunch:
     it packs."""
 
     __slots__ = ("launcher", "grid", "block", "cluster", "changed", "types", "readers", "prints",
-                 "roles", "views", "pointers", "objects", "shaped")
+                 "roles", "views", "pointers", "objects", "shaped", "stream_of", "unplaced")
 
     def __init__(self, launcher: Launcher, grid, block, cluster, changed, args: tuple,
-                 readers: list, roles: list, views: list):
+                 readers: list, roles: list, views: list, stream_of):
         self.launcher, self.grid, self.block, self.cluster = launcher, grid, block, cluster
+        self.stream_of = stream_of  # the framework's current stream (jittile/runtime/streams.py)
+        # positions of arrays whose fingerprint does not say their device
+        self.unplaced = frozenset(i for i, read in enumerate(readers) if not places(read))
         self.changed = changed  # the kernel's globals watch (jittile/watch.py), or None
         self.types = tuple(map(type, args))
         self.readers = readers
@@ -45,17 +53,19 @@ class FastLaunch:
 
     @classmethod
     def after(cls, launcher, grid, block, cluster, watch, args: tuple, converted: list,
-              static: frozenset, runtime: tuple) -> FastLaunch | None:
+              static: frozenset, runtime: tuple, stream_of) -> FastLaunch | None:
         """The fast path for launches like the one just made with ``args`` (``converted``: their
         DeviceViews; ``runtime``: the positions packed; ``watch``: the kernel's GlobalsWatch or
-        None), or None when an argument must be converted on every launch (host arrays, DLPack)
-        or the launcher is not jittile's."""
+        None; ``stream_of``: the default stream's reader), or None when an argument must be
+        converted on every launch (host arrays, DLPack, an interface naming a stream to order
+        after) or the launcher is not jittile's."""
         if type(launcher) is not Launcher:
             return None
         readers, roles = [], []
         for position, (arg, value) in enumerate(zip(args, converted)):
             read = reader(type(arg), position in static)
-            if read is None or (type(value) is DeviceView and value.host is not None):
+            if read is None or (type(value) is DeviceView and value.host is not None) or (
+                    read is interface_reader and arg.__cuda_array_interface__.get("stream")):
                 return None
             index = runtime.index(position) if position in runtime else None
             if type(value) is DeviceView:
@@ -66,7 +76,7 @@ class FastLaunch:
                 roles.append((_FIXED, index))
             readers.append(read)
         return cls(launcher, grid, block, cluster, None if watch is None else watch.changed, args,
-                   readers, roles, [converted[i] for i in runtime])
+                   readers, roles, [converted[i] for i in runtime], stream_of)
 
     def launch(self, args: tuple, stream, shared_bytes: int | None) -> bool:
         """Launch when ``args`` fit this fast path and the kernel's globals are unchanged; False
@@ -78,7 +88,7 @@ class FastLaunch:
         if (objects is not None and len(args) == len(objects) and all(map(is_, args, objects))
                 and launcher.packed_by is self and self._same_shapes(args)):
             launcher.launch_unchecked(self.grid, self.block,
-                                      0 if stream is None else stream_handle(stream),
+                                      self.stream_of() if stream is None else stream_handle(stream),
                                       self.cluster, shared_bytes)
             return True
         if tuple(map(type, args)) != self.types:
@@ -92,7 +102,7 @@ class FastLaunch:
                 args, prints):
             return False
         launcher.launch_unchecked(self.grid, self.block,
-                                  0 if stream is None else stream_handle(stream), self.cluster,
+                                  self.stream_of() if stream is None else stream_handle(stream), self.cluster,
                                   shared_bytes)
         if objects is not None:
             self.objects = args
@@ -116,6 +126,8 @@ class FastLaunch:
                 continue
             role, index = self.roles[position]
             if role == _ARRAY and now[1:] == then[1:]:
+                if position in self.unplaced and not on_device(now[0], launcher.device):
+                    return False
                 changes.append((index, now[0]))
             elif role == _SCALAR:
                 changes.append((index, args[position]))
@@ -137,3 +149,8 @@ class FastLaunch:
         self.prints = prints
         launcher.packed_by = self
         return True
+
+
+def on_device(ptr: int, device: int | None) -> bool:
+    """Whether ``ptr`` is on ``device``, asked of the driver only where there are several."""
+    return driver.device_count() <= 1 or driver.pointer_device(ptr) in (None, device)

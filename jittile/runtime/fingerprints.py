@@ -20,12 +20,14 @@ _VALUES = (int, float, bool, np.generic, TensorMap)
 
 
 def _cupy(array) -> tuple:
-    return array.data.ptr, array.shape, array.strides, array.dtype
+    data = array.data
+    return data.ptr, array.shape, array.strides, array.dtype, data.device_id
 
 
 def _torch(tensor) -> tuple:
-    # is_cuda last: a CPU tensor (copied in and out) never matches a kept CUDA fingerprint
-    return tensor.data_ptr(), tensor.shape, tensor.stride(), tensor.dtype, tensor.is_cuda
+    # the device last (-1 for a CPU tensor, copied in and out): a tensor of another device never
+    # matches a kept CUDA fingerprint
+    return tensor.data_ptr(), tensor.shape, tensor.stride(), tensor.dtype, tensor.get_device()
 
 
 def _numba(array) -> tuple:
@@ -34,7 +36,17 @@ def _numba(array) -> tuple:
 
 def _interface(array) -> tuple:
     iface = array.__cuda_array_interface__
-    return iface["data"][0], iface["shape"], iface.get("strides"), iface["typestr"]
+    return (iface["data"][0], iface["shape"], iface.get("strides"), iface["typestr"],
+            iface.get("stream"))
+
+
+interface_reader = _interface
+
+
+def places(read: Callable) -> bool:
+    """Whether fingerprints made by ``read`` say which device an array is on (a value's need
+    not)."""
+    return read is not _numba and read is not _interface
 
 
 def _value(value):

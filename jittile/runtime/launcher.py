@@ -4,12 +4,19 @@ Parameters are packed into one preallocated buffer whose layout follows numba-cu
 (arrays: meminfo, parent, nitems, itemsize, data, shape..., strides...; scalars; 128-byte
 TensorMaps); a launch only rewrites the values, which keeps the host cost near a raw
 ``cuLaunchKernel``.
+
+Threads: a :class:`LoadedCubin` (the module loaded once per context) is shared by every thread;
+a :class:`Launcher` (the parameter buffer and its kept TensorMap encodings) belongs to one thread
+(``CompiledKernel.launcher()`` makes one per thread), so concurrent launches never write one
+buffer. The driver copies the parameters when ``cuLaunchKernel`` returns (also into a graph node
+under stream capture), so a thread may rewrite its buffer for the next launch at once.
 """
 from __future__ import annotations
 
 import ctypes
 import math
 import struct
+import threading
 
 from ..errors import LaunchError
 from ..ir import ArrayParam, KernelIR, ScalarParam
@@ -66,33 +73,46 @@ class ParamBuffer:
         self.view[offset:offset + len(data)] = data
 
 
-def stream_handle(stream) -> int:
-    """A raw CUstream from an int, a CuPy/torch/Numba stream, or None (the legacy default)."""
-    if stream is None or stream == 0:
-        return 0
-    if isinstance(stream, int):
-        return stream
-    for attr in ("cuda_stream", "ptr", "handle"):
-        value = getattr(stream, attr, None)
-        if value is not None:
-            return int(getattr(value, "value", value) or 0)
-    raise LaunchError(f"cannot use {type(stream).__name__} as a stream")
+class LoadedCubin:
+    """One cubin, loaded once per CUDA context and shared by every thread that launches it."""
+
+    def __init__(self, name: str, cubin: bytes, entry: str, target: str | None,
+                 dynamic_shared: int):
+        self.name, self.cubin, self.entry, self.target = name, cubin, entry, target
+        self.dynamic_shared = dynamic_shared
+        self._by_context: dict[int, tuple] = {}  # context -> (function, launch call)
+        self._lock = threading.Lock()
+
+    def function(self, ctx: int, device: int) -> tuple:
+        """``(function, launch call)`` in context ``ctx`` of ``device``: loaded at its first use
+        there, once however many threads ask, after the device is checked against the target."""
+        found = self._by_context.get(ctx)
+        if found is None:
+            with self._lock:
+                found = self._by_context.get(ctx)
+                if found is None:
+                    check_device(self.target, driver.device_capability(device), self.name)
+                    _, function = driver.load_function(self.cubin, self.entry,
+                                                       max(self.dynamic_shared, 0))
+                    found = (function, driver.launch_call(function, f"launch of {self.name}"))
+                    self._by_context[ctx] = found
+        return found
 
 
 class Launcher:
-    """Loads one compiled specialization into the current context and launches it."""
+    """One thread's launches of a :class:`LoadedCubin`: its own parameter buffer and the context
+    it last launched in."""
 
-    def __init__(self, ir: KernelIR, cubin: bytes, entry: str, param_layout: list,
-                 target: str | None = None):
+    def __init__(self, ir: KernelIR, loaded: LoadedCubin, param_layout: list):
         self.ir = ir
-        self.target = target
-        self.cubin = cubin
-        self.entry = entry
+        self.loaded = loaded
         self.layout = param_layout
         self.params = ParamBuffer(param_layout)
         self._function = None
-        self._context = None
-        self._launch_call = None  # driver.launch_call of the loaded function
+        self._context = None  # the context the function was taken from
+        self.device = None  # that context's device
+        self._one_device = True  # whether the process sees one device (read at bind)
+        self._launch_call = None  # driver.launch_call of the function
         self.packed_by = None  # the FastLaunch whose arguments the buffer holds (fastpath.py)
         names = [p.name for p in ir.runtime_params]
         # Per host TensorMap: its parameter slot, the argument it describes, its spec and the
@@ -115,48 +135,58 @@ class Launcher:
                     [(slot, spec, kept) for slot, argument, spec, kept in self._tensormaps
                      if argument == index])
 
+    def bind(self, device: int) -> int | None:
+        """Make a context of ``device`` current on this thread, with the cubin loaded in it;
+        returns the context to make current again after the launch (None: nothing to undo)."""
+        ctx = driver.context_for(device)
+        previous = driver.use_context(ctx)
+        if ctx != self._context:
+            self._function, self._launch_call = self.loaded.function(ctx, device)
+            self._context, self.device = ctx, device
+            self._one_device = driver.device_count() <= 1
+        return previous
+
+    @property
     def function(self):
-        """The loaded function in the current context (loaded again after a context switch)."""
-        ctx = driver.current_context() if self._function is not None else None
-        if self._function is None or ctx != self._context:
-            ctx = driver.ensure_context()
-            check_device(self.target, driver.current_device_capability(), self.ir.name)
-            _, self._function = driver.load_function(self.cubin, self.entry,
-                                                     max(self.dynamic_shared, 0))
-            self._launch_call = driver.launch_call(self._function,
-                                                   f"launch of {self.ir.name}")
-            self._context = ctx
+        """The loaded function (a ``CUfunction``) in the context last bound."""
         return self._function
 
-    def launch(self, args: tuple, grid, block, stream=None, cluster=None,
+    def launch(self, args: list, grid, block, stream: int, cluster=None,
                shared_bytes: int | None = None) -> None:
-        """Launch with ``args`` (DeviceViews for arrays); NumPy-backed views are synchronised so
-        the caller can copy them back."""
-        self.function()  # loaded (and the device checked) before host arrays are uploaded
+        """Launch with ``args`` (DeviceViews for arrays) on ``stream`` in the context
+        :meth:`bind` made current; NumPy-backed views are uploaded here and synchronised after,
+        so the caller can copy them back. Host copies cannot be captured into a CUDA graph: a
+        launch with host arrays on a capturing stream is refused before anything is copied."""
+        host = any(type(arg) is DeviceView and arg.host is not None for arg in args)
+        if host and driver.stream_capturing(stream):
+            raise LaunchError(
+                f"{self.ir.name} is being captured into a CUDA graph, but a NumPy (host) "
+                f"argument would be copied to the device and back, which a graph cannot record: "
+                f"pass device arrays (torch CUDA tensors, CuPy or Numba device arrays) to "
+                f"launches made during capture")
         self.packed_by = None
         self.pack(args)
-        self.launch_packed(grid, block, stream_handle(stream), cluster, shared_bytes)
-        for arg in args:
-            if type(arg) is DeviceView and arg.host is not None:
-                driver.synchronize()
-                break
+        self.launch_packed(grid, block, stream, cluster, shared_bytes)
+        if host:
+            driver.synchronize(stream)
 
     def launch_packed(self, grid, block, stream: int, cluster, shared_bytes: int | None) -> None:
-        """Launch with the parameters the buffer holds."""
-        function = self.function()
+        """Launch with the parameters the buffer holds, in the context last bound."""
         dynamic = self.dynamic_shared if shared_bytes is None else shared_bytes
         if cluster is None:
             self._launch_call(grid, block, dynamic, stream, self.params.address)
         else:
-            driver.check(self._launch_cluster(function, grid, block, dynamic, stream, cluster),
-                         f"launch of {self.ir.name}")
+            driver.check(self._launch_cluster(self._function, grid, block, dynamic, stream,
+                                              cluster), f"launch of {self.ir.name}")
 
     def launch_unchecked(self, grid, block, stream: int, cluster, shared_bytes: int | None) -> None:
-        """Launch with the parameters the buffer holds, in the context the function was loaded in
-        without asking the driver which context is current (a call as costly as the rest of a
-        fast launch); a launch the driver refuses is retried after that check, so that a switched
-        (or, in a new thread, absent) context loads the function there."""
-        if cluster is None and self._launch_call is not None:
+        """Launch with the parameters the buffer holds, in the context the function was taken
+        from, without asking the driver which context is current (a call as costly as the rest
+        of a fast launch) where the process sees one device; a launch the driver refuses is
+        retried after that check, so that a switched (or, in a new thread, absent) context
+        binds again. With several devices the current context is compared first."""
+        if cluster is None and self._launch_call is not None and (
+                self._one_device or driver.current_context() == self._context):
             try:
                 self._launch_call(grid, block,
                                   self.dynamic_shared if shared_bytes is None else shared_bytes,
@@ -165,7 +195,11 @@ class Launcher:
             except LaunchError:
                 if driver.current_context() == self._context:
                     raise
-        self.launch_packed(grid, block, stream, cluster, shared_bytes)
+        previous = self.bind(self.device or 0)
+        try:
+            self.launch_packed(grid, block, stream, cluster, shared_bytes)
+        finally:
+            driver.restore_context(previous)
 
     def repoint(self, index: int, view: DeviceView, ptr: int) -> None:
         """Runtime array argument ``index``, packed from ``view``, moved to ``ptr`` with the same

@@ -1,0 +1,164 @@
+"""``@jittile.autotune`` on the CPU: declaration checks, pruning, compile_all (also in worker
+processes), key handling, the memory and disk tuning caches, and interpret. Timing and launches
+go through stand-ins of the driver; the H200 tunes for real in bench/gemm.py."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import jittile
+from jittile import ContractError, JittileError, LaunchError, T
+from jittile.cache import tunings
+from jittile.runtime import driver
+from bench.launch_host_cpu import CupyLike, driver_stand_ins
+
+import autotune_kernels
+from autotune_kernels import tiled_fill
+
+WIDE = jittile.Config({"WIDTH": 4096})
+
+
+@pytest.fixture
+def disk(tmp_path, monkeypatch):
+    monkeypatch.setenv("JITTILE_CACHE", "1")
+    monkeypatch.setenv("JITTILE_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+@pytest.fixture
+def gpu(monkeypatch):
+    """Launches recorded (with the WIDTH each one used), timings from ``speed``."""
+    launches = []
+    for name, value in driver_stand_ins(lambda *a: launches.append(a)).items():
+        monkeypatch.setattr(driver, name, value)
+    monkeypatch.setattr(driver, "device_name", lambda device: f"Stand-in GPU {device}")
+    for kernel in (tiled_fill.kernel,):
+        kernel._memory, kernel._prepared = {}, {}
+        kernel._fast.table.clear()
+    tiled_fill._chosen.clear()
+    return launches
+
+
+def test_a_config_must_set_constexpr_parameters():
+    with pytest.raises(JittileError, match="sets 'n', which is not a T.constexpr parameter"):
+        jittile.autotune(configs=[jittile.Config({"n": 3})], key=["n"])(tiled_fill.kernel)
+    with pytest.raises(JittileError, match="'m' is not a parameter of the kernel"):
+        jittile.autotune(configs=[jittile.Config({"WIDTH": 32})], key=["m"])(tiled_fill.kernel)
+    with pytest.raises(JittileError, match="decorates a @jittile.kernel"):
+        jittile.autotune(configs=[jittile.Config({"WIDTH": 32})], key=["n"])(lambda: None)
+
+
+def test_compile_all_maps_each_config_to_its_kernel_or_the_error_that_drops_it():
+    result = tiled_fill.compile_all(T.Tensor((64,), "float32"), T.int32(0), target="sm_90a")
+    assert set(result) == set(tiled_fill.configs)
+    assert [type(result[c]).__name__ for c in tiled_fill.configs[:2]] == ["CompiledKernel"] * 2
+    assert isinstance(result[WIDE], JittileError) and "shared" in str(result[WIDE])
+    assert tiled_fill.dropped == {WIDE: result[WIDE]}
+    assert result[tiled_fill.configs[0]].metadata["static_params"] == {"WIDTH": "32"}
+
+
+def test_compile_all_in_worker_processes_fills_the_disk_cache(disk, monkeypatch):
+    monkeypatch.setenv("JITTILE_AUTOTUNE_JOBS", "2")
+    tiled_fill.kernel._memory = {}
+    result = tiled_fill.compile_all(T.Tensor((64,), "float32"), T.int32(0), target="sm_90a")
+    hits = [result[c].metadata["cache"] for c in tiled_fill.configs[:2]]
+    assert hits == ["hit", "hit"]  # compiled by the workers, loaded here from their entries
+    assert isinstance(result[WIDE], JittileError)
+
+
+def _timed(monkeypatch, speeds: dict):
+    """Tuning timings ``speeds[WIDTH]`` ms: which config a timing ran is read from the launch."""
+    timed = []
+
+    widths = []  # the WIDTH of every launch, timed or not
+    real = tiled_fill._launch
+
+    def launch(config, *args):
+        widths.append(config.kwargs["WIDTH"])
+        return real(config, *args)
+
+    def do_bench(fn):
+        fn()
+        timed.append(widths[-1])
+        return speeds[widths[-1]]
+
+    monkeypatch.setattr(tiled_fill, "_launch", launch)
+    monkeypatch.setattr(tiled_fill, "do_bench", do_bench)
+    return timed, widths
+
+
+def test_the_fastest_config_is_chosen_per_key_and_kept(gpu, disk, monkeypatch):
+    timed, widths = _timed(monkeypatch, {32: 2.0, 64: 1.0})
+    out = CupyLike(0x10000, (64,))
+    tiled_fill(out, 10)
+    assert sorted(timed) == [32, 64]  # the config that does not compile is never timed
+    assert tiled_fill.best_config == jittile.Config({"WIDTH": 64}) and widths[-1] == 64
+    tiled_fill(out, 10)  # same key: no new tuning
+    assert sorted(timed) == [32, 64] and widths[-1] == 64
+    tiled_fill(out, 20)  # a new key value: tuned again
+    assert len(timed) == 4
+    (record,) = [r for r in tunings.records() if r["identity"]["key_values"] == [10]]
+    assert record["identity"]["device"] == "Stand-in GPU 0"
+    assert record["dropped"] == {repr(WIDE): tiled_fill.dropped[WIDE].message}
+
+
+def test_a_later_process_reuses_the_tuning_from_disk(gpu, disk, monkeypatch):
+    timed, widths = _timed(monkeypatch, {32: 1.0, 64: 3.0})
+    out = CupyLike(0x10000, (64,))
+    tiled_fill(out, 7)
+    tiled_fill._chosen.clear()  # what a new process starts with
+    monkeypatch.setattr(tiled_fill, "do_bench", lambda fn: pytest.fail("timed again"))
+    monkeypatch.setenv("JITTILE_PRINT_AUTOTUNING", "1")
+    tiled_fill(out, 7)
+    assert widths[-1] == 32 and tiled_fill.best_config.kwargs == {"WIDTH": 32}
+
+
+def test_an_edited_record_is_ignored(gpu, disk, monkeypatch):
+    timed, _ = _timed(monkeypatch, {32: 1.0, 64: 3.0})
+    out = CupyLike(0x10000, (64,))
+    tiled_fill(out, 5)
+    (path,) = (disk / "tunings").glob("*.json")
+    record = json.loads(path.read_text())
+    record["best"] = 99
+    path.write_text(json.dumps(record))
+    tiled_fill._chosen.clear()
+    tiled_fill(out, 5)
+    assert len(timed) == 4  # tuned again, not an index error
+
+
+def test_early_config_prune_and_reset_to_zero(gpu, disk, monkeypatch):
+    pruned = jittile.autotune(
+        configs=tiled_fill.configs, key=["n"], reset_to_zero=["Out"],
+        prune_configs_by={"early_config_prune": lambda configs, named: [
+            c for c in configs if c.kwargs["WIDTH"] <= named["n"]]},
+        do_bench=lambda fn: (fn(), 1.0)[1])(autotune_kernels.tiled_fill.kernel)
+    zeroed = []
+    monkeypatch.setattr("jittile.tuning._zero", lambda value, stream: zeroed.append(value))
+    out = CupyLike(0x10000, (64,))
+    pruned(out, 40)
+    assert pruned.best_config.kwargs == {"WIDTH": 32} and zeroed == [out]
+    with pytest.raises(LaunchError, match="early_config_prune left no config"):
+        pruned(out, 8)
+
+
+def test_no_config_that_compiles_is_a_launch_error_with_the_reasons(gpu):
+    only_wide = jittile.autotune(configs=[WIDE], key=["n"])(tiled_fill.kernel)
+    with pytest.raises(LaunchError, match=r"no config compiles.*WIDTH=4096.*shared"):
+        only_wide(CupyLike(0x10000, (64,)), 1)
+
+
+def test_interpret_runs_the_first_config_that_compiles():
+    first_wide = jittile.autotune(configs=[WIDE, jittile.Config({"WIDTH": 64})],
+                                  key=["n"])(tiled_fill.kernel)
+    out = np.zeros(64, np.float32)
+    first_wide.interpret(out, 40)
+    np.testing.assert_array_equal(out, np.where(np.arange(64) < 32, 64.0, 0.0).astype(np.float32))
+    assert first_wide.best_config.kwargs == {"WIDTH": 64}
+
+
+def test_positional_arguments_fill_the_parameters_no_config_sets():
+    with pytest.raises(LaunchError, match="takes 2 positional arguments besides its tuned ones"):
+        tiled_fill.compile_all(T.Tensor((64,), "float32"), T.int32(0), 32)
+    assert "WIDTH=32" in repr(tiled_fill.configs[0]) and "3 configs" in repr(tiled_fill)
