@@ -12,6 +12,7 @@ import os
 import re
 import sys
 import time
+import traceback
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -19,13 +20,15 @@ from typing import Any
 from . import __version__, cache
 from .cache.changes import Changes, what_changed
 from .cache.keys import describe, differing_components, lookup
-from .cache.store import CUBIN_FILE, PTX_FILE, Damaged, DiskStore, Entry
-from .errors import JittileError
+from .cache.select import KernelId, by_kernel, selected, selects
+from .cache.store import Damaged, DiskStore, Entry
+from .errors import JittileError, user_traceback
 
 KEY_PREFIX = 12
 _STATICS_WIDTH = 32
 _TENSOR_SPEC = re.compile(r"^\s*(\w+)\s*\[([^\]]*)\]\s*$")
 _SCALAR_SPEC = re.compile(r"^\s*(\w+)\s*=\s*(\S+)\s*$")
+_KERNEL_HELP = "a kernel's name or qualified name, or FILE.py:NAME for that file's kernel"
 _SASS_OPCODE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*)")
 
 
@@ -47,9 +50,9 @@ def _count(number: int, noun: str, plural: str | None = None) -> str:
 
 
 def _source(metadata: dict) -> str:
-    """Where an entry's kernel is defined: ``file.py:line`` (the file's name only)."""
+    """Where an entry's kernel is defined: ``/path/to/file.py:line``."""
     where, line = metadata.get("source_file"), metadata.get("source_line")
-    return f"{os.path.basename(str(where))}:{line}" if where else "-"
+    return f"{where}:{line}" if where else "-"
 
 
 def _when(timestamp: float) -> str:
@@ -94,10 +97,39 @@ def _where(store: DiskStore) -> str:
     return f"{store.directory}" + ("" if store.writable else " (read-only)")
 
 
+def _entry_json(entry: Entry) -> dict:
+    """What ``list --json`` says of one entry."""
+    meta = entry.metadata
+    return {"key": entry.key, "kernel": entry.kernel, "qualname": entry.qualname,
+            "target": entry.target, "static_params": entry.static_params, "size": entry.size,
+            "hits": entry.hits, "created": entry.created, "last_used": entry.last_used,
+            "source_file": meta.get("source_file"), "source_line": meta.get("source_line"),
+            "path": str(entry.path), "files": {part: str(path) for part, path in entry.files.items()}}
+
+
+def _damaged_json(item: Damaged) -> dict:
+    return {"key": item.key, "path": str(item.path), "reason": item.reason}
+
+
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, indent=2, sort_keys=True))
+
+
+def _no_entries(store: DiskStore, kernel: str | None) -> str:
+    return f"no entries{f' of kernel {kernel!r}' if kernel else ''} in {_where(store)}"
+
+
 def _cache_list(args: argparse.Namespace) -> int:
     store = _store()
     survey = store.survey()
-    found = survey.entries
+    found = selected(survey.entries, args.kernel)
+    damaged = [d for d in survey.damaged if args.kernel is None or d.metadata is None
+               or selects(args.kernel, d.metadata)]
+    if args.json:
+        _print_json({"directory": str(store.directory), "writable": store.writable,
+                     "entries": [_entry_json(e) for e in found],
+                     "damaged": [_damaged_json(d) for d in damaged]})
+        return 0
     if found:
         rows = [[e.key[:KEY_PREFIX], e.qualname, e.target, _statics(e.static_params), _human_size(e.size),
                  str(e.hits), _when(e.last_used), _source(e.metadata)] for e in found]
@@ -105,10 +137,10 @@ def _cache_list(args: argparse.Namespace) -> int:
         print(f"\n{_count(len(found), 'entry', 'entries')}, {_human_size(sum(e.size for e in found))} in "
               f"{_where(store)}")
     else:
-        print(f"no entries in {_where(store)}")
-    if survey.damaged:
-        print(f"{len(survey.damaged)} damaged (`jittile cache prune` or `clear` removes them)")
-        _say_damaged(survey.damaged)
+        print(_no_entries(store, args.kernel))
+    if damaged:
+        print(f"{len(damaged)} damaged (`jittile cache prune` or `clear` removes them)")
+        _say_damaged(damaged)
     return 0
 
 
@@ -143,12 +175,13 @@ def _plan(kernel_ir: dict) -> str:
         return f"(the recorded plan has an unexpected form: {exc!r})"
 
 
-def _part(found: Entry | Damaged, name: str) -> bytes | str:
-    """The bytes of one file of the entry, or why there are none."""
+def _part(found: Entry | Damaged, part: str) -> bytes | str:
+    """The bytes of the entry's file of ``part`` (``cubin``, ``ptx``), or why there are none."""
     if isinstance(found, Entry):
-        return found.verified[name]
+        return found.verified[part]
+    name = found.file_name(part)
     try:
-        return found.read(name)
+        return found.read(part)
     except FileNotFoundError:
         return f"{name} is missing"
     except OSError as exc:
@@ -173,7 +206,7 @@ def _cache_show(args: argparse.Namespace) -> int:
     if isinstance(lowered, str):
         print("\n--- lowered kernel ---")
         print(lowered.rstrip("\n"))
-    ptx, cubin = _part(found, PTX_FILE), _part(found, CUBIN_FILE)
+    ptx, cubin = _part(found, "ptx"), _part(found, "cubin")
     print("\n--- PTX ---")
     print(ptx.decode("utf-8", "replace").rstrip("\n") if isinstance(ptx, bytes) else f"({ptx})")
     print("\n--- SASS summary ---")
@@ -186,8 +219,10 @@ def _cache_show(args: argparse.Namespace) -> int:
 
 def _cache_clear(args: argparse.Namespace) -> int:
     store = _store()
-    cleared = store.clear()
-    print(f"removed {_count(cleared.removed, 'entry', 'entries')} from {store.directory}")
+    kernel = args.kernel
+    cleared = store.clear(None if kernel is None else (lambda meta: selects(kernel, meta)))
+    of = f" of kernel {kernel!r}" if kernel else ""
+    print(f"removed {_count(cleared.removed, 'entry', 'entries')}{of} from {store.directory}")
     for failure in cleared.failures:
         print(f"jittile: {failure}", file=sys.stderr)
     return 1 if cleared.failures else 0
@@ -220,30 +255,65 @@ def _components(entry: Entry) -> dict:
 
 def _cache_why(args: argparse.Namespace) -> int:
     survey = _store().survey()
-    found = [e for e in survey.entries if args.kernel in (e.kernel, e.qualname)]
+    groups = by_kernel(selected(survey.entries, args.kernel))
     # Damaged entries of this kernel, or of no kernel one can tell.
     _say_damaged([d for d in survey.damaged if d.metadata is None
-                  or args.kernel in (d.metadata.get("name"), d.metadata.get("qualname"))])
-    if not found:
+                  or selects(args.kernel, d.metadata)])
+    if not groups:
         raise JittileError(f"no cache entries for kernel {args.kernel!r}")
-    if len(found) == 1:
-        print(f"{args.kernel}: 1 entry ({found[0].key[:KEY_PREFIX]}); nothing to compare")
+    if args.json:
+        _print_json({"kernel": args.kernel, "kernels": [_why_json(kernel, found)
+                                                        for kernel, found in groups.items()]})
         return 0
+    if len(groups) > 1:
+        print(f"{args.kernel}: {len(groups)} kernels of that name, compared separately "
+              f"(`jittile cache why FILE.py:{args.kernel}` picks one):\n")
+    print("\n\n".join(_why_text(kernel, found) for kernel, found in groups.items()))
+    return 0
+
+
+def _differing(found: list[Entry]) -> list[str]:
+    """The key components that differ between any two of ``found``."""
     # Equal values are transitive, so comparing every entry with the first finds every difference.
     paths: list[str] = []
     for other in found[1:]:
         paths += [p for p in differing_components(_components(found[0]), _components(other))
                   if p not in paths]
+    return paths
+
+
+def _why_text(kernel: KernelId, found: list[Entry]) -> str:
+    """``why`` of one kernel (one file's qualified name)."""
+    if len(found) == 1:
+        return f"{kernel}: 1 entry ({found[0].key[:KEY_PREFIX]}); nothing to compare"
+    paths = _differing(found)
     if not paths:
-        print(f"{args.kernel}: {len(found)} entries with identical key components")
-        return 0
-    print(f"{args.kernel}: {len(found)} entries differ in: {', '.join(paths)}")
-    rows = [[e.key[:KEY_PREFIX], *(describe(lookup(_components(e), p)) for p in paths), _when(e.last_used)]
-            for e in found]
-    print(_table(["KEY", *paths, "LAST USED"], rows))
-    print()
-    print("\n".join(_change_lines(what_changed(found))))
-    return 0
+        return f"{kernel}: {len(found)} entries with identical key components"
+    rows = [[e.key[:KEY_PREFIX], *(describe(lookup(_components(e), p)) for p in paths),
+             _when(e.last_used)] for e in found]
+    return "\n".join([f"{kernel}: {len(found)} entries differ in: {', '.join(paths)}",
+                      _table(["KEY", *paths, "LAST USED"], rows), "",
+                      *_change_lines(what_changed(found))])
+
+
+def _why_json(kernel: KernelId, found: list[Entry]) -> dict:
+    """``why --json`` of one kernel: its entries' differing components and what changed last."""
+    paths = _differing(found)
+    data = {"qualname": kernel.qualname, "source_file": kernel.source_file,
+            "entries": [{"key": e.key, "target": e.target, "created": e.created,
+                         "last_used": e.last_used,
+                         "components": {p: lookup(_components(e), p) for p in paths}}
+                        for e in found],
+            "differ_in": paths, "newest": None, "nearest": None, "changes": [],
+            "source_diff": None}
+    if len(found) > 1:
+        changes = what_changed(found)
+        data.update(newest=changes.newest.key,
+                    nearest=changes.nearest.key if changes.nearest else None,
+                    changes=[{"path": path, "old": old, "new": new}
+                             for path, old, new in changes.components],
+                    source_changed=changes.source_changed, source_diff=changes.source_diff)
+    return data
 
 
 def _change_lines(changes: Changes) -> list[str]:
@@ -294,6 +364,20 @@ def _parse_arg_spec(spec: str) -> Any:
     raise JittileError(f"--arg {spec!r}: expected DTYPE[EXTENTS] (e.g. float32[?,128]) or DTYPE=VALUE")
 
 
+class _ImportFailed(Exception):
+    """The user's module raised while it was imported: shown as the user's own traceback."""
+
+    def __init__(self, filename: str, error: Exception):
+        super().__init__(filename)
+        self.filename = filename
+        self.error = error
+
+    def report(self) -> str:
+        error = self.error
+        lines = traceback.format_exception(type(error), error, user_traceback(error.__traceback__))
+        return f"jittile: error: importing {self.filename} failed:\n{''.join(lines).rstrip()}"
+
+
 def _load_kernel(location: str) -> Any:
     """Import ``FILE.py`` as a module (its directory first on ``sys.path``, as ``python FILE.py``)."""
     filename, _, name = location.rpartition(":")
@@ -309,7 +393,12 @@ def _load_kernel(location: str) -> Any:
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     sys.path.insert(0, str(path.parent))
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except JittileError:
+        raise  # located at the user's line already
+    except Exception as exc:
+        raise _ImportFailed(filename, exc) from None
     kernel = getattr(module, name, None)
     if kernel is None:
         raise JittileError(f"{filename} defines no {name!r}")
@@ -409,17 +498,24 @@ def _parser() -> argparse.ArgumentParser:
 
     cache_parser = commands.add_parser("cache", help="inspect and manage the kernel cache")
     actions = cache_parser.add_subparsers(dest="action", required=True)
-    actions.add_parser("list", help="one line per entry").set_defaults(run=_cache_list)
+    listing = actions.add_parser("list", help="one line per entry (of one kernel, if named)")
+    listing.add_argument("kernel", nargs="?", metavar="KERNEL", help=_KERNEL_HELP)
+    listing.add_argument("--json", action="store_true", help="print the entries as JSON")
+    listing.set_defaults(run=_cache_list)
     show = actions.add_parser("show", help="metadata, PTX and SASS summary of one entry")
     show.add_argument("key", help="the key or a unique prefix of it")
     show.set_defaults(run=_cache_show)
-    actions.add_parser("clear", help="remove every entry, damaged ones included").set_defaults(run=_cache_clear)
+    clear = actions.add_parser("clear", help="remove every entry, damaged ones included, or only "
+                                             "one kernel's")
+    clear.add_argument("kernel", nargs="?", metavar="KERNEL", help=_KERNEL_HELP)
+    clear.set_defaults(run=_cache_clear)
     prune = actions.add_parser("prune", help="remove damaged entries, then least recently used ones "
                                              "down to a size")
     prune.add_argument("--max-size", required=True, help="e.g. 500M (K/M/G/T are powers of 1024)")
     prune.set_defaults(run=_cache_prune)
     why = actions.add_parser("why", help="which key components differ between a kernel's entries")
-    why.add_argument("kernel", help="kernel name or qualified name")
+    why.add_argument("kernel", metavar="KERNEL", help=_KERNEL_HELP)
+    why.add_argument("--json", action="store_true", help="print the comparison as JSON")
     why.set_defaults(run=_cache_why)
 
     compile_parser = commands.add_parser("compile", help="compile a kernel into the cache (no GPU needed)")
@@ -447,6 +543,9 @@ def main(argv: list[str] | None = None) -> int:
         return status
     except JittileError as exc:
         print(f"jittile: error: {exc}", file=sys.stderr)
+        return 1
+    except _ImportFailed as failed:
+        print(failed.report(), file=sys.stderr)
         return 1
     except BrokenPipeError:
         # The reader went away (`jittile cache show KEY | head`): stop quietly, as other tools do.

@@ -7,6 +7,8 @@ linked by nvJitLink and disassembled. With a GPU it also runs and checks the res
 """
 from __future__ import annotations
 
+import os
+import sys
 import textwrap
 import time
 
@@ -43,15 +45,30 @@ def tma_load(A: T.Tensor((16, 16), "uint32"), Out: T.Tensor((16, 16), "uint32"))
             Out[g * 8 + r, lane] = shared[g, r, lane]
 
 
+def provenance(ck: "jittile.CompiledKernel", seconds: float) -> str:
+    """Where ``ck`` came from, honestly: compiled now, or loaded from a disk-cache entry that an
+    earlier run (perhaps another process) wrote, and where that entry is."""
+    from jittile import cache
+
+    meta = ck.metadata
+    what = f"{meta['name']} for {meta['target']}"
+    entry = cache.default_store().entry_dir(meta["key"])
+    if meta.get("cache") == "hit":
+        written = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(meta["created"]))
+        return (f"loaded {what} from the disk cache in {seconds:.2f} s, not compiled: entry "
+                f"{entry}, written {written} (`jittile cache clear {meta['name']}` forgets it)")
+    where = f"stored in the disk cache at {entry}" if meta.get("cache") == "stored" else \
+        "not stored (disk cache off)"
+    return f"compiled {what} in {seconds:.2f} s, {where}"
+
+
 def main() -> int:
     from jittile.backend.toolchain import sass_opcodes
     from jittile.runtime import driver
 
     start = time.perf_counter()
     ck = tma_load.compile(target="sm_90a")
-    print(f"jittile {jittile.__version__}: compiled {ck.metadata['name']} for "
-          f"{ck.metadata['target']} in {time.perf_counter() - start:.2f} s "
-          f"(cache key {ck.metadata['key'][:12]})")
+    print(f"jittile {jittile.__version__}: {provenance(ck, time.perf_counter() - start)}")
     print("\nInstruction plan:")
     print(textwrap.indent(str(ck.plan), "  "))
     print("\nPTX excerpt (TMA issue):")
@@ -82,4 +99,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    try:
+        raise SystemExit(main())
+    except BrokenPipeError:  # `python -m jittile.demo | head`: stop quietly, as other tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise SystemExit(1)

@@ -95,7 +95,30 @@ def render_pattern(pattern: TilePattern) -> str:
                      f"{_cell(COMPLETION_TEXT[completion])} |")
     lines += ["", "| parameter | kind | meaning |", "|---|---|---|"]
     lines += [f"| `{p.name}` | {p.kind} | {_cell(p.doc)} |" for p in pattern.parameters]
+    lines += ["", "Example:", "", "```text", pattern.example, "```"]
     return "\n".join(lines) + "\n"
+
+
+def opcode_help(opcode: str) -> str | None:
+    """What ``help(T.ptx[opcode])`` shows for a tile opcode: its family's forms, completions,
+    parameters (``static``: a compile-time value, ``runtime``: any value) and an example; None
+    for an opcode no family claims (a raw instruction)."""
+    pattern = registry.pattern_for(opcode)
+    if pattern is None:
+        return None
+    lines = [f"T.ptx[{opcode!r}]: a tile opcode of the {pattern.family} family, issued by "
+             f"T.cuda.tile.apply(T.ptx[opcode], *operands, **parameters).", "",
+             "PTX ISA syntax:", *(f"    {g}" for g in pattern.grammar), "", "Operands, per form:"]
+    for form, roles in pattern.operand_forms.items():
+        operands = ", ".join(role.name for role in roles)
+        lines.append(f"    {form}: ({operands}); {COMPLETION_TEXT[pattern.completions[form]]}")
+        lines += [f"        {r.name} ({' or '.join(r.kinds)}): {r.doc}" for r in roles]
+    width = max(len(p.name) for p in pattern.parameters)
+    lines += ["", "Parameters (T.ptx[opcode].parameters):"]
+    lines += [f"    {p.name:<{width}}  {p.kind:<7}  {' '.join(p.doc.split())}"
+              for p in pattern.parameters]
+    lines += ["", "Example:", *(f"    {line}" for line in pattern.example.splitlines())]
+    return "\n".join(lines)
 
 
 def render_patterns() -> str:

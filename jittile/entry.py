@@ -1,6 +1,6 @@
 """A compiled specialization and the metadata codec of its cache entry.
 
-The metadata (``meta.json`` of a disk entry) records, besides what ``jittile cache`` reports, the
+The metadata (``<kernel>.json`` of a disk entry) records, besides what ``jittile cache`` reports, the
 kernel's IR and parameter layout, so that a disk hit can launch and report a kernel without
 lowering it again.
 """

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import difflib
 import functools
 import linecache
 import os
@@ -120,6 +121,34 @@ class JittileWarning(UserWarning):
     """Legal but almost certainly wrong, e.g. an expect_tx count that differs from the loads' bytes."""
 
 
+# -- did you mean ---------------------------------------------------------------------------------
+
+# Words a newcomer reaches for that are spelled differently in jittile (keywords of tile calls,
+# of ``LaunchConfig``...): spelling distance alone does not find ``mbar`` from ``barrier``.
+SYNONYMS = {
+    "barrier": "mbar", "mbarrier": "mbar", "bar": "mbar",
+    "threads": "block", "num_threads": "block", "block_dim": "block", "block_size": "block",
+    "threads_per_block": "block", "blocks": "grid", "grid_dim": "grid", "num_blocks": "grid",
+    "grid_size": "grid", "cluster_dim": "cluster", "cluster_size": "cluster",
+    "coord": "coords", "coordinate": "coords", "coordinates": "coords", "offset": "coords",
+    "offsets": "coords", "index": "coords", "shape": "box", "box_shape": "box", "tile": "box",
+    "box_size": "box", "strides": "element_strides", "swizzle_mode": "swizzle",
+    "mask": "cta_mask", "multicast": "cta_mask", "predicate": "pred", "policy": "cache_policy",
+    "steps": "coord_steps", "coord_step": "coord_steps",
+}
+
+
+def closest_name(word: str, candidates) -> str | None:
+    """The candidate ``word`` most likely stands for: a known synonym among the candidates
+    (``barrier`` for ``mbar``, ``threads`` for ``block``), else a close spelling."""
+    names = list(dict.fromkeys(candidates))
+    synonym = SYNONYMS.get(word.lower())
+    if synonym in names:
+        return synonym
+    close = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
 # -- debugging, tracebacks -------------------------------------------------------------------------
 
 def debug_requested(topic: str) -> bool:
@@ -130,11 +159,14 @@ def debug_requested(topic: str) -> bool:
 
 
 def _internal(tb: types.TracebackType) -> bool:
-    return os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(_PACKAGE_DIR)
+    filename = tb.tb_frame.f_code.co_filename
+    return filename.startswith("<frozen importlib") or \
+        os.path.abspath(filename).startswith(_PACKAGE_DIR)
 
 
 def user_traceback(tb: types.TracebackType | None) -> types.TracebackType | None:
-    """``tb`` without the frames of jittile's own files."""
+    """``tb`` without the frames of jittile's own files (nor of the import machinery that ran
+    the user's module for them)."""
     kept = []
     while tb is not None:
         if not _internal(tb):
@@ -146,12 +178,18 @@ def user_traceback(tb: types.TracebackType | None) -> types.TracebackType | None
     return rebuilt
 
 
-def user_location() -> Location | None:
-    """Where the user's code called into jittile: the innermost frame outside jittile's files,
-    with the column of the call where Python records it (3.11 and later)."""
+def user_frame() -> types.FrameType | None:
+    """The innermost frame of the caller's stack outside jittile's files: the user's call."""
     frame = sys._getframe(1)
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
         frame = frame.f_back
+    return frame
+
+
+def user_location() -> Location | None:
+    """Where the user's code called into jittile: the innermost frame outside jittile's files,
+    with the column of the call where Python records it (3.11 and later)."""
+    frame = user_frame()
     if frame is None:
         return None
     column, end = 0, None

@@ -303,6 +303,10 @@ class PlanRecord:
             return str(self.operand("tensormap"))
         return self.fields[key]
 
+    def __repr__(self) -> str:
+        """The readable line (``str``), not a dump of the operand trees and asm."""
+        return f"<instruction {self}>"
+
     def __str__(self) -> str:
         parts = [self.opcode]
         if self.instance:
@@ -410,6 +414,11 @@ class SiteRecord:
             return getattr(self, key)
         raise KeyError(key)
 
+    def __repr__(self) -> str:
+        count = len(self.plan)
+        return (f"<tile call site {self.location}: {self.opcode}, {count} instruction"
+                f"{'' if count == 1 else 's'}>")
+
     def __str__(self) -> str:
         head = f"{self.location}: tile call of family {self.family}"
         if self.predicate is not None:
@@ -424,6 +433,14 @@ class Plan(list):
 
     def __str__(self) -> str:
         return "\n".join(str(site) for site in self) or "(no tile calls)"
+
+    def __repr__(self) -> str:
+        """What the REPL shows for ``ck.plan``: a count, then the listing ``print`` gives (the
+        records' typed fields are their attributes: ``ck.plan[0].plan[0].coords``...)."""
+        sites, count = len(self), sum(len(site.plan) for site in self)
+        head = (f"<jittile plan: {sites} tile call site{'' if sites == 1 else 's'}, {count} "
+                f"native instruction{'' if count == 1 else 's'}>")
+        return f"{head}\n{self}" if self else head
 
 
 # ------------------------------------------------------------------------------- parameters

@@ -8,11 +8,13 @@ recorded IR without running the frontend or numba.
 """
 from __future__ import annotations
 
+import linecache
 import threading
 
 from .build import build
 from .entry import CompiledKernel
-from .errors import LaunchError, public_entry, strictness
+from .errors import (CompileError, JittileError, LaunchError, Location, closest_name,
+                     public_entry, strictness, user_frame)
 from .frontend.checks import definition_problem
 from .frontend.source import KernelSource, load_source
 from .keying import source_digest, toolchain_versions
@@ -20,19 +22,29 @@ from .language.cuda import LaunchConfig
 from .launch import Configured, launch_failure, launch_kernel
 from .specialize import Specializer, resolve_target
 from .stages import always_compile
-from .targets import Target
+from .targets import SUPPORTED_TARGETS, Target
 from .watch import GlobalsWatch
 
 __all__ = ["CompiledKernel", "Kernel", "func", "kernel", "toolchain_versions"]
 
 
 class Kernel:
-    """A JIT kernel; call it (``k(*args)`` or ``k[grid, block](*args)``) or ``k.compile(...)``.
+    """A ``@jittile.kernel`` function. Use it as:
 
-    State shared with jittile/launch.py: ``_specializer``, ``_prepared`` (launches by argument
-    kinds and device), ``_fast`` (this thread's fast paths by launch configuration),
-    ``_compiled`` (the in-memory specializations) and ``_drop_if_stale``.
+    - ``k(*args)``: launch on the GPU with the launch of its ``T.device_entry``; arrays are
+      NumPy, CuPy, PyTorch or Numba (``stream=``, ``cluster=``, ``shared_bytes=`` override);
+    - ``k[grid, block](*args)``: launch with this grid and block instead;
+    - ``k.compile(*args, target="sm_90a")``: compile without a GPU (arrays or ``T.Tensor``
+      specs; none: the annotations) and return a :class:`CompiledKernel` with ``.ptx``,
+      ``.cubin``, ``.sass``, ``.plan`` and ``.metadata``;
+    - ``k.interpret(*args)`` / ``k.interpret[grid, block](*args)``: run it on the CPU
+      interpreter, bit-exactly as the GPU would, writing the arrays back;
+    - ``k.cache``: its disk-cache entries (``jittile cache list NAME`` on the command line).
     """
+
+    # State shared with jittile/launch.py: ``_specializer``, ``_prepared`` (launches by argument
+    # kinds and device), ``_fast`` (this thread's fast paths by launch configuration),
+    # ``_compiled`` (the in-memory specializations) and ``_drop_if_stale``.
 
     def __init__(self, pyfunc, target: str | None = None, cache: bool = True,
                  strict: bool = False):
@@ -155,18 +167,32 @@ def func(fn):
     return DeviceFunction(fn, load_source)
 
 
+@public_entry
 def kernel(fn=None, *, target: str | None = None, cache: bool = True, strict: bool = False):
     """Decorator: ``@jittile.kernel`` or ``@jittile.kernel(target="sm_90a", cache=True,
-    strict=False)``. ``strict=True`` (or ``JITTILE_STRICT=1``) raises each JittileWarning about
-    the kernel's code as a ContractError at the kernel's line.
+    strict=False)`` makes a function written in the kernel language ``T`` a :class:`Kernel`:
+
+    - ``k.compile(*args, target=...)`` compiles it without a GPU (``.ptx``, ``.cubin``,
+      ``.sass``, ``.plan``);
+    - ``k(*args)`` launches it on the GPU, ``k[grid, block](*args)`` with another launch;
+    - ``k.interpret(*args)`` runs it on the CPU interpreter (or every launch, with
+      ``JITTILE_INTERPRET=1``).
+
+    ``target`` (default: the GPU's, else ``sm_90a``) is checked here, where it is written.
+    ``cache=False`` keeps compiled code in memory only. ``strict=True`` (or
+    ``JITTILE_STRICT=1``) raises each JittileWarning about the kernel's code as a ContractError
+    at the kernel's line.
 
     jittile compiles a kernel from its source: a function of a ``.py`` file, or one whose source
     is in ``linecache`` under its code's file name (IPython and Jupyter cells are; for
     ``exec(compile(src, name, "exec"))`` register it first with ``linecache.cache[name] =
     (len(src), None, src.splitlines(True), name)``). A kernel defined in the plain REPL or with
     ``python -c`` has no source to read: compiling it raises a CompileError saying so."""
+    if target is not None:
+        _check_target(target, user_frame())
     if fn is None:
-        return lambda f: kernel(f, target=target, cache=cache, strict=strict)
+        return lambda f: Kernel(_checked_definition(f), target=target, cache=cache,
+                                strict=strict)
     _check_definition(fn, "kernel")
     return Kernel(fn, target=target, cache=cache, strict=strict)
 
@@ -175,3 +201,29 @@ def _check_definition(fn, what: str) -> None:
     problem = definition_problem(fn, what)
     if problem is not None:
         raise problem
+
+
+def _checked_definition(fn):
+    _check_definition(fn, "kernel")
+    return fn
+
+
+def _check_target(target, frame) -> None:
+    """An unknown ``target=`` is reported where it is written (the decorator's line in
+    ``frame``), not at the first compile."""
+    try:
+        Target.parse(target)
+    except JittileError as exc:
+        if frame is None:
+            raise
+        filename, lineno = frame.f_code.co_filename, frame.f_lineno
+        line = linecache.getline(filename, lineno)
+        col = line.find("target")
+        end = line.find(",", col) if col >= 0 else -1
+        end = end if end >= 0 else line.find(")", col)
+        where = Location(filename, lineno, max(col, 0), end if col >= 0 and end > col else None)
+        close = closest_name(str(target), SUPPORTED_TARGETS)
+        hint = (f"did you mean target={close!r}?" if close else "") + \
+            " Hopper is target='sm_90a', Blackwell target='sm_100a'; or leave target out to " \
+            "compile for the GPU present (sm_90a without one)"
+        raise CompileError(exc.message, where, hint=hint.strip()) from None

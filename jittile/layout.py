@@ -365,9 +365,12 @@ def tiled_swizzle(mode: int, shape: "int | Sequence[int]", dtype: "str | DType")
     chunks of the swizzle span (16/32/64/128 bytes), and each chunk is its own row-major
     swizzled block of all the rows, the chunks one after another (leading axes outermost).
 
-    It is the layout TMA leaves when a wide tile is loaded as span-wide boxes, and the
-    canonical layout of wgmma / tcgen05 descriptors: K-major tiles with K over the span,
-    MN-major tiles, and with mode 0 the no-swizzle core-matrix layout (16-byte columns)."""
+    It is the canonical layout of wgmma / tcgen05 descriptors: K-major tiles with K over the
+    span, MN-major tiles, and with mode 0 the no-swizzle core-matrix layout (16-byte columns).
+    Its bytes are those of span-wide TMA boxes loaded one after another, but a TMA shared operand
+    must be one compact image per box: for TMA, allocate ``(chunks, rows, span)`` with
+    ``swizzle(...)`` and pass ``coord_steps`` (a (64, 64) float32 tile under mode 3 is
+    ``(2, 64, 32)``, ``box=(64, 32)``, ``coord_steps=((0, 32),)``)."""
     extents = _as_shape(shape)
     dt = as_dtype(dtype)
     wide = (16 << mode) // dt.bytes if mode else 16 // dt.bytes

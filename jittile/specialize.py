@@ -12,11 +12,15 @@ import sys
 import numpy as np
 
 from .dtypes import dtype as lookup_dtype
-from .errors import CompileError, LaunchError
+from .errors import CompileError, LaunchError, closest_name
 from .frontend.checks import definition_location
 from .ir import ArrayParam, ConstexprParam, ScalarParam, TensorMapParam
 from .language.types import ScalarType, Tensor, _Constexpr
 from .targets import Target, device_target
+
+
+# The keywords of ``kernel.compile`` and of launches, which a misspelled one most likely meant.
+CALL_KEYWORDS = ("target", "launch", "stream", "cluster", "shared_bytes")
 
 
 def default_target() -> str:
@@ -60,9 +64,17 @@ class Specializer:
                                           if isinstance(ann, _Constexpr))
 
     def bind(self, args: tuple, kwargs: dict) -> tuple:
-        """Positional and keyword arguments in parameter order."""
+        """Positional and keyword arguments in parameter order; an unknown keyword is named with
+        the parameter, or the keyword of ``compile`` or of a launch, it most likely stands for."""
         if not kwargs:
             return args
+        for keyword in kwargs:
+            if keyword not in self.signature.parameters:
+                close = closest_name(keyword, [*self.signature.parameters, *CALL_KEYWORDS])
+                mean = f" (did you mean {close}=?)" if close else ""
+                raise LaunchError(f"{self.name}: got an unexpected keyword argument "
+                                  f"{keyword!r}{mean}; its parameters are "
+                                  f"{', '.join(self.signature.parameters)}")
         try:
             return tuple(self.signature.bind(*args, **kwargs).arguments.values())
         except TypeError as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import linecache
 import textwrap
 from pathlib import Path
 
@@ -17,11 +18,13 @@ from jittile import T
 '''
 
 
-def module_from(tmp_path: Path, source: str, header: str = HEADER):
-    """Import ``header + dedent(source)`` from a new file under ``tmp_path``."""
+def module_from(tmp_path: Path, source: str, header: str = HEADER, path: Path | None = None):
+    """Import ``header + dedent(source)`` from a new file under ``tmp_path`` (or written over
+    ``path``: an edit of that file), as a new module."""
     name = f"_jittile_test_kernels_{next(_serial)}"
-    path = tmp_path / f"{name}.py"
+    path = path or tmp_path / f"{name}.py"
     path.write_text(header + textwrap.dedent(source))
+    linecache.checkcache(str(path))  # an edited file: jittile reads the source through linecache
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

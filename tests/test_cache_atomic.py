@@ -142,9 +142,9 @@ def _kill_while_storing(directory: str, step: str) -> None:
     real_write = store_module._write_file
 
     def write(path: Path, data: bytes) -> None:
-        if step == "after the cubin" and path.name == "kernel.ptx":
+        if step == "after the cubin" and path.name == "k.ptx":
             _die()
-        if step == "halfway through meta.json" and path.name == "meta.json":
+        if step == "halfway through meta.json" and path.name == "k.json":
             with open(path, "wb") as handle:
                 handle.write(data[: len(data) // 2])
             _die()

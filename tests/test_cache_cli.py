@@ -371,7 +371,7 @@ def test_list_shows_where_each_kernel_is_defined(capsys):
     put(extra={"source_file": "/home/me/kernels/copy.py", "source_line": 12})
     assert main(["cache", "list"]) == 0
     header, row = capsys.readouterr().out.splitlines()[:2]
-    assert row[header.index("SOURCE"):].strip() == "copy.py:12"
+    assert row[header.index("SOURCE"):].strip() == "/home/me/kernels/copy.py:12"  # the whole path
 
 
 def test_entries_have_a_short_repr():
@@ -406,7 +406,7 @@ def test_why_diffs_the_source_and_names_changed_statics(capsys):
 def test_why_picks_the_nearest_entry_of_the_same_target(capsys):
     text = "def tma_load(A):\n    pass\n"
     far = put(block=1, target="sm_90a", source="def tma_load(A):\n    return\n",
-              extra={"source_text": "def tma_load(A):\n    return\n"})
+              extra={"source_text": "def tma_load(A):\n    return\n", "source_file": "/k/copy.py"})
     near = _source_entry(text, block=2)
     _source_entry(text, block=3, target="sm_100a")
     newest = _source_entry(text, block=3)
@@ -430,3 +430,62 @@ def test_why_without_another_entry_of_the_newest_target(capsys):
     out = capsys.readouterr().out
     assert f"newest entry {newest[:12]} (sm_100a" in out
     assert "no other sm_100a entry to compare it with" in out
+
+
+# -- issue #20: entries by kernel name, per-kernel clear and list, --json, why per file ---------
+
+def test_entries_are_files_named_after_the_kernel(cache_dir):
+    key = put(name="tile_copy")
+    entry_dir = cache_dir / key[:2] / key
+    assert sorted(p.name for p in entry_dir.iterdir()) == [
+        "tile_copy.cubin", "tile_copy.json", "tile_copy.ptx", "usage.json"]
+    assert [p.parent.name for p in cache_dir.glob("*/*/tile_copy.cubin")] == [key]
+
+
+def test_list_and_clear_one_kernel(capsys, cache_dir):
+    mine, other = put(name="tile_copy", block=1), put(name="other", block=2)
+    assert main(["cache", "list", "tile_copy"]) == 0
+    out = capsys.readouterr().out
+    assert mine[:12] in out and other[:12] not in out and "1 entry," in out
+    assert main(["cache", "list", "missing"]) == 0
+    assert capsys.readouterr().out.startswith("no entries of kernel 'missing' in ")
+    assert main(["cache", "clear", "tile_copy"]) == 0
+    assert capsys.readouterr().out == f"removed 1 entry of kernel 'tile_copy' from {cache_dir}\n"
+    assert [e.key for e in cache.entries()] == [other]
+    assert cache.clear("other") == 1 and cache.entries() == []
+
+
+def test_list_json(capsys, cache_dir):
+    key = put(name="tile_copy", extra={"source_file": "/k/a.py", "source_line": 4})
+    put(name="other", block=3)
+    assert main(["cache", "list", "--json", "tile_copy"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    (entry,) = data["entries"]
+    assert data["directory"] == str(cache_dir) and data["damaged"] == []
+    assert (entry["key"], entry["kernel"], entry["source_file"], entry["source_line"]) == \
+        (key, "tile_copy", "/k/a.py", 4)
+    assert entry["files"]["cubin"] == str(cache_dir / key[:2] / key / "tile_copy.cubin")
+    assert entry["static_params"] == {"BLOCK": 64} and entry["hits"] == 0
+
+
+def test_why_keeps_two_files_kernels_of_one_name_apart(capsys):
+    a1 = put(name="tile_copy", block=1, extra={"source_file": "/proj/a/copy.py"})
+    a2 = put(name="tile_copy", block=2, extra={"source_file": "/proj/a/copy.py"})
+    b1 = put(name="tile_copy", target="sm_100a", extra={"source_file": "/proj/b/copy.py"})
+    assert main(["cache", "why", "tile_copy"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("tile_copy: 2 kernels of that name, compared separately")
+    assert "/proj/a/copy.py:tile_copy: 2 entries differ in: static_params.BLOCK" in out
+    assert f"/proj/b/copy.py:tile_copy: 1 entry ({b1[:12]}); nothing to compare" in out
+    assert "target" not in why_paths(out)  # b's sm_100a entry is not compared with a's
+    assert main(["cache", "why", "b/copy.py:tile_copy"]) == 0
+    assert capsys.readouterr().out == f"/proj/b/copy.py:tile_copy: 1 entry ({b1[:12]}); " \
+                                      f"nothing to compare\n"
+    assert main(["cache", "why", "--json", "/proj/a/copy.py:tile_copy"]) == 0
+    (kernel,) = json.loads(capsys.readouterr().out)["kernels"]
+    assert (kernel["source_file"], kernel["differ_in"]) == ("/proj/a/copy.py",
+                                                            ["static_params.BLOCK"])
+    assert {e["key"]: e["components"] for e in kernel["entries"]} == {
+        a1: {"static_params.BLOCK": 1}, a2: {"static_params.BLOCK": 2}}
+    assert kernel["changes"] == [{"path": "static_params.BLOCK", "old": 1, "new": 2}] or \
+        kernel["changes"] == [{"path": "static_params.BLOCK", "old": 2, "new": 1}]

@@ -219,7 +219,7 @@ def test_broken_entry_in_a_read_only_cache_warns_once(tmp_path, read_only):
     directory = tmp_path / "cache"
     store = DiskStore(directory)
     key = put(store)
-    (store.entry_dir(key) / "kernel.cubin").write_bytes(b"\x7fEL")
+    (store.entry_dir(key) / "tma_load.cubin").write_bytes(b"\x7fEL")
     read_only(directory)
     done = python(f"""
         import warnings
@@ -235,8 +235,8 @@ def test_broken_entry_in_a_read_only_cache_warns_once(tmp_path, read_only):
     assert done.returncode == 0, done.stderr
     (line,) = done.stdout.splitlines()
     assert line.startswith(f"JittileWarning jittile cache: ignoring broken entry {key[:12]}")
-    assert "kernel.cubin has 3 bytes" in line and "cannot be removed" in line
-    assert (store.entry_dir(key) / "kernel.cubin").exists()
+    assert "tma_load.cubin has 3 bytes" in line and "cannot be removed" in line
+    assert (store.entry_dir(key) / "tma_load.cubin").exists()
 
 
 def test_kernels_hit_a_read_only_cache(tmp_path, kernel_file, read_only):

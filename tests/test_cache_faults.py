@@ -60,9 +60,9 @@ def leftovers(directory: Path) -> list[Path]:
 
 def edit_meta(path: Path, change) -> None:
     """Apply ``change`` to the parsed meta.json and write it back as valid JSON, digest untouched."""
-    meta = json.loads((path / "meta.json").read_text())
+    meta = json.loads((path / "tma_load.json").read_text())
     change(meta)
-    (path / "meta.json").write_text(json.dumps(meta, indent=1))
+    (path / "tma_load.json").write_text(json.dumps(meta, indent=1))
 
 
 def broken_warnings(caught) -> list[str]:
@@ -152,22 +152,22 @@ def _directory_instead(name: str):
 
 
 FILE_DAMAGE = {
-    "cubin truncated": (_truncate("kernel.cubin", 100), "kernel.cubin has 100 bytes"),
-    "cubin empty": (_truncate("kernel.cubin", 0), "kernel.cubin has 0 bytes"),
-    "cubin random bytes": (_random_bytes("kernel.cubin"), "kernel.cubin does not match"),
-    "cubin one bit": (_flip_one_byte("kernel.cubin"), "kernel.cubin does not match"),
-    "cubin deleted": (_delete("kernel.cubin"), "kernel.cubin is missing"),
-    "cubin symlink": (_symlink_to_copy("kernel.cubin"), "cannot read kernel.cubin (a symbolic link)"),
-    "cubin fifo": (_fifo("kernel.cubin"), "kernel.cubin (a special file, not a file)"),
-    "ptx truncated": (_truncate("kernel.ptx", 10), "kernel.ptx has 10 bytes"),
-    "ptx random bytes": (_random_bytes("kernel.ptx"), "kernel.ptx"),
-    "ptx one bit": (_flip_one_byte("kernel.ptx"), "kernel.ptx does not match"),
-    "ptx deleted": (_delete("kernel.ptx"), "kernel.ptx is missing"),
-    "meta truncated": (_truncate("meta.json", 200), "meta.json is not valid JSON"),
-    "meta empty": (_truncate("meta.json", 0), "meta.json is not valid JSON"),
-    "meta random bytes": (_random_bytes("meta.json"), "meta.json is not valid JSON"),
-    "meta deleted": (_delete("meta.json"), "meta.json is missing"),
-    "meta a directory": (_directory_instead("meta.json"), "cannot read meta.json"),
+    "cubin truncated": (_truncate("tma_load.cubin", 100), "tma_load.cubin has 100 bytes"),
+    "cubin empty": (_truncate("tma_load.cubin", 0), "tma_load.cubin has 0 bytes"),
+    "cubin random bytes": (_random_bytes("tma_load.cubin"), "tma_load.cubin does not match"),
+    "cubin one bit": (_flip_one_byte("tma_load.cubin"), "tma_load.cubin does not match"),
+    "cubin deleted": (_delete("tma_load.cubin"), "tma_load.cubin is missing"),
+    "cubin symlink": (_symlink_to_copy("tma_load.cubin"), "cannot read tma_load.cubin (a symbolic link)"),
+    "cubin fifo": (_fifo("tma_load.cubin"), "tma_load.cubin (a special file, not a file)"),
+    "ptx truncated": (_truncate("tma_load.ptx", 10), "tma_load.ptx has 10 bytes"),
+    "ptx random bytes": (_random_bytes("tma_load.ptx"), "tma_load.ptx"),
+    "ptx one bit": (_flip_one_byte("tma_load.ptx"), "tma_load.ptx does not match"),
+    "ptx deleted": (_delete("tma_load.ptx"), "tma_load.ptx is missing"),
+    "meta truncated": (_truncate("tma_load.json", 200), "tma_load.json is not valid JSON"),
+    "meta empty": (_truncate("tma_load.json", 0), "tma_load.json is not valid JSON"),
+    "meta random bytes": (_random_bytes("tma_load.json"), "tma_load.json is not valid JSON"),
+    "meta deleted": (_delete("tma_load.json"), "tma_load.json is missing"),
+    "meta a directory": (_directory_instead("tma_load.json"), "cannot read tma_load.json"),
 }
 
 
@@ -220,7 +220,7 @@ SEMANTIC_EDITS = {
 def test_semantic_metadata_edit_is_discarded_and_rebuilt(store, case):
     key = put(store)
     edit_meta(store.entry_dir(key), SEMANTIC_EDITS[case])
-    assert_discarded_then_rebuilt(store, key, "meta.json does not match its digest")
+    assert_discarded_then_rebuilt(store, key, "tma_load.json does not match its digest")
 
 
 @pytest.mark.parametrize("change, reason", [
@@ -236,7 +236,7 @@ def test_foreign_format_or_key_is_discarded(store, change, reason):
 def test_layout_only_rewrite_of_meta_still_verifies(store):
     """Spacing, indentation and key order are not edits: the digest is over canonical JSON."""
     key = put(store)
-    path = store.entry_dir(key) / "meta.json"
+    path = store.entry_dir(key) / "tma_load.json"
     meta = json.loads(path.read_text())
     path.write_text(json.dumps(dict(reversed(list(meta.items()))), separators=(" ,", " :  ")))
     with warnings.catch_warnings():
@@ -275,7 +275,7 @@ def test_symlink_at_an_entry_path_is_removed_not_followed(store, tmp_path):
     path.rename(elsewhere)
     path.symlink_to(elsewhere, target_is_directory=True)
     assert_discarded_then_rebuilt(store, key, "a symbolic link stands where its directory goes")
-    assert sorted(p.name for p in elsewhere.iterdir()) == ["kernel.cubin", "kernel.ptx", "meta.json",
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["tma_load.cubin", "tma_load.json", "tma_load.ptx",
                                                           "usage.json"]
 
 
@@ -400,9 +400,9 @@ def damaged_cache(store) -> dict:
         ["good", "garbage hits", "no cubin", "no ptx", "garbage meta", "edited statics", "file at entry"], 1)}
     paths = {name: store.entry_dir(key) for name, key in keys.items()}
     (paths["garbage hits"] / "usage.json").write_text('{"hits": Infinity, "last_used": "x"}')
-    (paths["no cubin"] / "kernel.cubin").unlink()
-    (paths["no ptx"] / "kernel.ptx").unlink()
-    (paths["garbage meta"] / "meta.json").write_bytes(b"\x00\xff{")
+    (paths["no cubin"] / "tma_load.cubin").unlink()
+    (paths["no ptx"] / "tma_load.ptx").unlink()
+    (paths["garbage meta"] / "tma_load.json").write_bytes(b"\x00\xff{")
     edit_meta(paths["edited statics"], _set("static_params", []))
     store.remove(keys["file at entry"])
     paths["file at entry"].write_text("stray")
@@ -430,8 +430,8 @@ def test_list_reads_what_it_can_and_names_each_damaged_entry(store, damaged_cach
     lines = done.stderr.splitlines()
     assert len(lines) == 6 and all(line.startswith("jittile: damaged ") for line in lines), lines
     by_label = {line.split()[2].rstrip(":"): line for line in lines}
-    assert "kernel.cubin is missing" in by_label[keys["no cubin"][:12]]
-    assert "kernel.ptx is missing" in by_label[keys["no ptx"][:12]]
+    assert "tma_load.cubin is missing" in by_label[keys["no cubin"][:12]]
+    assert "tma_load.ptx is missing" in by_label[keys["no ptx"][:12]]
     assert "not valid JSON" in by_label[keys["garbage meta"][:12]]
     assert "does not match its digest" in by_label[keys["edited statics"][:12]]
     assert "a file stands where its directory goes" in by_label[keys["file at entry"][:12]]
@@ -439,11 +439,11 @@ def test_list_reads_what_it_can_and_names_each_damaged_entry(store, damaged_cach
 
 
 @pytest.mark.parametrize("name, says", [
-    ("no cubin", ["(SASS unavailable: kernel.cubin is missing)", ".visible .entry tma_load"]),
-    ("no ptx", ["(kernel.ptx is missing)", '"registers": 24']),
+    ("no cubin", ["(SASS unavailable: tma_load.cubin is missing)", ".visible .entry tma_load"]),
+    ("no ptx", ["(tma_load.ptx is missing)", '"registers": 24']),
     ("garbage meta", ["--- metadata ---\n(unreadable)", ".visible .entry tma_load"]),
     ("edited statics", ['"static_params": []', "--- plan ---"]),
-    ("file at entry", ["(unreadable)", "(cannot read kernel.ptx: Not a directory)"]),
+    ("file at entry", ["(unreadable)", "(cannot read <kernel>.ptx: Not a directory)"]),
 ])
 def test_show_of_a_damaged_entry_says_what_is_wrong(store, damaged_cache, name, says):
     key = damaged_cache["keys"][name]
@@ -461,10 +461,10 @@ def test_show_of_entries_with_missing_files_after_listing(store, monkeypatch, ca
     monkeypatch.setenv("JITTILE_CACHE_DIR", str(store.directory))
     monkeypatch.setitem(sys.modules, "jittile.backend.toolchain", None)
     assert main(["cache", "show", key]) == 0
-    (store.entry_dir(key) / "kernel.ptx").write_text("edited")
+    (store.entry_dir(key) / "tma_load.ptx").write_text("edited")
     assert main(["cache", "show", key]) == 1
     out, err = capsys.readouterr()
-    assert "kernel.ptx has 6 bytes" in out and err.startswith(f"jittile: damaged {key[:12]}: kernel.ptx")
+    assert "tma_load.ptx has 6 bytes" in out and err.startswith(f"jittile: damaged {key[:12]}: tma_load.ptx")
 
 
 def test_why_and_prune_on_a_damaged_cache(store, damaged_cache):
@@ -501,4 +501,4 @@ def test_clear_does_not_follow_a_symlinked_shard(store, tmp_path):
     store.entry_dir(key).parent.rename(outside / key[:2])
     (store.directory / key[:2]).symlink_to(outside / key[:2], target_is_directory=True)
     assert store.clear().removed == 0
-    assert not os.path.lexists(store.directory / key[:2]) and (moved / "kernel.cubin").exists()
+    assert not os.path.lexists(store.directory / key[:2]) and (moved / "tma_load.cubin").exists()

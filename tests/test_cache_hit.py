@@ -142,7 +142,7 @@ def test_hit_does_not_lower_and_reports_current_lines(tmp_path, cache_dir, monke
 def test_hit_without_a_recorded_ir_is_rebuilt(tmp_path, cache_dir, signed, reason):
     kernel, _ = _load(tmp_path)
     built = kernel.compile(target="sm_90a")
-    (meta_file,) = cache_dir.rglob("meta.json")
+    (meta_file,) = cache_dir.rglob("probe.json")
     meta = json.loads(meta_file.read_text())
     del meta["kernel_ir"]
     if signed:

@@ -109,7 +109,7 @@ def test_store_then_load_counts_hits(store):
     key = make_key(comps)
     stored = store.store(key, CUBIN, PTX, metadata(comps))
     assert stored.hits == 0 and stored.key == key and stored.kernel == "tma_load"
-    assert sorted(p.name for p in stored.path.iterdir()) == ["kernel.cubin", "kernel.ptx", "meta.json",
+    assert sorted(p.name for p in stored.path.iterdir()) == ["tma_load.cubin", "tma_load.json", "tma_load.ptx",
                                                              "usage.json"]
     assert stored.path == store.directory / key[:2] / key
     assert stored.size == sum(p.stat().st_size for p in stored.path.iterdir())
@@ -120,7 +120,7 @@ def test_store_then_load_counts_hits(store):
     assert stored.created <= first.last_used <= second.last_used
     assert second.cubin() == CUBIN and second.ptx() == PTX
     assert second.static_params == {"BLOCK": 64} and second.target == "sm_90a"
-    meta = json.loads((stored.path / "meta.json").read_text())
+    meta = json.loads((stored.path / "tma_load.json").read_text())
     assert meta["format_version"] == FORMAT_VERSION and "hits" not in meta
     assert json.loads((stored.path / "usage.json").read_text())["hits"] == 2
     assert meta["key_components"] == json.loads(json.dumps(comps))
@@ -141,7 +141,7 @@ def test_entries_follow_the_umask(store, umask, directories, files):
     path = store.entry_dir(key)
     assert [stat.S_IMODE(p.stat().st_mode) for p in (path.parent, path)] == [directories] * 2
     assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in path.iterdir()} == {
-        name: files for name in ("kernel.cubin", "kernel.ptx", "meta.json", "usage.json")}
+        name: files for name in ("tma_load.cubin", "tma_load.ptx", "tma_load.json", "usage.json")}
 
 
 def test_store_requires_consistent_metadata(store):
@@ -162,7 +162,7 @@ def test_incomplete_write_is_invisible(store):
     # A writer that died mid-entry leaves only a temporary sibling: never listed, never loaded.
     shard = store.directory / "ab"
     (shard / f".tmp-{'ab' * 8}-x").mkdir(parents=True)
-    (shard / f".tmp-{'ab' * 8}-x" / "kernel.cubin").write_bytes(b"\x7fEL")
+    (shard / f".tmp-{'ab' * 8}-x" / "tma_load.cubin").write_bytes(b"\x7fEL")
     assert [e.key for e in store.entries()] == [key]
     assert store.load("ab" * 32) is None
 
@@ -180,7 +180,7 @@ def test_second_process_reuses_entry(store):
         result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                                 env=dict(os.environ, PYTHONPATH=str(REPO)), check=True)
         assert result.stdout.strip() == str(expected), result.stderr
-    meta = json.loads((store.entry_dir(key) / "meta.json").read_text())
+    meta = json.loads((store.entry_dir(key) / "tma_load.json").read_text())
     usage = json.loads((store.entry_dir(key) / "usage.json").read_text())
     assert usage["hits"] == 2 and usage["last_used"] > meta["created"] - 1
 
@@ -219,29 +219,29 @@ def test_processes_storing_together_leave_one_entry(tmp_path):
 
 
 def _truncate_cubin(path: Path) -> None:
-    cubin = path / "kernel.cubin"
+    cubin = path / "tma_load.cubin"
     cubin.write_bytes(cubin.read_bytes()[:100])
 
 
 def _garbage_meta(path: Path) -> None:
-    (path / "meta.json").write_bytes(b"{\"name\": \"tma_lo\x00\xff")
+    (path / "tma_load.json").write_bytes(b"{\"name\": \"tma_lo\x00\xff")
 
 
 def _foreign_version(path: Path) -> None:
-    meta = json.loads((path / "meta.json").read_text())
-    (path / "meta.json").write_text(json.dumps(dict(meta, format_version=FORMAT_VERSION + 1)))
+    meta = json.loads((path / "tma_load.json").read_text())
+    (path / "tma_load.json").write_text(json.dumps(dict(meta, format_version=FORMAT_VERSION + 1)))
 
 
 def _meta_not_object(path: Path) -> None:
-    (path / "meta.json").write_text("[1, 2]")
+    (path / "tma_load.json").write_text("[1, 2]")
 
 
 def _ptx_edited(path: Path) -> None:
-    (path / "kernel.ptx").write_text(PTX.replace("ret", "trap"))
+    (path / "tma_load.ptx").write_text(PTX.replace("ret", "trap"))
 
 
 def _cubin_missing(path: Path) -> None:
-    (path / "kernel.cubin").unlink()
+    (path / "tma_load.cubin").unlink()
 
 
 @pytest.mark.parametrize("damage", [_truncate_cubin, _garbage_meta, _foreign_version, _meta_not_object,
@@ -394,3 +394,31 @@ def test_distribution_versions_read_install_metadata_names(tmp_path, monkeypatch
     assert distribution_versions(["numba-cuda", "llvmlite", "nvidia-nvjitlink", "nvidia-nvvm"]) == {
         "numba-cuda": "0.30.4", "llvmlite": "0.50.0", "nvidia-nvjitlink": "13.5.37",
         "nvidia-nvvm": "absent"}
+
+
+def test_a_format_2_entry_is_rebuilt_once_in_the_kernel_named_layout(store):
+    """Entries of jittile before kernel-named files (kernel.cubin, meta.json) are misses: the
+    first load discards each with one warning, and the rebuilt entry has the new names."""
+    key = put(store)
+    path = store.entry_dir(key)
+    meta = json.loads((path / "tma_load.json").read_text())
+    for old, new in (("tma_load.cubin", "kernel.cubin"), ("tma_load.ptx", "kernel.ptx"),
+                     ("tma_load.json", "meta.json")):
+        (path / old).rename(path / new)
+    (path / "meta.json").write_text(json.dumps(dict(meta, format_version=2)))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert store.load(key) is None
+        assert store.load(key) is None  # gone: a plain miss, no second warning
+    (warning,) = caught
+    assert "written in cache format 2; this jittile reads format 3" in str(warning.message)
+    assert put(store) == key
+    assert sorted(p.name for p in path.iterdir()) == ["tma_load.cubin", "tma_load.json",
+                                                      "tma_load.ptx", "usage.json"]
+
+
+def test_a_kernel_named_usage_keeps_its_use_counts_apart(store):
+    key = put(store, name="usage")
+    assert sorted(p.name for p in store.entry_dir(key).iterdir()) == [
+        "usage.json", "usage_kernel.cubin", "usage_kernel.json", "usage_kernel.ptx"]
+    assert store.load(key).hits == 1 and store.load(key).cubin() == CUBIN

@@ -63,17 +63,21 @@ def test_a_parameter_without_value_or_annotation_is_named(tmp_path, cache_dir, c
 
 
 def test_why_shows_the_edit_and_the_changed_global(tmp_path, cache_dir, capsys):
+    from pathlib import Path
+
     first = _write(tmp_path, tile=8, offset=1)
     first.copy.compile(target="sm_90a", *_specs(64))
     path = first.__file__
-    second = module_from(tmp_path, KERNEL.format(tile=16, offset=2))
-    second.copy.compile(target="sm_90a", *_specs(64))
+    # The same file, edited: the same kernel (another file's copy would be another kernel).
+    second = module_from(tmp_path, KERNEL.format(tile=16, offset=2), path=Path(path))
+    key = second.copy.compile(target="sm_90a", *_specs(64)).metadata["key"]
     assert main(["cache", "why", "copy"]) == 0
     out = capsys.readouterr().out
     assert "  globals.TILE: 8 -> 16" in out
     assert "    -        Out[i] = A[i] * scale + 1" in out
     assert "    +        Out[i] = A[i] * scale + 2" in out
-    (entry,) = [e for e in second.copy.cache if e.metadata["source_file"] != path]
+    assert out.startswith(f"{path}:copy: 2 entries differ in: ")
+    (entry,) = [e for e in second.copy.cache if e.key == key]
     assert entry.metadata["source_text"].startswith("@jittile.kernel\ndef copy(")
     assert entry.metadata["source_text"].endswith("Out[i] = A[i] * scale + 2\n")
 

@@ -177,7 +177,7 @@ def test_cache_warnings_name_the_users_call(tmp_path, monkeypatch):
     monkeypatch.setenv("JITTILE_CACHE_DIR", str(tmp_path / "cache"))
     module = module_from(tmp_path, HOST_CALL.replace("math.sqrt(A[1])", "A[1]"))
     module.kernel.compile(target="sm_90a")
-    (meta_file,) = (tmp_path / "cache").rglob("meta.json")
+    (meta_file,) = (tmp_path / "cache").rglob("kernel.json")
     meta = json.loads(meta_file.read_text())
     del meta["kernel_ir"]
     meta["digest"] = metadata_digest(meta)

@@ -104,9 +104,10 @@ def render(spec: Spec, directory) -> tuple[str, dict[str, int]]:
     """Source of ``spec``'s kernel and the line number of each tagged line."""
     cluster = f", cluster={spec.cluster}" if spec.cluster else ""
     lines = HEADER.format(params=spec.params, block=spec.block, cluster=cluster).splitlines()
+    tags = {"shared": len(lines) + 1}
     lines.append(f"    s = {spec.shared}")
     lines += ["    " + line for line in textwrap.dedent(spec.extra).strip().splitlines()]
-    tags = {"call": len(lines) + 1}
+    tags["call"] = len(lines) + 1
     lines.append("    T.cuda.tile.apply(")
     lines.append(f'        T.ptx["{spec.op}"],')
     tags["operands"] = len(lines) + 1
@@ -421,8 +422,8 @@ CASES = [
          "coord_steps", r"\(2: group \(\), repeat \(2, 3\)\), got 1"),
     # ------------------------------------------------------------ alignment
     Case("buffer-align-64", LOAD.but(shared='T.alloc_shared((8, 16), "uint32", align=64)'), LOAD,
-         "operands", r"aligned to 64 bytes; every TMA shared origin must be 128-byte aligned",
-         line="call"),
+         "align", r"aligned to 64 bytes; every TMA shared origin must be 128-byte aligned",
+         line="shared"),
     Case("subregion-origin",
          LOAD.but(shared='T.alloc_shared((12, 16), "uint32", align=128)', operands="s[1:5, :], A",
                   kw={"box": "(4, 16)"}),
@@ -463,7 +464,7 @@ CASES = [
                     kw={"box": f"(8, {8 << (mode - 1)})", "swizzle": str(mode)}),
            LOAD.but(params=F32, shared=swizzled(mode, 128 << mode),
                     kw={"box": f"(8, {8 << (mode - 1)})", "swizzle": str(mode)}),
-           "operands", rf"swizzle={mode} needs the whole {128 << mode}-byte period", line="call")
+           "align", rf"swizzle={mode} needs the whole {128 << mode}-byte period", line="shared")
       for mode in (1, 2, 3)],
     # ------------------------------------------------------------ inner box bytes
     Case("inner-box-8-bytes", LOAD.but(shared='T.alloc_shared((8, 2), "uint32", align=128)',

@@ -78,7 +78,7 @@ def copy_kernel(opcode: str, tmem_shape, tmem_layout, smem_shape, smem_layout="d
     @jittile.kernel
     def copy(A: T.Tensor((1,), "uint32")):
         T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=128))
-        shared = T.alloc_shared(smem_shape, dtype, layout=smem_layout, align=align)
+        shared = T.alloc_shared(smem_shape, dtype, layout=smem_layout, align=align)  # factory alloc
         address = T.alloc_shared((1,), "uint32", layout="default")
         mem = T.cuda.decl_tmem(
             address[0], ty_args=[T.Tensor(tmem_shape, tmem_dtype, scope="tmem", layout=layout)]
@@ -93,6 +93,7 @@ def copy_kernel(opcode: str, tmem_shape, tmem_layout, smem_shape, smem_layout="d
 
 
 FACTORY_LINE = _line("# factory call (atom)")
+FACTORY_ALLOC_LINE = _line("# factory alloc")
 FACTORY_REPEAT_LINE = _line("# factory call (repeat)")
 
 # Per shape/multicast: TMEM (shape, layout) and shared (buffer shape, layout, align, rows) of one
@@ -612,7 +613,10 @@ def test_sdo_is_a_16_byte_multiple(layout, ok) -> None:
         ck = kernel.compile(target="sm_100a")
         assert instructions(ck)[0]["sdo"] == (128 if layout == "default" else 144)
     else:
-        rejects(kernel, parameter="SDO", line=FACTORY_LINE, match="16-byte")
+        # The fix is the allocation's layout: reported there, with a layout that works.
+        err = rejects(kernel, parameter="SDO", line=FACTORY_ALLOC_LINE, match="16-byte")
+        assert err.hint.startswith('allocate it with the layout a descriptor walk reads: shared '
+                                   '= T.alloc_shared((128, 4), "uint32", layout=')
 
 
 def test_ldo_is_derived_for_256_bit_rows() -> None:
@@ -625,8 +629,11 @@ def test_ldo_is_derived_for_256_bit_rows() -> None:
     # Row-major 32-byte rows without a swizzle match no descriptor walk.
     bad = copy_kernel("tcgen05.cp.cta_group::1.128x256b", (128, 8),
                       S[(128, 8) : (1 @ TLane, 1 @ TCol)], (128, 8))
-    rejects(bad, parameter="layout", line=FACTORY_LINE,
-            opcode="tcgen05.cp.cta_group::1.128x256b", match="no descriptor address walk")
+    # ... reported at the allocation, whose layout must change, with the layout that works.
+    err = rejects(bad, parameter="layout", line=FACTORY_ALLOC_LINE,
+                  opcode="tcgen05.cp.cta_group::1.128x256b", match="no descriptor address walk")
+    assert 'layout=swizzle(1, (128, 8), "uint32"), align=256' in err.hint
+    assert f"the tile call at {HERE}:{FACTORY_LINE}:" in str(err)
 
 
 def test_shared_origin_is_16_byte_aligned() -> None:
@@ -637,7 +644,7 @@ def test_shared_origin_is_16_byte_aligned() -> None:
         @jittile.kernel
         def copy(A: T.Tensor((1,), "uint32")):
             T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=128))
-            shared = T.alloc_shared((2, 128, 4), "uint32", layout=layout, align=16)
+            shared = T.alloc_shared((2, 128, 4), "uint32", layout=layout, align=16)  # slices
             address = T.alloc_shared((1,), "uint32", layout="default")
             mem = T.cuda.decl_tmem(address[0], ty_args=[
                 T.Tensor((128, 4), "uint32", scope="tmem", layout=LANES_128x4)])
@@ -647,7 +654,10 @@ def test_shared_origin_is_16_byte_aligned() -> None:
             ck = copy.compile(target="sm_100a")
             assert instructions(ck)[0]["shared_offset"] == 2048
         else:
-            rejects(copy, parameter="origin", line=_line("# second slice"), match="16-byte")
+            # The layout must change: reported at the allocation, with one that works.
+            err = rejects(copy, parameter="origin", line=_line("# slices"), match="16-byte")
+            assert err.hint.endswith('shared = T.alloc_shared((2, 128, 4), "uint32", '
+                                     'layout="default", align=16)')
 
 
 @pytest.mark.parametrize("mode, shape, words", [(1, (128, 8), 8), (2, (128, 16), 8),
@@ -662,7 +672,7 @@ def test_swizzled_allocation_aligns_to_its_period(mode, shape, words) -> None:
         @jittile.kernel
         def copy(A: T.Tensor((1,), "uint32")):
             T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=128))
-            shared = T.alloc_shared(shape, "uint32", layout=layout, align=align)
+            shared = T.alloc_shared(shape, "uint32", layout=layout, align=align)  # swizzled alloc
             address = T.alloc_shared((1,), "uint32", layout="default")
             mem = T.cuda.decl_tmem(address[0], ty_args=[
                 T.Tensor((128, words), "uint32", scope="tmem", layout=TileLayout(tmem))])
@@ -672,8 +682,10 @@ def test_swizzled_allocation_aligns_to_its_period(mode, shape, words) -> None:
     ck = kernel(period).compile(target="sm_100a")
     [record] = instructions(ck)
     assert (record["swizzle"], record["sdo"]) == (mode, 8 * (16 << mode))
-    rejects(kernel(period // 2), parameter="base_align", line=_line("# swizzled source"),
-            opcode=opcode, match=f"{period}-byte")
+    # The alignment must change: reported at the allocation.
+    err = rejects(kernel(period // 2), parameter="base_align", line=_line("# swizzled alloc"),
+                  opcode=opcode, match=f"{period}-byte")
+    assert err.hint.endswith(f"keep its layout and pass align={period} to T.alloc_shared")
 
 
 def test_swizzle_phase_of_an_inner_origin() -> None:

@@ -10,6 +10,7 @@ import os
 import threading
 
 from .keys import differing_components, explain_miss, make_key
+from .select import selected, selects
 from .store import (Damaged, DiskStore, Entry, debug_enabled, disk_cache_requested, log, parse_size,
                     resolve_directory)
 
@@ -32,16 +33,16 @@ def default_store() -> DiskStore:
 
 
 def entries(kernel: str | None = None) -> list[Entry]:
-    """Disk entries, most recently used first; ``kernel`` keeps those whose name or qualname it is."""
-    found = default_store().entries()
-    if kernel is None:
-        return found
-    return [e for e in found if kernel in (e.kernel, e.qualname)]
+    """Disk entries, most recently used first; ``kernel`` (a name, qualified name, or
+    ``FILE.py:NAME``) keeps that kernel's."""
+    return selected(default_store().entries(), kernel)
 
 
-def clear() -> int:
-    """Remove every disk entry (damaged ones included); returns how many went."""
-    return default_store().clear().removed
+def clear(kernel: str | None = None) -> int:
+    """Remove every disk entry (damaged ones included), or only ``kernel``'s (a name, qualified
+    name, or ``FILE.py:NAME``); returns how many went."""
+    chosen = None if kernel is None else (lambda metadata: selects(kernel, metadata))
+    return default_store().clear(chosen).removed
 
 
 def prune(max_size: int | str) -> list[Entry | Damaged]:

@@ -30,7 +30,7 @@ import re
 import sys
 import types
 
-# Values whose text is longer than this are recorded as a digest, keeping meta.json small.
+# Values whose text is longer than this are recorded as a digest, keeping the entry metadata (<kernel>.json) small.
 _LONG_TEXT = 256
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 _PLAIN = (bool, int, float, complex, str, bytes, type(None))

@@ -1,14 +1,17 @@
 """The on-disk cache: one directory per key holding the cubin, the PTX, the metadata and the use counts.
 
-Layout: ``<dir>/<key[:2]>/<key>/`` holds
+Layout: ``<dir>/<key[:2]>/<key>/`` holds, named after the kernel (its function's ``__name__``, so
+that ``ls ~/.cache/jittile/*/*/tma_load.*`` finds a kernel's entries, as Triton's
+``<hash>/<kernel>.{ptx,cubin,json}`` does):
 
-- ``kernel.cubin`` and ``kernel.ptx``;
-- ``meta.json``: the caller's metadata plus the fields the store owns (``format_version``, ``key``,
+- ``<kernel>.cubin`` and ``<kernel>.ptx``;
+- ``<kernel>.json``, the metadata: the caller's metadata plus the fields the store owns (``format_version``, ``key``,
   ``created``, ``cubin_size``, ``cubin_sha256``, ``ptx_size``, ``ptx_sha256``, ``digest``). It never
   changes after the entry is stored. ``digest`` is the SHA-256 of the canonical JSON (sorted keys, no
   spaces, ASCII) of every other field; as those include the SHA-256 of the cubin and of the PTX, the
   digest covers all three, and any edit of a value (not of spacing or key order) fails verification;
-- ``usage.json``: ``hits`` and ``last_used``, the only mutable part, outside the digest. A value there
+- ``usage.json``: ``hits`` and ``last_used``, the only mutable part (a kernel named ``usage`` keeps
+  its files as ``usage_kernel.*``), outside the digest. A value there
   that is not a count or a plausible time (``Infinity``, a string, a negative number) counts as absent
   and is rewritten at the next hit.
 
@@ -24,7 +27,9 @@ makes atomic:
 - removal first renames the entry to a ``.trash-`` sibling, so it disappears at once, then deletes it.
 
 ``load`` reads and verifies everything; an entry that fails (truncated, edited, another format, a file
-standing where its directory goes) is removed with one warning and the caller rebuilds it. Listing
+standing where its directory goes) is removed with one warning and the caller rebuilds it. Entries of
+cache format 2 (``kernel.cubin``, ``meta.json``: jittile before kernel-named files) are such entries:
+each is rebuilt once, in the new layout. Listing
 checks the metadata's digest and the files' sizes without hashing the files.
 
 A cache directory that cannot be written is still read: hits work, stores are skipped (a debug line
@@ -48,16 +53,14 @@ import time
 import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..errors import JittileError, JittileWarning, debug_requested, user_stacklevel
 from .keys import make_key, normalize
 
-FORMAT_VERSION = 2
-CUBIN_FILE = "kernel.cubin"
-PTX_FILE = "kernel.ptx"
-META_FILE = "meta.json"
+FORMAT_VERSION = 3
 USAGE_FILE = "usage.json"
+PARTS = ("cubin", "ptx", "json")
 DIGEST_FIELD = "digest"
 DEFAULT_DIRECTORY = "~/.cache/jittile"
 _KEY_RE = re.compile(r"^[0-9a-f]{64}$")
@@ -137,6 +140,14 @@ def log(message: str) -> None:
     print(f"jittile cache: {message}", file=sys.stderr, flush=True)
 
 
+def entry_files(kernel: str) -> dict[str, str]:
+    """The file names of an entry of ``kernel``, by part (``cubin``, ``ptx``, ``json``): the
+    kernel's name made a plain file name, never ``usage`` (the use counts' file)."""
+    stem = re.sub(r"[^A-Za-z0-9_]", "_", kernel) or "kernel"
+    stem = "usage_kernel" if stem == "usage" else stem
+    return {part: f"{stem}.{part}" for part in PARTS}
+
+
 def metadata_digest(meta: dict) -> str:
     """The ``digest`` field's value for ``meta``: SHA-256 of the canonical JSON of its other fields."""
     text = json.dumps({k: v for k, v in meta.items() if k != DIGEST_FIELD}, sort_keys=True,
@@ -146,7 +157,8 @@ def metadata_digest(meta: dict) -> str:
 
 @dataclass(frozen=True)
 class Entry:
-    """One cached compilation as found on disk; ``metadata`` is the whole (verified) ``meta.json``.
+    """One cached compilation as found on disk; ``metadata`` is the whole (verified)
+    ``<kernel>.json``.
 
     The dict fields take no part in equality, so entries stay hashable (usable in sets).
     """
@@ -162,19 +174,24 @@ class Entry:
     hits: int
     path: Path
     metadata: dict = field(compare=False)
-    # The files' bytes as verified by DiskStore.load (or as written by store): the caller uses exactly
-    # what was checked, even if the entry is removed meanwhile.
+    # The files' bytes by part ("cubin", "ptx") as verified by DiskStore.load (or as written by
+    # store): the caller uses exactly what was checked, even if the entry is removed meanwhile.
     verified: dict = field(default_factory=dict, compare=False, repr=False)
 
+    @property
+    def files(self) -> dict[str, Path]:
+        """The entry's files by part: ``cubin``, ``ptx`` and ``json`` (the metadata)."""
+        return {part: self.path / name for part, name in entry_files(self.kernel).items()}
+
     def cubin(self) -> bytes:
-        if CUBIN_FILE in self.verified:
-            return self.verified[CUBIN_FILE]
-        return _read_regular(self.path / CUBIN_FILE)
+        if "cubin" in self.verified:
+            return self.verified["cubin"]
+        return _read_regular(self.files["cubin"])
 
     def ptx(self) -> str:
-        if PTX_FILE in self.verified:
-            return self.verified[PTX_FILE].decode("utf-8")
-        return _read_regular(self.path / PTX_FILE).decode("utf-8")
+        if "ptx" in self.verified:
+            return self.verified["ptx"].decode("utf-8")
+        return _read_regular(self.files["ptx"]).decode("utf-8")
 
     def __repr__(self) -> str:
         return (f"<jittile cache entry {self.key[:12]} {self.qualname} {self.target}, {self.size} bytes, "
@@ -186,7 +203,8 @@ class Damaged:
     """Something in the cache that cannot be used: an entry that fails verification (``key`` set), or a
     stray or unreadable thing where a shard folder goes (``key`` ``None``).
 
-    ``metadata`` is ``meta.json`` as parsed when it was a JSON object (unverified), else ``None``.
+    ``metadata`` is ``<kernel>.json`` as parsed when it was a JSON object (unverified), else
+    ``None``.
     """
 
     key: str | None
@@ -198,9 +216,18 @@ class Damaged:
     def label(self) -> str:
         return self.key[:12] if self.key else str(self.path)
 
-    def read(self, name: str) -> bytes:
-        """One of the entry's files, unverified; ``OSError`` when it cannot be read."""
-        return _read_regular(self.path / name)
+    def file_name(self, part: str) -> str:
+        """The name of the entry's file of ``part`` (``cubin``, ``ptx``): from the metadata's
+        kernel name, else the one such file there is, else ``<kernel>.<part>``."""
+        if isinstance(self.metadata, dict) and isinstance(self.metadata.get("name"), str):
+            return entry_files(self.metadata["name"])[part]
+        found = sorted(p.name for p in self.path.glob(f"*.{part}")) if self.path.is_dir() else []
+        return found[0] if len(found) == 1 else f"<kernel>.{part}"
+
+    def read(self, part: str) -> bytes:
+        """The entry's file of ``part`` (``cubin``, ``ptx``), unverified; ``OSError`` when it is
+        missing or cannot be read."""
+        return _read_regular(self.path / self.file_name(part))
 
 
 @dataclass(frozen=True)
@@ -365,6 +392,21 @@ class _Opened:
             return FileNotFoundError(errno.ENOENT, "entry replaced", str(self.path))
         return _Broken(f"{name} is missing")
 
+    def metadata_name(self) -> str:
+        """The metadata file's name: the one ``*.json`` besides ``usage.json`` (temporary files
+        start with a dot); ``_Broken`` when there is none or several, ``FileNotFoundError`` when
+        the entry was removed meanwhile."""
+        with os.scandir(self.fd) as children:
+            names = sorted(c.name for c in children if not c.name.startswith("."))
+        found = [n for n in names if n.endswith(".json") and n != USAGE_FILE]
+        if len(found) == 1:
+            return found[0]
+        if found:
+            raise _Broken(f"holds several metadata files ({', '.join(found)})")
+        cubins = [n for n in names if n.endswith(".cubin")]
+        expected = entry_files(cubins[0][:-len(".cubin")])["json"] if cubins else "<kernel>.json"
+        raise self.missing(expected)
+
     def total_size(self) -> int:
         total = 0
         with os.scandir(self.fd) as children:
@@ -400,7 +442,7 @@ def _entry(path: Path, meta: dict, usage: dict, size: int, verified: dict) -> En
     """The entry of verified metadata; ``_Broken`` when a field the store reads is missing or garbled."""
     problem = _field_problem(meta)
     if problem is not None:
-        raise _Broken(f"{META_FILE} {problem}")
+        raise _Broken(f"{entry_files(str(meta.get('name')))['json']} {problem}")
     statics = meta.get("static_params", meta["key_components"].get("static_params", {}))
     hits = usage["hits"] if _is_count(usage.get("hits")) else 0
     last_used = usage["last_used"] if _is_time(usage.get("last_used")) else meta["created"]
@@ -409,35 +451,41 @@ def _entry(path: Path, meta: dict, usage: dict, size: int, verified: dict) -> En
                  last_used=float(last_used), hits=hits, path=path, metadata=meta, verified=verified)
 
 
-def _check_owned_fields(meta: dict, key: str) -> None:
+def _check_owned_fields(meta: dict, key: str, meta_file: str) -> None:
     """The store's own fields: format, key, digest, then the types the digest cannot vouch for."""
     version = meta.get("format_version")
     if version != FORMAT_VERSION:
         raise _Broken(f"written in cache format {version!r}; this jittile reads format {FORMAT_VERSION}")
     if meta.get("key") != key:
-        raise _Broken(f"{META_FILE} records key {str(meta.get('key'))[:16]!r}")
+        raise _Broken(f"{meta_file} records key {str(meta.get('key'))[:16]!r}")
     if meta.get(DIGEST_FIELD) != metadata_digest(meta):
-        raise _Broken(f"{META_FILE} does not match its digest (edited or damaged)")
+        raise _Broken(f"{meta_file} does not match its digest (edited or damaged)")
     for part in ("cubin", "ptx"):
         sha = meta.get(f"{part}_sha256")
         if not _is_count(meta.get(f"{part}_size")) or not (isinstance(sha, str) and _KEY_RE.match(sha)):
-            raise _Broken(f"{META_FILE} lacks the size or SHA-256 of the {part}")
+            raise _Broken(f"{meta_file} lacks the size or SHA-256 of the {part}")
     if not _is_time(meta.get("created")):
-        raise _Broken(f"{META_FILE} records no valid creation time")
+        raise _Broken(f"{meta_file} records no valid creation time")
+    if not isinstance(meta.get("name"), str) or entry_files(meta["name"])["json"] != meta_file:
+        raise _Broken(f"{meta_file} records kernel {meta.get('name')!r}, whose files are named "
+                      f"otherwise")
 
 
 def _read_opened(opened: _Opened, key: str, verify: bool) -> Entry:
     """The entry in an opened directory (see ``DiskStore._read``)."""
+    meta_file = opened.metadata_name()
     try:
-        meta = _parse_json(opened.read(META_FILE))
+        meta = _parse_json(opened.read(meta_file))
     except ValueError as exc:
-        raise _Broken(f"{META_FILE} is not valid JSON ({exc})") from None
+        raise _Broken(f"{meta_file} is not valid JSON ({exc})") from None
     if not isinstance(meta, dict):
-        raise _Broken(f"{META_FILE} is not a JSON object")
+        raise _Broken(f"{meta_file} is not a JSON object")
     try:
-        _check_owned_fields(meta, key)
+        _check_owned_fields(meta, key, meta_file)
         verified = {}
-        for name, part in ((CUBIN_FILE, "cubin"), (PTX_FILE, "ptx")):
+        files = entry_files(meta["name"])
+        for part in ("cubin", "ptx"):
+            name = files[part]
             data = opened.read(name) if verify else None
             size = len(data) if verify else opened.size_of(name)
             if size != meta[f"{part}_size"]:
@@ -445,12 +493,12 @@ def _read_opened(opened: _Opened, key: str, verify: bool) -> Entry:
             if verify:
                 if hashlib.sha256(data).hexdigest() != meta[f"{part}_sha256"]:
                     raise _Broken(f"{name} does not match its recorded SHA-256")
-                verified[name] = data
+                verified[part] = data
         if verify:
             try:
-                verified[PTX_FILE].decode("utf-8")
+                verified["ptx"].decode("utf-8")
             except UnicodeDecodeError:
-                raise _Broken(f"{PTX_FILE} is not UTF-8 text") from None
+                raise _Broken(f"{files['ptx']} is not UTF-8 text") from None
         return _entry(opened.path, meta, opened.usage(), opened.total_size(), verified)
     except _Broken as exc:
         exc.metadata = meta
@@ -504,21 +552,27 @@ class StoreMaintenance:
             return exc
         return None
 
-    def clear(self) -> Cleared:
+    def clear(self, chosen: Callable[[dict], bool] | None = None) -> Cleared:
         """Remove every entry, damaged ones and strays where entries go included, leftovers of writers
-        that died, and the emptied shard folders; nothing else in the directory."""
+        that died, and the emptied shard folders; nothing else in the directory. With ``chosen``
+        (a test of an entry's metadata), only the entries, damaged or not, whose metadata it
+        accepts."""
         if not self.enabled:
             return Cleared(0, [])
         removed, failures = 0, []
         survey = self.survey()
-        for item in [*survey.entries, *survey.damaged]:
+        items = [*survey.entries, *survey.damaged]
+        if chosen is not None:
+            items = [i for i in items if isinstance(i.metadata, dict) and chosen(i.metadata)]
+        for item in items:
             error = self._remove(item.path) if isinstance(item, Entry) else self._remove_damaged(item)
             if error is not None:
                 failures.append(f"cannot remove {item.path} ({_why(error)})")
             elif item.key is not None:
                 removed += 1
-        for leftover in self._leftovers():
-            shutil.rmtree(leftover, ignore_errors=True)
+        if chosen is None:
+            for leftover in self._leftovers():
+                shutil.rmtree(leftover, ignore_errors=True)
         self._remove_empty_shards()
         return Cleared(removed, failures)
 
@@ -840,7 +894,8 @@ class DiskStore(StoreMaintenance):
                     cubin_size=len(cubin), cubin_sha256=hashlib.sha256(cubin).hexdigest(),
                     ptx_size=len(ptx_bytes), ptx_sha256=hashlib.sha256(ptx_bytes).hexdigest())
         meta[DIGEST_FIELD] = metadata_digest(meta)
-        files = {CUBIN_FILE: cubin, PTX_FILE: ptx_bytes, META_FILE: _encode(meta),
+        names = entry_files(meta["name"])
+        files = {names["cubin"]: cubin, names["ptx"]: ptx_bytes, names["json"]: _encode(meta),
                  USAGE_FILE: _encode({"hits": 0, "last_used": now})}
         target = self.entry_dir(key)
         temp = None
@@ -852,7 +907,7 @@ class DiskStore(StoreMaintenance):
             for _ in range(_PUBLISH_ATTEMPTS):
                 if self._publish(temp, target):
                     return _entry(target, meta, {"hits": 0, "last_used": now}, sum(map(len, files.values())),
-                                  {CUBIN_FILE: cubin, PTX_FILE: ptx_bytes})
+                                  {"cubin": cubin, "ptx": ptx_bytes})
                 existing = self._existing(key)
                 if existing is not None:
                     return existing

@@ -4,10 +4,9 @@ its signature (the one ``inspect.signature`` and ``help()`` show), and every nam
 from __future__ import annotations
 
 import ast
-import difflib
 import inspect
 
-from ..errors import CompileError
+from ..errors import CompileError, closest_name
 from ..ir import LaunchConfig
 from ..language import cuda as Lcuda
 from ..language.markers import Intrinsic, Namespace, call_signature
@@ -48,8 +47,8 @@ def check_calls(tree: ast.AST, scope: StaticScope, location) -> None:
 
 def _unknown_name(node: ast.Attribute, base, location) -> CompileError:
     owner = src(node.value)
-    close = difflib.get_close_matches(node.attr, dir(base), n=1, cutoff=0.6)
-    mean = f"; did you mean {owner}.{close[0]}?" if close else ""
+    close = closest_name(node.attr, dir(base))
+    mean = f"; did you mean {owner}.{close}?" if close else ""
     return CompileError(f"{owner} has no name {node.attr!r}{mean} (`help({owner})` lists them)",
                         location(node))
 
@@ -71,9 +70,8 @@ def _bind(node: ast.Call, target, location) -> None:
         signature.bind(*node.args, **{k.arg: k.value for k in node.keywords})
     except TypeError as exc:
         unknown = [k.arg for k in node.keywords if k.arg not in signature.parameters]
-        close = difflib.get_close_matches(unknown[0], list(signature.parameters), n=1) \
-            if unknown else []
-        mean = f" (did you mean {close[0]}=?)" if close else ""
+        close = closest_name(unknown[0], signature.parameters) if unknown else None
+        mean = f" (did you mean {close}=?)" if close else ""
         raise CompileError(f"{src(node)}: {exc}{mean}; the signature is {shown}",
                            location(_offending(node, signature, str(exc)))) from None
 

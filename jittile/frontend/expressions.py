@@ -20,6 +20,7 @@ from .emit import CUDA, GLOBAL_ADDRESS, SHARED_ADDRESS, linear_index
 from .positions import Origin, tag
 from .static import RUNTIME
 from .syntax import name as _name, parse_expr, src
+from .unsupported import unsupported
 
 _AXES = ("x", "y", "z")
 
@@ -80,7 +81,7 @@ class ExpressionLowering:
             return ast.Tuple(elts=[self.expr(e) for e in node.elts], ctx=ast.Load())
         if isinstance(node, ast.Attribute):
             raise self.error(node, f"attribute {src(node)!r} is not a kernel value")
-        raise self.error(node, f"{type(node).__name__} expressions are not supported in kernels")
+        raise unsupported(node, self.loc(node), "expression")
 
     def memory_kind(self, node: ast.expr) -> str | None:
         """What memory a bare name stands for ("shared buffer", "tensor", "local array"), or

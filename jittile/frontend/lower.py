@@ -40,8 +40,9 @@ from .proxies import ProxyEvent, check_proxy_fences
 from .raw_ptx import RawPtxLowering
 from .source import KernelSource
 from .static import RUNTIME, FoldError, StaticScope, evaluate, sequence_length
-from .syntax import name as _name
+from .syntax import name as _name, src
 from .tile_calls import TileCallLowering
+from .unsupported import LOOP_HINT, unsupported
 
 
 # Limits that keep compile times bounded. The repository's kernels (examples/, tests/, bench/)
@@ -208,7 +209,7 @@ class KernelLowering(ExpressionLowering, ElementLowering, AllocationLowering, Fr
     def statement(self, node: ast.stmt) -> list[ast.stmt]:
         method = getattr(self, f"stmt_{type(node).__name__}", None)
         if method is None:
-            raise self.error(node, f"{type(node).__name__} statements are not supported in kernels")
+            raise unsupported(node, self.loc(node), "statement")
         result = method(node)
         origin = Origin(self.loc(node), node)
         for stmt in result:
@@ -360,7 +361,8 @@ class KernelLowering(ExpressionLowering, ElementLowering, AllocationLowering, Fr
                             iter=ast.Call(func=_name("range"), args=[self.expr(a) for a in it.args],
                                           keywords=[]),
                             body=self.block(node.body), orelse=[])]
-        raise self.error(node, "kernel loops iterate over range(...) or T.grid(...)")
+        raise CompileError(f"kernel loops iterate over range(...), T.grid(...) or T.unroll(...), "
+                           f"not {src(it)}", self.loc(node.iter), hint=LOOP_HINT)
 
     def unrolled_for(self, node: ast.For) -> list[ast.stmt]:
         """``for s in T.unroll(...)``: one copy of the body per value, ``s`` static in each."""

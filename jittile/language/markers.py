@@ -113,11 +113,29 @@ def opcode_from_attributes(parts: Sequence[str]) -> str:
     return ".".join(_attribute_word(part) for part in parts)
 
 
+class _InstructionDoc:
+    """``__doc__`` of :class:`PtxInstruction`: the class's text on the class, and on a tile
+    opcode (``help(T.ptx["tcgen05.cp..."])``) its family's operands, parameters and an example,
+    looked up only when asked for."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __get__(self, instance, owner=None) -> str:
+        if instance is None or not (instance._parts or instance._text):
+            return self.text
+        from ..docs import opcode_help
+
+        return opcode_help(instance.opcode) or f"{instance!r}: a raw PTX instruction.\n\n{self.text}"
+
+
 class PtxInstruction:
-    """``T.ptx.a.b.c(...)`` or ``T.ptx["a.b.c"](...)``: a raw PTX instruction by name (or, as the
-    first argument of ``T.cuda.tile.apply``, a tile opcode). In the attribute spelling a trailing
-    ``_`` drops (``async_`` -> ``async``) and ``__`` becomes ``::`` (``shared__cta`` ->
-    ``shared::cta``)."""
+    __doc__ = _InstructionDoc(
+        """``T.ptx.a.b.c(...)`` or ``T.ptx["a.b.c"](...)``: a raw PTX instruction by name (or, as
+    the first argument of ``T.cuda.tile.apply``, a tile opcode: ``help(T.ptx[opcode])`` and
+    ``T.ptx[opcode].parameters`` describe its family). In the attribute spelling a trailing ``_``
+    drops (``async_`` -> ``async``) and ``__`` becomes ``::`` (``shared__cta`` ->
+    ``shared::cta``).""")
 
     def __init__(self, parts: tuple[str, ...] = (), text: str | None = None):
         self._parts = parts
@@ -128,6 +146,18 @@ class PtxInstruction:
         if self._text is not None:
             return self._text
         return opcode_from_attributes(self._parts)
+
+    @property
+    def parameters(self) -> tuple:
+        """The keyword parameters of this tile opcode's family (``name``, ``kind``: static,
+        runtime or either, ``doc``); a JittileError for an opcode no family claims."""
+        from ..patterns.registry import pattern_for
+
+        pattern = pattern_for(self.opcode)
+        if pattern is None:
+            raise JittileError(f"{self!r} is not a tile opcode (no T.cuda.tile.apply family "
+                               f"claims it), so it has no tile parameters")
+        return pattern.parameters
 
     def __getattr__(self, name: str) -> "PtxInstruction":
         if name.startswith("__") and name.endswith("__"):

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Callable, Protocol
 
 from ..dtypes import DType
-from ..errors import ContractError, Location
+from ..errors import ContractError, Location, closest_name
 from ..ir import COMPLETIONS, ArgumentAlignment, Expr, HostParam, HostTensorMap, PlanRecord, Var
 from ..targets import Target
 
@@ -264,6 +264,7 @@ class TilePattern:
     - ``parameters``: its keyword :class:`Parameter` s (``scope`` is the frontend's);
     - ``completions``: how each form completes (a subset of :data:`jittile.ir.COMPLETIONS`);
     - ``accepts_transposed``: whether its shared operands may be transposed regions (``buf.T``);
+    - ``example``: one call, as a kernel writes it (``help(T.ptx[opcode])`` shows it);
     - ``async_reads``: per form, the operand roles its instructions read through the async proxy
       (with :meth:`form` where the family has more than one form);
 
@@ -276,6 +277,7 @@ class TilePattern:
     operand_forms: dict = {}
     parameters: tuple[Parameter, ...] = ()
     completions: dict = {}
+    example: str = ""  # one call of the family, as a kernel writes it (help(T.ptx[opcode]))
     accepts_transposed = False  # whether shared operands may be transposed regions (``buf.T``)
     async_reads: dict = {}  # form -> the operand roles read through the async proxy
 
@@ -310,12 +312,10 @@ class TilePattern:
     def check_parameter_names(self, site: "CallSite", hint: str = "") -> None:
         """Every keyword of ``site`` is a declared parameter (else a ContractError with the
         closest name)."""
-        import difflib
-
         for name in site.params:
             if name not in self.parameter_names:
-                close = difflib.get_close_matches(name, self.parameter_names, n=1)
-                mean = f" (did you mean {close[0]!r}?)" if close else ""
+                close = closest_name(name, self.parameter_names)
+                mean = f" (did you mean {close}=?)" if close else ""
                 raise site.error(f"is not a parameter of {self.family}{mean}; parameters are "
                                  f"{', '.join(self.parameter_names)}{hint}", name)
 

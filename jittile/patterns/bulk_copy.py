@@ -138,6 +138,10 @@ class BulkCopyPattern(TilePattern):
                     for head, slots in _GRAMMARS.values())
     operand_forms = OPERAND_FORMS
     parameters = PARAMETERS
+    example = (
+        'buf = T.alloc_shared((256,), "uint32", layout="default", align=128)\n'
+        'T.cuda.tile.apply(T.ptx["cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes"],\n'
+        '                  buf, A[row, 0:256], mbar=mbar.ptr_to([0]))')
     completions = {"load": "mbarrier", "store": "bulk_group", "reduce": "bulk_group",
                    "prefetch": "none"}
     async_reads = {"store": ("shared",), "reduce": ("shared",)}

@@ -22,6 +22,8 @@ from ..targets import satisfies
 from .base import (SCOPE_GROUP_AXES, CallSite, GlobalRegion, Lowering, LoweringContext,
                    OperandRole, Parameter, SharedRegion, TensorMapOperand, TilePattern,
                    runtime_index_step, static_tuple)
+from .rewrites import (SHARED_ORIGIN_ALIGN, alloc_text, buffer_mode, one_axis_multiple,
+                       split_boxes, wide_box)
 from .swizzle import SWIZZLE_SPAN, swizzle_period
 
 # ---------------------------------------------------------------------------- call parameters
@@ -50,7 +52,6 @@ PARAMETERS = (
     Parameter("pred", "runtime", "a runtime bool gating every instruction of the call (False: "
                                  "checked, nothing issued)"),
 )
-SHARED_ORIGIN_ALIGN = 128
 
 # ----------------------------------------------------------------------- data representation
 # Reduction operator x element type (the descriptor's format) of cp.reduce.async.bulk.tensor: the
@@ -122,6 +123,11 @@ class TmaPattern(TilePattern):
                      "reduce": (_GLOBAL, _SHARED)}
     parameters = PARAMETERS
     completions = {"load": "mbarrier", "store": "bulk_group", "reduce": "bulk_group"}
+    example = (
+        'shared = T.alloc_shared((2, 8, 16), "uint32", layout="default", align=128)\n'
+        'T.cuda.tile.apply(\n'
+        '    T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"],\n'
+        '    shared, A, box=(8, 16), coords=(0, 0), coord_steps=((8, 0),), mbar=mbar.ptr_to([0]))')
     async_reads = {"store": ("shared",), "reduce": ("shared",)}
 
     def claims(self, opcode: str) -> bool:
@@ -201,7 +207,7 @@ class TmaPattern(TilePattern):
         _check_interleave(site, op, dtype, box, element_strides, swizzle, interleave)
         rep = representation(op, site, dtype, fmt, box, element_strides, interleave)
         if not interleave:
-            _check_inner_box(site, dtype, fmt, box, swizzle, rep)
+            _check_inner_box(site, shared, dtype, fmt, box, swizzle, rep)
         return dict(box=box, element_strides=element_strides, swizzle=swizzle,
                     interleave=interleave, l2_promotion=l2_promotion, oob_fill=oob_fill,
                     format=fmt, rep=rep)
@@ -227,8 +233,9 @@ class TmaPattern(TilePattern):
                              "scope")
         if len(shape) < len(atom) + n_group or tuple(shape[len(shape) - len(atom):]) != atom:
             raise site.error(f"shared image {shape} must end in the box image {atom} "
-                             f"(ceil(box / element_strides)), after {n_group} group axes",
-                             "box")
+                             f"(ceil(box / element_strides)), after {n_group} group axes: "
+                             f"each box fills one compact image, and leading axes repeat it",
+                             "box", hint=_image_fix(site, shared, atom))
         try:
             groups = ctx.group_indices(site.scope)
         except CompileError as exc:  # e.g. scope="cluster" in a kernel launched without clusters
@@ -258,8 +265,11 @@ class TmaPattern(TilePattern):
         if buf.align < need:
             what = (f"swizzle={swizzle} needs the whole {need}-byte period" if swizzle else
                     "every TMA shared origin must be 128-byte aligned")
-            raise site.error(f"shared buffer {buf.name!r} is aligned to {buf.align} bytes; {what} "
-                             f"(allocate with align={need})", "operands")
+            raise ContractError(
+                f"shared buffer {buf.name!r} is aligned to {buf.align} bytes; {what} (the tile "
+                f"call at {site.location} uses it)", buf.location, opcode=site.opcode,
+                parameter="align", hint=f"allocate it with align={need}: "
+                f"{alloc_text(buf, buf.shape, buffer_mode(buf))}")
         inner = getattr(buf.layout, "tile_layout", buf.layout)
         elem = buf.dtype.bytes
         rank = len(shared.shape)
@@ -475,8 +485,8 @@ def _swizzle_fix(buf, layout_mode: int, swizzle: int) -> str:
             f"{layout}")
 
 
-def _check_inner_box(site: CallSite, dtype: DType, fmt: str, box: tuple, swizzle: int,
-                     rep: Representation) -> None:
+def _check_inner_box(site: CallSite, shared: SharedRegion, dtype: DType, fmt: str, box: tuple,
+                     swizzle: int, rep: Representation) -> None:
     """Without interleave: the inner box is a multiple of 16 bytes and, swizzled, exactly the span."""
     # The encoder's rule: boxDim[0] x element size is a multiple of 16 bytes (the inner
     # element stride is one here, so this is also the image row's payload).
@@ -488,8 +498,11 @@ def _check_inner_box(site: CallSite, dtype: DType, fmt: str, box: tuple, swizzle
     row = rep.inner_box_bytes  # one shared image row: box bytes, or 2x for packed FP4
     span = SWIZZLE_SPAN[swizzle]
     if swizzle and row > span:
+        fix = wide_box(shared.buffer, shared.shape, box, dtype.bytes, swizzle,
+                       _given_steps(site)) if fmt_bits == dtype.bits else None
         raise site.error(f"the inner box is {row} bytes, wider than the {span}-byte "
-                         f"span of swizzle={swizzle}", "box")
+                         f"span of swizzle={swizzle}: a swizzled box row is at most one span",
+                         "box", hint=fix and f"load the tile as span-wide boxes: {fix}")
     if swizzle and row != span:
         # The hardware writes swizzled box rows at the span pitch (H200: a 64-byte inner
         # box under swizzle=3 lands every 128 bytes), which the compact image cannot hold.
@@ -498,6 +511,26 @@ def _check_inner_box(site: CallSite, dtype: DType, fmt: str, box: tuple, swizzle
         raise site.error(f"the inner box is {row} bytes but swizzle={swizzle} lays each "
                          f"box row out at its {span}-byte span, leaving gaps in the "
                          f"compact shared image; {hint} or a {span}-byte inner box", "box")
+
+
+def _given_steps(site: CallSite) -> tuple:
+    """The call's ``coord_steps=`` as written (static), else none."""
+    steps = site.params.get("coord_steps", ())
+    return tuple(steps) if isinstance(steps, tuple) else ()
+
+
+def _image_fix(site: CallSite, shared: SharedRegion, atom: tuple) -> str:
+    """The allocation (and ``coord_steps``) whose image the box fills: a shared region that is
+    the box image widened along one axis becomes that many boxes on a new leading axis."""
+    buf, shape = shared.buffer, shared.shape
+    lead, tail = shape[:max(len(shape) - len(atom), 0)], shape[max(len(shape) - len(atom), 0):]
+    wider = one_axis_multiple(tuple(tail), atom)
+    unit = tuple(site.params.get("element_strides", (1,) * len(atom)))
+    if wider is None or shared.shape != buf.shape or any(s != 1 for s in unit):
+        return (f"allocate {buf.name!r} with a shape ending in {atom}, one image per box "
+                f"(leading axes for repeats, with coord_steps=)")
+    axis, k = wider
+    return split_boxes(buf, tuple(lead), atom, axis, k, buffer_mode(buf), _given_steps(site))
 
 
 def _region_text(glob: GlobalRegion) -> str:

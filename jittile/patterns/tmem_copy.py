@@ -9,7 +9,7 @@ are caller code).
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import CompileError, ContractError
 from ..ir import BinOp, PlanRecord, SharedAddress, add, mul
@@ -18,6 +18,7 @@ from ..ptx.opcodes import Tcgen05CpOpcode, parse_tcgen05_cp
 from .base import (SCOPE_GROUP_AXES, CallSite, Lowering, LoweringContext, OperandRole, Parameter,
                    SharedRegion, TilePattern, TmemRegion, operand_kind)
 from .descriptors import DescriptorError, DescriptorWalk, SmemDescriptor, derive_walk
+from .rewrites import descriptor_layout
 
 # ---------------------------------------------------------------------------- call parameters
 # ``scope`` is taken by the frontend (site.scope); ``pred`` is the only other parameter. Shape, CTA
@@ -79,6 +80,11 @@ class TmemCopyPattern(TilePattern):
                                                "from the layout"))}
     parameters = PARAMETERS
     completions = {"copy": "tcgen05_commit"}
+    example = (
+        'shared = T.alloc_shared((128, 4), "uint32", layout="default", align=16)\n'
+        'mem = T.cuda.decl_tmem(address[0], ty_args=[T.Tensor((128, 4), "uint32", scope="tmem",\n'
+        '                       layout=TileLayout(S[(128, 4) : (1 @ TLane, 1 @ TCol)]))])\n'
+        'T.cuda.tile.apply(T.ptx["tcgen05.cp.cta_group::1.128x128b"], mem, shared)')
     async_reads = {"copy": ("src_shared",)}
 
     def claims(self, opcode: str) -> bool:
@@ -269,17 +275,19 @@ class TmemCopyPattern(TilePattern):
                      lead: tuple) -> DescriptorWalk:
         """The descriptor walk that reads one instance's atom of the shared region."""
         buf = shared.buffer
-
-        def address_of(row: int, word: int) -> int:
-            return shared.byte_address(lead + (row, word))
-
-        origin = address_of(0, 0)
         try:
-            return derive_walk(address_of, op.rows, op.words, base_align=buf.align,
-                               backing_bytes=buf.nbytes - origin)
+            return _walk_of(shared, op, lead)
         except DescriptorError as exc:
-            raise site.error(f"shared operand {buf.name!r} (instance {lead}): {exc.rule} "
-                             f"(got {exc.value!r})", exc.parameter) from None
+            message = f"shared operand {buf.name!r} (instance {lead}): {exc.rule} (got {exc.value!r})"
+            fix = descriptor_layout(buf, lambda b: _walks(replace(shared, buffer=b), op, lead))
+            if fix is None:
+                raise site.error(message, exc.parameter) from None
+            # The change is the allocation's: report it there, with the call's position.
+            change = "alignment" if fix[1].layout is buf.layout else "layout"
+            raise ContractError(f"{message} (the tile call at {site.location} reads it)",
+                                buf.location, opcode=site.opcode, parameter=exc.parameter,
+                                hint=f"allocate it with the {change} a descriptor walk reads: "
+                                     f"{fix[0]}") from None
 
     # ----------------------------------------------------------------------- code generation
     def _generate(self, site: CallSite, ctx: LoweringContext, op: Tcgen05CpOpcode,
@@ -363,3 +371,22 @@ def _lane_rule(op: Tcgen05CpOpcode) -> str:
 
 
 PATTERN = TmemCopyPattern()
+
+
+def _walk_of(shared: SharedRegion, op: Tcgen05CpOpcode, lead: tuple) -> DescriptorWalk:
+    """The descriptor walk of one instance's atom; ``DescriptorError`` when there is none."""
+    buf = shared.buffer
+
+    def address_of(row: int, word: int) -> int:
+        return shared.byte_address(lead + (row, word))
+
+    return derive_walk(address_of, op.rows, op.words, base_align=buf.align,
+                       backing_bytes=buf.nbytes - address_of(0, 0))
+
+
+def _walks(shared: SharedRegion, op: Tcgen05CpOpcode, lead: tuple) -> bool:
+    try:
+        _walk_of(shared, op, lead)
+    except DescriptorError:
+        return False
+    return True

@@ -260,6 +260,10 @@ class WgmmaPattern(TilePattern):
                                       "(N, K)); its descriptor is derived from the layout"))}
     parameters = PARAMETERS
     completions = {"mma": "wgmma_group"}
+    example = (
+        'acc = T.alloc_local((64, 256), "float32", layout=wgmma_accumulator)\n'
+        'T.cuda.tile.apply(T.ptx["wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"],\n'
+        '                  acc, A_s[s, half], B_s[s].T, scale_d=kt)')
     async_reads = {"mma": ("A", "B")}  # through their matrix descriptors
     accepts_transposed = True
 
