@@ -217,6 +217,32 @@ def _cache_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cache_tunings(args: argparse.Namespace) -> int:
+    """The autotuner's records (jittile/cache/tunings.py), of one kernel if named."""
+    from .cache import tunings
+
+    found = [r for r in tunings.records() if args.kernel is None
+             or args.kernel in (r["identity"]["kernel"], r["identity"]["qualname"])]
+    if args.json:
+        _print_json({"directory": str(tunings.folder()), "tunings": found})
+        return 0
+    if not found:
+        of = f" of kernel {args.kernel!r}" if args.kernel else ""
+        print(f"no tunings{of} in {tunings.folder()}")
+        return 0
+    rows = []
+    for record in found:
+        identity = record["identity"]
+        best = identity["configs"][record["best"]]
+        key = ", ".join(f"{k}={v}" for k, v in zip(identity["key"], identity["key_values"]))
+        rows.append([identity["qualname"], key, identity["device"], _statics(best["kwargs"]),
+                     f"{len(record['timings_ms'])}/{len(identity['configs'])}",
+                     _when(record.get("created", 0)), identity["source_file"]])
+    print(_table(["KERNEL", "KEY", "DEVICE", "BEST", "TIMED", "TUNED", "SOURCE"], rows))
+    print(f"\n{_count(len(found), 'tuning')} in {tunings.folder()}")
+    return 0
+
+
 def _cache_clear(args: argparse.Namespace) -> int:
     store = _store()
     kernel = args.kernel
@@ -517,6 +543,10 @@ def _parser() -> argparse.ArgumentParser:
     why.add_argument("kernel", metavar="KERNEL", help=_KERNEL_HELP)
     why.add_argument("--json", action="store_true", help="print the comparison as JSON")
     why.set_defaults(run=_cache_why)
+    tuned = actions.add_parser("tunings", help="the autotuner's choices (of one kernel, if named)")
+    tuned.add_argument("kernel", nargs="?", metavar="KERNEL", help="a kernel's name or qualname")
+    tuned.add_argument("--json", action="store_true", help="print the records as JSON")
+    tuned.set_defaults(run=_cache_tunings)
 
     compile_parser = commands.add_parser("compile", help="compile a kernel into the cache (no GPU needed)")
     compile_parser.add_argument("location", metavar="FILE.py:KERNEL")

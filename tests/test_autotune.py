@@ -162,3 +162,16 @@ def test_positional_arguments_fill_the_parameters_no_config_sets():
     with pytest.raises(LaunchError, match="takes 2 positional arguments besides its tuned ones"):
         tiled_fill.compile_all(T.Tensor((64,), "float32"), T.int32(0), 32)
     assert "WIDTH=32" in repr(tiled_fill.configs[0]) and "3 configs" in repr(tiled_fill)
+
+
+def test_jittile_cache_lists_the_tunings(gpu, disk, monkeypatch, capsys):
+    from jittile import cli
+
+    _timed(monkeypatch, {32: 2.0, 64: 1.0})
+    tiled_fill(CupyLike(0x10000, (64,)), 12)
+    assert cli.main(["cache", "tunings"]) == 0
+    text = capsys.readouterr().out
+    assert "tiled_fill" in text and "n=12" in text and "WIDTH=64" in text
+    assert "Stand-in GPU 0" in text and "2/3" in text  # two timed of three configs
+    assert cli.main(["cache", "tunings", "other_kernel", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["tunings"] == []
