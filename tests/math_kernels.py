@@ -1,0 +1,118 @@
+"""Kernels applying one ``T`` math function or warp shuffle per element, and the NumPy references
+they are checked against (tests/test_math.py interpreted, tests/test_gpu_math.py on the GPU)."""
+from fractions import Fraction
+
+import numpy as np
+
+import jittile
+from jittile import T
+
+N = 1024
+BLOCK = 128
+
+
+def unary(function, approx: bool = False):
+    """``y[i] = function(x[i])`` (``approx=True`` passed on when set)."""
+    if approx:
+        @jittile.kernel
+        def unary_approx(x: T.Tensor((N,), "float32"), y: T.Tensor((N,), "float32")):
+            T.device_entry(launch=T.cuda.LaunchConfig(grid=(N // BLOCK,), block=(BLOCK,)))
+            i = T.cuda.thread_idx()
+            y[i + T.cuda.block_idx() * BLOCK] = function(x[i + T.cuda.block_idx() * BLOCK],
+                                                         approx=True)
+        return unary_approx
+
+    @jittile.kernel
+    def unary_kernel(x: T.Tensor((N,), "float32"), y: T.Tensor((N,), "float32")):
+        T.device_entry(launch=T.cuda.LaunchConfig(grid=(N // BLOCK,), block=(BLOCK,)))
+        i = T.cuda.thread_idx() + T.cuda.block_idx() * BLOCK
+        y[i] = function(x[i])
+    return unary_kernel
+
+
+@jittile.kernel
+def binary(a: T.Tensor((N,), "float32"), b: T.Tensor((N,), "float32"),
+           lo: T.Tensor((N,), "float32"), hi: T.Tensor((N,), "float32")):
+    T.device_entry(launch=T.cuda.LaunchConfig(grid=(N // BLOCK,), block=(BLOCK,)))
+    i = T.cuda.thread_idx() + T.cuda.block_idx() * BLOCK
+    lo[i] = T.fmin(a[i], b[i])
+    hi[i] = T.fmax(a[i], b[i])
+
+
+@jittile.kernel
+def fused(a: T.Tensor((N,), "float32"), b: T.Tensor((N,), "float32"),
+          c: T.Tensor((N,), "float32"), d: T.Tensor((N,), "float32")):
+    T.device_entry(launch=T.cuda.LaunchConfig(grid=(N // BLOCK,), block=(BLOCK,)))
+    i = T.cuda.thread_idx() + T.cuda.block_idx() * BLOCK
+    d[i] = T.fma(a[i], b[i], c[i])
+
+
+def shuffle(function, dtype: str, width: int):
+    """``y[i] = function(x[i], b[i], width=width)`` across each warp."""
+    @jittile.kernel
+    def shuffle_kernel(x: T.Tensor((N,), dtype), b: T.Tensor((N,), "int32"),
+                       y: T.Tensor((N,), dtype)):
+        T.device_entry(launch=T.cuda.LaunchConfig(grid=(N // BLOCK,), block=(BLOCK,)))
+        i = T.cuda.thread_idx() + T.cuda.block_idx() * BLOCK
+        y[i] = function(x[i], b[i], width=width)
+    return shuffle_kernel
+
+
+# ------------------------------------------------------------------------------ references
+def special_values() -> np.ndarray:
+    """Zeros, subnormals, extremes, NaN and infinities, then N float32s of every magnitude."""
+    tiny = np.finfo(np.float32).tiny
+    specials = np.array([0.0, -0.0, 1.0, -1.0, 0.5, 2.0, np.inf, -np.inf, np.nan, tiny, -tiny,
+                         tiny / 4, -tiny / 4, np.finfo(np.float32).max, 3.0, 1e-30, 1e30],
+                        dtype=np.float32)
+    rng = np.random.default_rng(24)
+    random = (rng.standard_normal(N) * 2.0 ** rng.integers(-20, 20, N)).astype(np.float32)
+    return np.concatenate([specials, random])[:N]
+
+
+def round_to_float32(value: Fraction) -> np.float32:
+    """The float32 nearest ``value`` (ties to even), from exact comparisons."""
+    with np.errstate(over="ignore"):
+        guess = np.float32(float(value))
+    if not np.isfinite(guess):
+        return guess
+    below = guess if Fraction(float(guess)) <= value else np.nextafter(guess, np.float32(-np.inf))
+    if below == np.finfo(np.float32).max:  # rounds to max or to inf: ties at max + ulp / 2
+        return below if value - Fraction(float(below)) < Fraction(2) ** 103 else np.float32(np.inf)
+    above = np.nextafter(below, np.float32(np.inf))
+    low, high = value - Fraction(float(below)), Fraction(float(above)) - value
+    if low != high:
+        return below if low < high else above
+    return below if int(below.view(np.uint32)) & 1 == 0 else above
+
+
+def fma_reference(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    out = np.empty_like(a)
+    with np.errstate(all="ignore"):
+        for k, (x, y, z) in enumerate(zip(a, b, c)):
+            if not (np.isfinite(x) and np.isfinite(y) and np.isfinite(z)):
+                out[k] = np.float32(np.float64(x) * np.float64(y) + np.float64(z))
+                continue
+            exact = Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z))
+            result = round_to_float32(exact)
+            if result == 0 and exact == 0:  # the sign of an exact zero sum
+                result = np.float32(np.float64(x) * np.float64(y) + np.float64(z))
+            out[k] = result
+    return out
+
+
+def shuffle_reference(mode: str, x: np.ndarray, b: np.ndarray, width: int) -> np.ndarray:
+    """What each lane reads, from the segment rule CUDA documents for ``__shfl_*_sync``."""
+    lane = np.arange(len(x)) % 32
+    start = lane - lane % width
+    if mode == "bfly":
+        source = lane ^ (b & 31)
+        source = np.where(source < start + width, source, lane)  # earlier segments may be read
+    elif mode == "down":
+        source = np.where(lane + b < start + width, lane + b, lane)
+    elif mode == "up":
+        source = np.where(lane - b >= start, lane - b, lane)
+    else:
+        source = start + (b % width)
+    warp = np.arange(len(x)) - lane
+    return x[warp + source]
