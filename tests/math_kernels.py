@@ -59,6 +59,55 @@ def shuffle(function, dtype: str, width: int):
 
 
 # ------------------------------------------------------------------------------ references
+EXACT = {  # (function, approx) -> (opcode, NumPy float32 reference: IEEE, correctly rounded)
+    (T.sqrt, False): ("sqrt.rn.f32", np.sqrt),
+    (T.rcp, False): ("rcp.rn.f32", lambda x: np.float32(1) / x),
+}
+APPROX = {  # (function, approx) -> (opcodes, float64 reference, relative tolerance)
+    (T.exp2, False): (("ex2.approx.ftz.f32",), np.exp2, 2.0 ** -21),
+    (T.exp, False): (("mul.rn.ftz.f32", "ex2.approx.ftz.f32"), np.exp, 2.0 ** -18),
+    (T.log2, False): (("lg2.approx.ftz.f32",), np.log2, 2.0 ** -21),
+    (T.log, False): (("lg2.approx.ftz.f32", "mul.rn.ftz.f32"), np.log, 2.0 ** -21),
+    (T.sqrt, True): (("sqrt.approx.ftz.f32",), np.sqrt, 2.0 ** -22),
+    (T.rsqrt, False): (("rsqrt.approx.ftz.f32",), lambda x: 1 / np.sqrt(x), 2.0 ** -22),
+    (T.rcp, True): (("rcp.approx.ftz.f32",), lambda x: 1 / x, 2.0 ** -22),
+    (T.tanh, False): (("tanh.approx.f32",), np.tanh, 2.0 ** -10),
+}
+CANONICAL_NAN = 0x7FFFFFFF
+
+
+def bits(a: np.ndarray) -> np.ndarray:
+    return a.view(np.uint32)
+
+
+def check_same(got: np.ndarray, want: np.ndarray) -> None:
+    """Bit for bit, where every NaN is the canonical one."""
+    nan = np.isnan(want)
+    assert (bits(got)[nan] == CANONICAL_NAN).all()
+    assert np.array_equal(bits(got)[~nan], bits(want)[~nan])
+
+
+def check_exact(key, x: np.ndarray, y: np.ndarray) -> None:
+    with np.errstate(all="ignore"):
+        check_same(y, EXACT[key][1](x))
+
+
+def check_approx(key, x: np.ndarray, y: np.ndarray) -> None:
+    """Within the tolerance where the result is a normal float32; NaN and infinities exactly."""
+    opcodes, reference, tolerance = APPROX[key]
+    tiny = np.finfo(np.float32).tiny
+    flushed = np.where(("ftz" in opcodes[-1]) & (np.abs(x) < tiny), np.copysign(np.float32(0), x),
+                       x)
+    with np.errstate(all="ignore"):
+        want = reference(flushed.astype(np.float64))
+    normal = np.isfinite(want) & (np.abs(want) >= tiny) & (np.abs(want) < 3e38)
+    assert normal.sum() > N // 4
+    assert np.allclose(y[normal], want[normal], rtol=tolerance, atol=0)
+    assert (np.isnan(y) == np.isnan(want)).all() and (bits(y)[np.isnan(y)] == CANONICAL_NAN).all()
+    infinite = np.isinf(want)
+    assert np.array_equal(y[infinite], want[infinite].astype(np.float32))
+
+
 def special_values() -> np.ndarray:
     """Zeros, subnormals, extremes, NaN and infinities, then N float32s of every magnitude."""
     tiny = np.finfo(np.float32).tiny

@@ -10,22 +10,6 @@ from jittile.interpreter.math import fma_f32, shuffle_source
 
 import math_kernels as mk
 
-EXACT = {  # function, approx -> (opcode, NumPy float32 reference: IEEE, correctly rounded)
-    (T.sqrt, False): ("sqrt.rn.f32", np.sqrt),
-    (T.rcp, False): ("rcp.rn.f32", lambda x: np.float32(1) / x),
-}
-APPROX = {  # function, approx -> (opcodes, float64 reference, relative tolerance)
-    (T.exp2, False): (("ex2.approx.ftz.f32",), np.exp2, 2.0 ** -21),
-    (T.exp, False): (("mul.rn.ftz.f32", "ex2.approx.ftz.f32"), np.exp, 2.0 ** -18),
-    (T.log2, False): (("lg2.approx.ftz.f32",), np.log2, 2.0 ** -21),
-    (T.log, False): (("lg2.approx.ftz.f32", "mul.rn.ftz.f32"), np.log, 2.0 ** -21),
-    (T.sqrt, True): (("sqrt.approx.ftz.f32",), np.sqrt, 2.0 ** -22),
-    (T.rsqrt, False): (("rsqrt.approx.ftz.f32",), lambda x: 1 / np.sqrt(x), 2.0 ** -22),
-    (T.rcp, True): (("rcp.approx.ftz.f32",), lambda x: 1 / x, 2.0 ** -22),
-    (T.tanh, False): (("tanh.approx.f32",), np.tanh, 2.0 ** -10),
-}
-CANONICAL_NAN = 0x7FFFFFFF
-
 
 def _run(function, approx):
     x = mk.special_values()
@@ -34,52 +18,26 @@ def _run(function, approx):
     return x, y
 
 
-def _bits(a):
-    return a.view(np.uint32)
-
-
 def _issues(kernel, opcode: str) -> bool:
     """Whether the kernel's PTX has an ``opcode`` instruction (compiled or inline asm line)."""
     ptx = kernel.compile(target="sm_90a").ptx
     return any(line.split()[:1] == [opcode] for line in ptx.splitlines())
 
 
-@pytest.mark.parametrize("key", EXACT, ids=lambda k: EXACT[k][0])
+@pytest.mark.parametrize("key", mk.EXACT, ids=lambda k: mk.EXACT[k][0])
 def test_exact_forms_are_the_correctly_rounded_result(key):
-    opcode, reference = EXACT[key]
-    x, y = _run(*key)
-    with np.errstate(all="ignore"):
-        want = reference(x)
-    nan = np.isnan(want)
-    assert (_bits(y)[nan] == CANONICAL_NAN).all()
-    assert np.array_equal(_bits(y)[~nan], _bits(want)[~nan])
+    mk.check_exact(key, *_run(*key))
 
 
-@pytest.mark.parametrize("key", APPROX, ids=lambda k: APPROX[k][0][-1] + ("" if k != (T.exp, False)
-                                                                         and k != (T.log, False)
-                                                                         else "-" + k[0].__name__))
+@pytest.mark.parametrize("key", mk.APPROX, ids=lambda k: "-".join(mk.APPROX[k][0]))
 def test_approximate_forms_are_within_their_error(key):
-    opcodes, reference, tolerance = APPROX[key]
-    x, y = _run(*key)
-    ftz = "ftz" in opcodes[-1]
-    tiny = np.finfo(np.float32).tiny
-    flushed = np.where(ftz & (np.abs(x) < tiny), np.copysign(np.float32(0), x), x)
-    with np.errstate(all="ignore"):
-        want = reference(flushed.astype(np.float64))
-    normal = np.isfinite(want) & (np.abs(want) >= tiny) & (np.abs(want) < 3e38)
-    assert normal.sum() > N_CHECKED
-    assert np.allclose(y[normal], want[normal], rtol=tolerance, atol=0)
-    assert (np.isnan(y) == np.isnan(want)).all() and (_bits(y)[np.isnan(y)] == CANONICAL_NAN).all()
-    infinite = np.isinf(want)
-    assert np.array_equal(y[infinite], want[infinite].astype(np.float32))
+    mk.check_approx(key, *_run(*key))
 
 
-N_CHECKED = mk.N // 4
-
-
-@pytest.mark.parametrize("key", list(EXACT) + list(APPROX), ids=str)
+@pytest.mark.parametrize("key", list(mk.EXACT) + list(mk.APPROX),
+                         ids=lambda k: k[0].__name__ + ("-approx" if k[1] else ""))
 def test_each_function_is_its_native_instruction(key):
-    opcodes = EXACT[key][:1] if key in EXACT else APPROX[key][0]
+    opcodes = mk.EXACT[key][:1] if key in mk.EXACT else mk.APPROX[key][0]
     for opcode in opcodes:
         assert _issues(mk.unary(*key), opcode), opcode
 
@@ -112,10 +70,7 @@ def test_fma_in_a_kernel_matches_exact_arithmetic():
         np.float32(2.0 ** -60)
     d = np.zeros_like(a)
     mk.fused.interpret(a, b, c, d)
-    want = mk.fma_reference(a, b, c)
-    nan = np.isnan(want)
-    assert np.array_equal(_bits(d)[~nan], _bits(want)[~nan])
-    assert (_bits(d)[nan] == CANONICAL_NAN).all()
+    mk.check_same(d, mk.fma_reference(a, b, c))
     assert _issues(mk.fused, "fma.rn.f32")
 
 
@@ -127,11 +82,11 @@ def test_fmax_fmin_follow_the_ptx_nan_and_zero_rules():
     lo, hi = np.zeros_like(a), np.zeros_like(a)
     mk.binary.interpret(a, b, lo, hi)
     with np.errstate(invalid="ignore"):
-        assert np.array_equal(_bits(lo[4:]), _bits(np.fmin(a, b)[4:]))
-        assert np.array_equal(_bits(hi[4:]), _bits(np.fmax(a, b)[4:]))
-    assert _bits(lo)[0] == _bits(hi)[0] == CANONICAL_NAN
+        assert np.array_equal(mk.bits(lo[4:]), mk.bits(np.fmin(a, b)[4:]))
+        assert np.array_equal(mk.bits(hi[4:]), mk.bits(np.fmax(a, b)[4:]))
+    assert mk.bits(lo)[0] == mk.bits(hi)[0] == mk.CANONICAL_NAN
     assert lo[1] == hi[1] == 2.0 and lo[2] == hi[2] == 1.0
-    assert _bits(lo)[3] == 0x80000000 and _bits(hi)[3] == 0  # -0 < +0
+    assert mk.bits(lo)[3] == 0x80000000 and mk.bits(hi)[3] == 0  # -0 < +0
     assert _issues(mk.binary, "min.f32") and _issues(mk.binary, "max.f32")
 
 
