@@ -11,23 +11,28 @@ N = 1024
 BLOCK = 128
 
 
-def unary(function, approx: bool = False):
-    """``y[i] = function(x[i])`` (``approx=True`` passed on when set)."""
-    if approx:
-        @jittile.kernel
-        def unary_approx(x: T.Tensor((N,), "float32"), y: T.Tensor((N,), "float32")):
-            T.device_entry(launch=T.cuda.LaunchConfig(grid=(N // BLOCK,), block=(BLOCK,)))
-            i = T.cuda.thread_idx()
-            y[i + T.cuda.block_idx() * BLOCK] = function(x[i + T.cuda.block_idx() * BLOCK],
-                                                         approx=True)
-        return unary_approx
-
-    @jittile.kernel
-    def unary_kernel(x: T.Tensor((N,), "float32"), y: T.Tensor((N,), "float32")):
-        T.device_entry(launch=T.cuda.LaunchConfig(grid=(N // BLOCK,), block=(BLOCK,)))
-        i = T.cuda.thread_idx() + T.cuda.block_idx() * BLOCK
-        y[i] = function(x[i])
-    return unary_kernel
+@jittile.kernel
+def unary(x, y, FN: T.constexpr, APPROX: T.constexpr):
+    """``y[i] = T.<FN>(x[i])`` (with ``approx=APPROX`` where the function has the keyword);
+    constexprs rather than closures, since they are part of the cache key."""
+    T.device_entry(launch=T.cuda.LaunchConfig(grid=(N // BLOCK,), block=(BLOCK,)))
+    i = T.cuda.thread_idx() + T.cuda.block_idx() * BLOCK
+    if FN == "exp2":
+        y[i] = T.exp2(x[i])
+    elif FN == "exp":
+        y[i] = T.exp(x[i])
+    elif FN == "log2":
+        y[i] = T.log2(x[i])
+    elif FN == "log":
+        y[i] = T.log(x[i])
+    elif FN == "sqrt":
+        y[i] = T.sqrt(x[i], approx=APPROX)
+    elif FN == "rsqrt":
+        y[i] = T.rsqrt(x[i])
+    elif FN == "rcp":
+        y[i] = T.rcp(x[i], approx=APPROX)
+    else:
+        y[i] = T.tanh(x[i])
 
 
 @jittile.kernel
@@ -47,31 +52,35 @@ def fused(a: T.Tensor((N,), "float32"), b: T.Tensor((N,), "float32"),
     d[i] = T.fma(a[i], b[i], c[i])
 
 
-def shuffle(function, dtype: str, width: int):
-    """``y[i] = function(x[i], b[i], width=width)`` across each warp."""
-    @jittile.kernel
-    def shuffle_kernel(x: T.Tensor((N,), dtype), b: T.Tensor((N,), "int32"),
-                       y: T.Tensor((N,), dtype)):
-        T.device_entry(launch=T.cuda.LaunchConfig(grid=(N // BLOCK,), block=(BLOCK,)))
-        i = T.cuda.thread_idx() + T.cuda.block_idx() * BLOCK
-        y[i] = function(x[i], b[i], width=width)
-    return shuffle_kernel
+@jittile.kernel
+def shuffle(x, b, y, MODE: T.constexpr, WIDTH: T.constexpr):
+    """``y[i] = T.cuda.shfl_<MODE>(x[i], b[i], width=WIDTH)`` across each warp."""
+    T.device_entry(launch=T.cuda.LaunchConfig(grid=(N // BLOCK,), block=(BLOCK,)))
+    i = T.cuda.thread_idx() + T.cuda.block_idx() * BLOCK
+    if MODE == "bfly":
+        y[i] = T.cuda.shfl_xor(x[i], b[i], width=WIDTH)
+    elif MODE == "down":
+        y[i] = T.cuda.shfl_down(x[i], b[i], width=WIDTH)
+    elif MODE == "up":
+        y[i] = T.cuda.shfl_up(x[i], b[i], width=WIDTH)
+    else:
+        y[i] = T.cuda.shfl_idx(x[i], b[i], width=WIDTH)
 
 
 # ------------------------------------------------------------------------------ references
-EXACT = {  # (function, approx) -> (opcode, NumPy float32 reference: IEEE, correctly rounded)
-    (T.sqrt, False): ("sqrt.rn.f32", np.sqrt),
-    (T.rcp, False): ("rcp.rn.f32", lambda x: np.float32(1) / x),
+EXACT = {  # (function name, approx) -> (opcode, NumPy float32 reference: IEEE, correctly rounded)
+    ("sqrt", False): ("sqrt.rn.f32", np.sqrt),
+    ("rcp", False): ("rcp.rn.f32", lambda x: np.float32(1) / x),
 }
-APPROX = {  # (function, approx) -> (opcodes, float64 reference, relative tolerance)
-    (T.exp2, False): (("ex2.approx.ftz.f32",), np.exp2, 2.0 ** -21),
-    (T.exp, False): (("mul.rn.ftz.f32", "ex2.approx.ftz.f32"), np.exp, 2.0 ** -18),
-    (T.log2, False): (("lg2.approx.ftz.f32",), np.log2, 2.0 ** -21),
-    (T.log, False): (("lg2.approx.ftz.f32", "mul.rn.ftz.f32"), np.log, 2.0 ** -21),
-    (T.sqrt, True): (("sqrt.approx.ftz.f32",), np.sqrt, 2.0 ** -22),
-    (T.rsqrt, False): (("rsqrt.approx.ftz.f32",), lambda x: 1 / np.sqrt(x), 2.0 ** -22),
-    (T.rcp, True): (("rcp.approx.ftz.f32",), lambda x: 1 / x, 2.0 ** -22),
-    (T.tanh, False): (("tanh.approx.f32",), np.tanh, 2.0 ** -10),
+APPROX = {  # (function name, approx) -> (opcodes, float64 reference, relative tolerance)
+    ("exp2", False): (("ex2.approx.ftz.f32",), np.exp2, 2.0 ** -21),
+    ("exp", False): (("mul.rn.ftz.f32", "ex2.approx.ftz.f32"), np.exp, 2.0 ** -18),
+    ("log2", False): (("lg2.approx.ftz.f32",), np.log2, 2.0 ** -21),
+    ("log", False): (("lg2.approx.ftz.f32", "mul.rn.ftz.f32"), np.log, 2.0 ** -21),
+    ("sqrt", True): (("sqrt.approx.ftz.f32",), np.sqrt, 2.0 ** -22),
+    ("rsqrt", False): (("rsqrt.approx.ftz.f32",), lambda x: 1 / np.sqrt(x), 2.0 ** -22),
+    ("rcp", True): (("rcp.approx.ftz.f32",), lambda x: 1 / x, 2.0 ** -22),
+    ("tanh", False): (("tanh.approx.f32",), np.tanh, 2.0 ** -10),
 }
 CANONICAL_NAN = 0x7FFFFFFF
 

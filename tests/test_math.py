@@ -11,16 +11,21 @@ from jittile.interpreter.math import fma_f32, shuffle_source
 import math_kernels as mk
 
 
-def _run(function, approx):
+def _arrays():
     x = mk.special_values()
-    y = np.full_like(x, 7.0)
-    mk.unary(function, approx).interpret(x, y)
+    return x, np.full_like(x, 7.0)
+
+
+def _run(function: str, approx: bool):
+    x, y = _arrays()
+    mk.unary.interpret(x, y, function, approx)
     return x, y
 
 
-def _issues(kernel, opcode: str) -> bool:
-    """Whether the kernel's PTX has an ``opcode`` instruction (compiled or inline asm line)."""
-    ptx = kernel.compile(target="sm_90a").ptx
+def _issues(kernel, opcode: str, *args) -> bool:
+    """Whether the kernel's PTX (for ``args``) has an ``opcode`` instruction (a compiled or an
+    inline-asm line)."""
+    ptx = kernel.compile(*args, target="sm_90a").ptx
     return any(line.split()[:1] == [opcode] for line in ptx.splitlines())
 
 
@@ -35,20 +40,20 @@ def test_approximate_forms_are_within_their_error(key):
 
 
 @pytest.mark.parametrize("key", list(mk.EXACT) + list(mk.APPROX),
-                         ids=lambda k: k[0].__name__ + ("-approx" if k[1] else ""))
+                         ids=lambda k: k[0] + ("-approx" if k[1] else ""))
 def test_each_function_is_its_native_instruction(key):
     opcodes = mk.EXACT[key][:1] if key in mk.EXACT else mk.APPROX[key][0]
     for opcode in opcodes:
-        assert _issues(mk.unary(*key), opcode), opcode
+        assert _issues(mk.unary, opcode, *_arrays(), *key), opcode
 
 
 def test_flush_to_zero_forms_flush_subnormals():
-    x, y = _run(T.exp2, False)
+    x, y = _run("exp2", False)
     assert y[x == np.inf] == np.inf and y[x == -np.inf] == 0
-    x, y = _run(T.sqrt, True)
+    x, y = _run("sqrt", True)
     subnormal = (x > 0) & (x < np.finfo(np.float32).tiny)
     assert subnormal.any() and (y[subnormal] == 0).all()  # sqrt of the flushed input
-    x, y = _run(T.sqrt, False)
+    x, y = _run("sqrt", False)
     assert (y[subnormal] > 0).all()  # sqrt.rn keeps subnormals
 
 
@@ -91,15 +96,10 @@ def test_fmax_fmin_follow_the_ptx_nan_and_zero_rules():
 
 
 # -------------------------------------------------------------------------------- shuffles
-SHUFFLES = {T.cuda.shfl_xor: "bfly", T.cuda.shfl_down: "down", T.cuda.shfl_up: "up",
-            T.cuda.shfl_idx: "idx"}
-
-
 @pytest.mark.parametrize("width", [32, 8])
 @pytest.mark.parametrize("dtype", ["float32", "int32", "uint32"])
-@pytest.mark.parametrize("function", SHUFFLES, ids=lambda f: f.__name__)
-def test_shuffles_move_values_between_lanes(function, dtype, width):
-    mode = SHUFFLES[function]
+@pytest.mark.parametrize("mode", ["bfly", "down", "up", "idx"])
+def test_shuffles_move_values_between_lanes(mode, dtype, width):
     rng = np.random.default_rng(3)
     if dtype == "float32":
         x = mk.special_values()
@@ -109,10 +109,9 @@ def test_shuffles_move_values_between_lanes(function, dtype, width):
     if mode != "idx":
         b = np.repeat(rng.integers(0, 32, mk.N // 32), 32).astype(np.int32)
     y = np.zeros_like(x)
-    kernel = mk.shuffle(function, dtype, width)
-    kernel.interpret(x, b, y)
+    mk.shuffle.interpret(x, b, y, mode, width)
     assert np.array_equal(y.view(np.uint32), mk.shuffle_reference(mode, x, b, width).view(np.uint32))
-    assert _issues(kernel, f"shfl.sync.{mode}.b32")
+    assert _issues(mk.shuffle, f"shfl.sync.{mode}.b32", x, b, y, mode, width)
 
 
 def test_shuffle_clamp_matches_cuda_segments():
@@ -151,7 +150,6 @@ def test_a_member_mask_lets_part_of_a_warp_shuffle():
 def test_reduction_with_shfl_xor():
     x = np.random.default_rng(1).standard_normal(mk.N).astype(np.float32)
     y = np.zeros_like(x)
-    mk.shuffle(T.cuda.shfl_xor, "float32", 32)  # the kernel file compiles alone
     warp_sum.interpret(x, y)
     want = x.reshape(-1, 32).astype(np.float64).sum(axis=1)
     assert np.allclose(y.reshape(-1, 32), want[:, None], rtol=1e-5, atol=1e-5)

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..ir import PlanRecord
 from ..ptx.instructions import ASYNC_SHARED_FENCE, INSTRUCTIONS
+from ..ptx.math import SHUFFLE_PREFIX
 from ..ptx.opcodes import parse_bulk_tensor, parse_tcgen05_cp
 from . import math
 from .memory import AsyncReader, MemoryFault
@@ -511,7 +512,7 @@ RAW = [
     ("cp.async.bulk.wait_group", _nothing),
     ("createpolicy.", _policy),
     ("elect.sync", _warp_collective(_elect, mask=0)),
-    (math.SHUFFLE_PREFIX, _warp_collective(math.SHUFFLE, mask=3, typed=True)),
+    (SHUFFLE_PREFIX, _warp_collective(math.shuffle, mask=3, typed=True)),
     *math.MATH.items(),
     ("tcgen05.alloc", _warp_collective(_tcgen05_alloc)),
     ("tcgen05.dealloc", _warp_collective(_tcgen05_dealloc)),

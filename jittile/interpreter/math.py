@@ -14,7 +14,6 @@ import math
 
 import numpy as np
 
-from ..ptx.math import SHUFFLE_PREFIX  # noqa: F401 (instructions.RAW's key)
 
 _CANONICAL_NAN = np.array([0x7FFFFFFF], dtype=np.uint32).view(np.float32)[0]
 _SMALLEST_NORMAL = np.float32(np.finfo(np.float32).tiny)
@@ -123,11 +122,12 @@ def _word(value):
     ``make_word_asm``): floats as float32, integers as int32 if signed, else uint32."""
     if isinstance(value, (float, np.floating)):
         return _f32(value)
-    kind = np.uint32 if isinstance(value, (np.unsignedinteger, np.bool_)) else np.int32
+    kind = np.uint32 if isinstance(value, (bool, np.bool_, np.unsignedinteger)) else np.int32
     return np.array(int(value) & 0xFFFFFFFF, dtype=np.uint32).view(kind)[()]
 
 
-def _shuffle(machine, opcode, per_lane, threads):
+def shuffle(machine, opcode, per_lane, threads):
+    """``shfl.sync.<mode>.b32`` across the member lanes of a warp (a warp collective)."""
     mode = opcode.split(".")[2]
     by_lane = {t.lane: values for values, t in zip(per_lane, threads)}
     out = []
@@ -155,4 +155,3 @@ UNARY = {
 # Opcode (the asm statement's comment) -> semantics, as instructions.RAW takes them.
 MATH = {**UNARY, "T.exp": _exp, "T.log": _log, "fma.rn.f32": _fma,
         "max.f32": _extremum(True), "min.f32": _extremum(False)}
-SHUFFLE = _shuffle
