@@ -19,6 +19,7 @@ from ..errors import (CompileError, JittileWarning, ToolchainError, user_stackle
 from ..ir import ArrayParam, KernelIR, ScalarParam, TensorMapParam  # noqa: E402
 from ..frontend.lower import Lowered  # noqa: E402
 from ..targets import Target  # noqa: E402
+from ..ptx import math as ptx_math  # noqa: E402
 from ..ptx.conversions import conversion  # noqa: E402
 from . import intrinsics, ptx_post, toolchain  # noqa: E402
 from .reshape import reshape  # noqa: E402
@@ -76,7 +77,9 @@ def _namespace(lowered: Lowered) -> dict:
         elif kind == "gaddr":
             out[name] = intrinsics.global_address
         elif kind in ("asm", "record"):
-            out[name] = intrinsics.make_asm(asm_of(spec))
+            asm = asm_of(spec)
+            word = asm.comment.startswith(ptx_math.SHUFFLE_PREFIX)
+            out[name] = (intrinsics.make_word_asm if word else intrinsics.make_asm)(asm)
         elif kind == "packed":  # an instruction taking a packed fragment (backend/reshape.py)
             out[name] = intrinsics.make_asm(asm_of(lowered.namespace[spec[1]]), spec[2])
         elif kind == "type":

@@ -54,6 +54,11 @@ def make_asm(call: AsmCall, groups: tuple | None = None):
     ``start + count`` of a tuple of ``length`` (a packed register fragment), ``None`` one operand.
     One per distinct call and grouping, so that further specializations reuse numba's typing and
     lowering of it."""
+    return _fixed_arity(_asm_typer(call, groups), len(groups or call.inputs))
+
+
+def _asm_typer(call: AsmCall, groups: tuple | None):
+    """The ``typer(typingctx, *argtys)`` of :func:`make_asm`."""
     out_types = [_register_type(c, call.outputs) for c in call.outputs]
     in_types = [_register_type(c, call.outputs) for c in call.inputs]
     groups = groups or (None,) * len(call.inputs)
@@ -111,7 +116,29 @@ def make_asm(call: AsmCall, groups: tuple | None = None):
 
         return sig, codegen
 
-    return _fixed_arity(typer, len(groups))
+    return typer
+
+
+@functools.lru_cache(maxsize=None)
+def make_word_asm(call: AsmCall):
+    """An intrinsic issuing ``call`` (32-bit register operands, the first input the one value
+    it moves: ``shfl.sync``) on a float or integer value, which keeps its kind: a float goes
+    in and comes out as a float32 register (PTX ``.b32`` takes ``.f32`` registers as they are),
+    an integer as 32 bits, int32 if it was signed, else uint32."""
+    as_float = AsmCall(call.template, ("f",), ("f",) + call.inputs[1:], call.memory, call.comment)
+    typers = {False: _asm_typer(call, None), True: _asm_typer(as_float, None)}
+
+    def typer(typingctx, value, *rest):
+        floating = isinstance(value, types.Float)
+        found = typers[floating](typingctx, value, *rest)
+        if found is None or floating:
+            return found
+        sig, codegen = found
+        signed = isinstance(value, types.Integer) and value.signed
+        resty = types.int32 if signed else types.uint32
+        return resty(*sig.args), codegen  # the asm's i32 result is either, as it stands
+
+    return _fixed_arity(typer, len(call.inputs))
 
 
 def _fixed_arity(typer, arity: int):

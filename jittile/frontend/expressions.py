@@ -17,6 +17,7 @@ from ..patterns.base import OrderEvent, SharedBuffer
 from ..ptx import builtins
 from .divergence import mark
 from .emit import CUDA, GLOBAL_ADDRESS, SHARED_ADDRESS, linear_index
+from .math_calls import is_math
 from .positions import Origin, tag
 from .static import RUNTIME
 from .syntax import name as _name, parse_expr, src
@@ -201,6 +202,8 @@ class ExpressionLowering:
         reg = lambda obj, attr: ast.Attribute(  # noqa: E731
             value=ast.Attribute(value=_name(CUDA), attr=obj, ctx=ast.Load()), attr=attr,
             ctx=ast.Load())
+        if is_math(target):
+            return self.math_call(node, target)
         axis = None
         if node.args:
             axis = self.static(node.args[0])

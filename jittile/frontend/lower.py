@@ -35,6 +35,7 @@ from .emit import CUDA, GLOBAL_ADDRESS, SHARED_ADDRESS
 from .expressions import ExpressionLowering, fits_64_bits, is_number
 from .fragments import FragmentLowering
 from .inline import HelperInlining, assignment_counts
+from .math_calls import MathLowering
 from .positions import HELPER_PREFIX, Origin, number_lines, tag
 from .proxies import ProxyEvent, check_proxy_fences
 from .raw_ptx import RawPtxLowering
@@ -71,7 +72,7 @@ class Lowered:
 
 
 class KernelLowering(ExpressionLowering, ElementLowering, AllocationLowering, FragmentLowering,
-                     HelperInlining, RawPtxLowering, TileCallLowering):
+                     HelperInlining, MathLowering, RawPtxLowering, TileCallLowering):
     """One kernel specialization being lowered (source + argument kinds + target)."""
 
     def __init__(self, source: KernelSource, params: list, target: Target, launch_override=None):

@@ -15,7 +15,9 @@ import numpy as np
 
 from ..ir import PlanRecord
 from ..ptx.instructions import ASYNC_SHARED_FENCE, INSTRUCTIONS
+from ..ptx.math import SHUFFLE_PREFIX
 from ..ptx.opcodes import parse_bulk_tensor, parse_tcgen05_cp
+from . import math
 from .memory import AsyncReader, MemoryFault
 from .machine import MBarrier, Block, Fault, Pending
 from .tma import round_to_bfloat16
@@ -66,8 +68,9 @@ def _handler(machine, name: str):
     opcode = asm.comment
     for head, run in RAW:
         if opcode.startswith(head):
-            return lambda machine, thread, args: run(machine, thread, opcode,
-                                                     list(map(_plain, args)), name)
+            convert = list if getattr(run, "typed", False) else lambda a: list(map(_plain, a))
+            return lambda machine, thread, args: run(machine, thread, opcode, convert(args),
+                                                     name)
     raise Fault(f"the interpreter does not know the semantics of {opcode or asm.template!r}")
 
 
@@ -151,16 +154,18 @@ def _mbarrier_inval(machine, thread, opcode, values, name):
 
 
 # ------------------------------------------------------------------------ collectives & misc
-def _warp_collective(run):
-    """A ``.sync.aligned`` instruction: the scheduler runs ``run(values_per_lane, threads)``
-    once every live lane of the warp has reached the same instruction."""
+def _warp_collective(run, mask: int | None = None, typed: bool = False):
+    """A ``.sync`` instruction: the scheduler runs ``run(values_per_lane, threads)`` once every
+    live lane of the warp (with operand ``mask``, every lane of that member mask) has reached
+    the same instruction. ``typed``: the operands keep their NumPy types."""
     @_blocking
     def issue(machine, thread, opcode, values, name):
         key = (opcode, thread.instruction())
-        if opcode.startswith("elect.sync"):
-            key += (values[0],)  # only the member lanes take part
+        if mask is not None:
+            key += (int(values[mask]),)  # only the member lanes take part
         return Block(("warp", key,
                       lambda per_lane, threads: run(machine, opcode, per_lane, threads), values))
+    issue.typed = typed
     return issue
 
 
@@ -506,7 +511,9 @@ RAW = [
     ("cp.async.bulk.commit_group", _nothing),
     ("cp.async.bulk.wait_group", _nothing),
     ("createpolicy.", _policy),
-    ("elect.sync", _warp_collective(_elect)),
+    ("elect.sync", _warp_collective(_elect, mask=0)),
+    (SHUFFLE_PREFIX, _warp_collective(math.shuffle, mask=3, typed=True)),
+    *math.MATH.items(),
     ("tcgen05.alloc", _warp_collective(_tcgen05_alloc)),
     ("tcgen05.dealloc", _warp_collective(_tcgen05_dealloc)),
     ("tcgen05.relinquish_alloc_permit", _warp_collective(_tcgen05_relinquish)),

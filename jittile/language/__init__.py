@@ -5,7 +5,7 @@ Nothing here imports numba or the CUDA driver: these objects are markers the fro
 """
 from __future__ import annotations
 
-from . import cuda
+from . import cuda, math
 from .markers import Intrinsic, Namespace, PtxInstruction, intrinsic
 from .types import ScalarType, Tensor, constexpr
 
@@ -69,6 +69,7 @@ T = Namespace(
     Tensor=Tensor, constexpr=constexpr, cuda=cuda, ptx=ptx, device_entry=device_entry,
     alloc_shared=alloc_shared, alloc_local=alloc_local, address_of=address_of, grid=grid,
     unroll=unroll,
+    **{function.__name__: function for function in math.FUNCTIONS},
     **SCALAR_TYPES,
 )
 

@@ -76,12 +76,44 @@ def apply(instruction, /, *operands, scope: str = "thread", **parameters) -> Non
     the operands follow; it elects no thread."""
 
 
+FULL_MASK = 0xFFFFFFFF
+
+
+@intrinsic("T.cuda.shfl_xor")
+def shfl_xor(value, lane_mask: int, /, *, mask: int = FULL_MASK, width: int = 32):
+    """``value`` of lane ``lane_id ^ lane_mask`` (``shfl.sync.bfly.b32``), a butterfly for
+    reductions; ``width`` (a compile-time power of two up to 32) splits the warp into segments
+    that stay apart. ``value`` is a float (returned as float32, bit for bit) or a 32-bit
+    integer (signed stays int32, unsigned uint32); every lane of ``mask`` executes it together,
+    and a lane reads its own value where the source lane lies outside its segment."""
+
+
+@intrinsic("T.cuda.shfl_down")
+def shfl_down(value, delta: int, /, *, mask: int = FULL_MASK, width: int = 32):
+    """``value`` of lane ``lane_id + delta`` (``shfl.sync.down.b32``); the last ``delta`` lanes
+    of a segment keep their own value. Operands as for ``T.cuda.shfl_xor``."""
+
+
+@intrinsic("T.cuda.shfl_up")
+def shfl_up(value, delta: int, /, *, mask: int = FULL_MASK, width: int = 32):
+    """``value`` of lane ``lane_id - delta`` (``shfl.sync.up.b32``); the first ``delta`` lanes
+    of a segment keep their own value. Operands as for ``T.cuda.shfl_xor``."""
+
+
+@intrinsic("T.cuda.shfl_idx")
+def shfl_idx(value, lane: int, /, *, mask: int = FULL_MASK, width: int = 32):
+    """``value`` of lane ``lane`` of the caller's segment (``shfl.sync.idx.b32``): a broadcast
+    with one ``lane`` for all. Operands as for ``T.cuda.shfl_xor``."""
+
+
+SHUFFLES = {shfl_xor: "bfly", shfl_down: "down", shfl_up: "up", shfl_idx: "idx"}
+
 tile = Namespace("T.cuda.tile", "Tile patterns: T.cuda.tile.apply(T.ptx[opcode], *operands, "
                                 "**parameters).", apply=apply)
 
 __all__ = ["LaunchConfig", "lane_id", "warp_id", "thread_idx", "block_idx", "block_dim",
            "grid_dim", "cluster_ctarank", "cta_sync", "cluster_sync", "mbarrier_wait",
-           "decl_tmem", "tile"]
+           "decl_tmem", "shfl_xor", "shfl_down", "shfl_up", "shfl_idx", "tile"]
 
 
 def __dir__() -> list[str]:
