@@ -19,7 +19,9 @@ from pathlib import Path
 
 import pytest
 
+import jittile
 import jittile.cache as cache
+from jittile import T
 from jittile.cache.keys import differing_components
 from jittile.cache.store import DiskStore
 from jittile.cli import main
@@ -463,3 +465,26 @@ def test_why_table_reads_dotted_global_names():
     assert lookup(components, "globals.cfg") == "x"
     assert lookup(components, "args.0.dtype") == "f32"
     assert repr(lookup(components, "globals.nope")) == "<absent>"
+
+
+def _applying(fn):
+    """A kernel applying ``fn``, a closure variable bound to code (a ``T`` math function)."""
+    @jittile.kernel
+    def apply(X: T.Tensor((32,), "float32"), Out: T.Tensor((32,), "float32")):
+        T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))
+        i = T.cuda.thread_idx("x")
+        Out[i] = fn(X[i])
+    return apply
+
+
+def test_a_closure_bound_to_other_code_is_another_key(tmp_path, monkeypatch):
+    """``fn = T.exp2`` and ``fn = T.log2`` compile differently: the disk cache must not hand one
+    the other's cubin (it did: code values were left out of the key)."""
+    monkeypatch.setenv("JITTILE_CACHE", "1")
+    monkeypatch.setenv("JITTILE_CACHE_DIR", str(tmp_path))
+    exp2 = _applying(T.exp2).compile(target="sm_90a")
+    log2 = _applying(T.log2).compile(target="sm_90a")
+    assert exp2.metadata["key"] != log2.metadata["key"]
+    assert "ex2.approx" in exp2.ptx and "lg2.approx" in log2.ptx and "ex2.approx" not in log2.ptx
+    again = _applying(T.exp2).compile(target="sm_90a")
+    assert again.metadata["cache"] == "hit" and again.ptx == exp2.ptx

@@ -139,6 +139,21 @@ def value_text(value: object) -> str | None:
     return _digest_if_long(_ADDRESS.sub("", repr(value)))
 
 
+def code_identity(value: object) -> str | None:
+    """``"code jittile.language.math.exp2"``: which function (or kernel-language object) a name
+    the kernel reads is bound to, where that name is the kernel's own (a closure variable, a
+    module global): ``fn = T.exp2`` and ``fn = T.log2`` compile differently, so the name's
+    target is part of the key. Namespaces and classes have none (their attributes are read)."""
+    if _is_namespace(value) or isinstance(value, type) or not callable(value):
+        return None
+    name = getattr(value, "__qualname__", None)
+    module = getattr(value, "__module__", None)
+    if isinstance(name, str) and isinstance(module, str):
+        return f"code {module}.{name}"
+    kind = type(value)
+    return f"code {kind.__module__}.{kind.__qualname__} {_ADDRESS.sub('', repr(value))}"
+
+
 def _dotted(node: ast.AST) -> list[str] | None:
     """``["cfg", "TILE"]`` for the expression ``cfg.TILE``; ``None`` for anything but a name chain."""
     parts = []
@@ -199,6 +214,8 @@ def referenced_globals(tree: ast.AST, globals_: dict, closure: dict) -> dict[str
                 except Exception:
                     break
             text = value_text(value)
+            if text is None and depth == 0 and not _is_helper(value):
+                text = code_identity(value)  # a name bound to code: which code it is
             if text is not None:
                 found[".".join(chain[:depth + 1])] = text
                 break
