@@ -82,6 +82,9 @@ APPROX = {  # (function name, approx) -> (opcodes, float64 reference, relative t
     ("rcp", True): (("rcp.approx.ftz.f32",), lambda x: 1 / x, 2.0 ** -22),
     ("tanh", False): (("tanh.approx.f32",), np.tanh, 2.0 ** -10),
 }
+# Where an approximation's error is absolute: lg2's results near x = 1 are near 0 (the H200 was
+# off by more than a relative 2^-21 there, run 45).
+ABSOLUTE = {("log2", False): 2.0 ** -21, ("log", False): 2.0 ** -21}
 CANONICAL_NAN = 0x7FFFFFFF
 
 
@@ -111,7 +114,7 @@ def check_approx(key, x: np.ndarray, y: np.ndarray) -> None:
         want = reference(flushed.astype(np.float64))
     normal = np.isfinite(want) & (np.abs(want) >= tiny) & (np.abs(want) < 3e38)
     assert normal.sum() > N // 4
-    assert np.allclose(y[normal], want[normal], rtol=tolerance, atol=0)
+    assert np.allclose(y[normal], want[normal], rtol=tolerance, atol=ABSOLUTE.get(key, 0.0))
     assert (np.isnan(y) == np.isnan(want)).all() and (bits(y)[np.isnan(y)] == CANONICAL_NAN).all()
     infinite = np.isinf(want)
     assert np.array_equal(y[infinite], want[infinite].astype(np.float32))
