@@ -9,21 +9,10 @@ import pytest
 import jittile
 from jittile import JittileWarning, T
 from jittile.stages import STAGES
+from test_launch_fast_path import tma_rows
 
 
-def copy_rows(A: T.Tensor((8, 32), "float32"), Out: T.Tensor((8, 32), "float32")):
-    T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))
-    tid = T.cuda.thread_idx("x")
-    buf = T.alloc_shared((8, 32), "float32", align=128)
-    mbar = T.alloc_shared((1,), "uint64")
-    if tid == 0:
-        T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), T.uint32(1))
-        T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(1024))
-        T.cuda.tile.apply(
-            T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"],
-            buf, A, box=(8, 32), coords=(0, 0), mbar=mbar.ptr_to([0]))
-    T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
-    Out[0, tid] = buf[0, tid]
+copy_rows = tma_rows.pyfunc  # a TMA load, then a copy out: every stage has something to show
 
 
 @pytest.fixture
@@ -53,10 +42,10 @@ def test_the_dump_dir_holds_every_stage_named_after_the_kernel(tmp_path, monkeyp
     (folder,) = (tmp_path / "dump").iterdir()
     assert folder.name == ck.metadata["key"][:16]
     names = sorted(p.name for p in folder.iterdir())
-    assert {"copy_rows.ptx", "copy_rows.ll", "copy_rows.py", "copy_rows.cubin",
-            "copy_rows.plan.txt", "copy_rows.checked.txt"} <= set(names)
-    assert (folder / "copy_rows.ptx").read_text() == ck.ptx
-    assert (folder / "copy_rows.cubin").read_bytes() == ck.cubin
+    assert {"tma_rows.ptx", "tma_rows.ll", "tma_rows.py", "tma_rows.cubin",
+            "tma_rows.plan.txt", "tma_rows.checked.txt"} <= set(names)
+    assert (folder / "tma_rows.ptx").read_text() == ck.ptx
+    assert (folder / "tma_rows.cubin").read_bytes() == ck.cubin
 
 
 def test_an_override_ptx_is_linked_with_a_warning_and_never_cached(disk, monkeypatch):
@@ -65,12 +54,12 @@ def test_an_override_ptx_is_linked_with_a_warning_and_never_cached(disk, monkeyp
     folder.mkdir(parents=True)
     edited = original.ptx.replace("\tret;", "\t// edited by hand\n\tret;", 1)
     assert edited != original.ptx
-    (folder / "copy_rows.ptx").write_text(edited)
+    (folder / "tma_rows.ptx").write_text(edited)
     monkeypatch.setenv("JITTILE_OVERRIDE_DIR", str(disk / "override"))
-    with pytest.warns(JittileWarning, match="JITTILE_OVERRIDE_DIR: linking .*copy_rows.ptx"):
+    with pytest.warns(JittileWarning, match="JITTILE_OVERRIDE_DIR: linking .*tma_rows.ptx"):
         overridden = jittile.kernel(copy_rows).compile(target="sm_90a")
     assert overridden.ptx == edited and overridden.metadata["cache"] == "off"
-    assert jittile.cache.entries("copy_rows") == []
+    assert jittile.cache.entries("tma_rows") == []
 
 
 def test_always_compile_bypasses_the_memory_and_disk_caches(disk, monkeypatch):
