@@ -47,7 +47,7 @@ class CupyLike:
 def driver_stand_ins(launch) -> dict:
     """Stand-ins for the driver calls a launch makes on a one-device machine, by name in
     ``jittile.runtime.driver``; ``launch`` stands in for each ``cuLaunchKernel``."""
-    return {"available": lambda: True, "device_count": lambda: 1, "ensure_context": lambda d=None: 1,
+    return {"available": lambda: True, "device_count": lambda: 1, "ensure_context": lambda: 1,
             "current_context": lambda: 1, "current_device": lambda: 0,
             "context_for": lambda device: 1, "use_context": lambda ctx: None,
             "restore_context": lambda previous: None,

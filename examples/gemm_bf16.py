@@ -144,10 +144,18 @@ def gemm_bf16(A: T.Tensor((None, None), "bfloat16"), B: T.Tensor((None, None), "
 
 
 def launch(a, b, c, sms: int = 132) -> None:
-    """``c = a @ b.T`` for device arrays (torch or CuPy), one persistent CTA per SM."""
+    """``c = a @ b.T`` for device arrays (torch or CuPy), one persistent CTA per SM. Without a
+    GPU it runs on the CPU interpreter (NumPy ``ml_dtypes.bfloat16`` arrays), one CTA per output
+    tile at most: the persistent loop computes the same tiles with any number of CTAs."""
+    from jittile.runtime import driver
+
     m, k = a.shape
     n = b.shape[0]
-    gemm_bf16[(sms,), (384,)](a, b, c, m, n, k)
+    if driver.available():
+        gemm_bf16[(sms,), (384,)](a, b, c, m, n, k)
+        return
+    tiles = -(-m // BM) * -(-n // BN)
+    gemm_bf16.interpret[(min(sms, tiles),), (384,)](a, b, c, m, n, k)
 
 
 def main() -> None:

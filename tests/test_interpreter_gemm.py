@@ -99,3 +99,21 @@ def test_stmatrix_stores_each_lanes_pairs_at_their_rows(count, trans):
         if trans:
             expected[matrix] = expected[matrix].T
     np.testing.assert_array_equal(out, expected.reshape(8 * count, 8))
+
+
+def test_the_examples_launch_interprets_ml_dtypes_arrays_without_a_gpu():
+    """``gemm_bf16.launch(a, b, c)``, the entry point API.md names, on NumPy bf16 arrays: on the
+    CPU interpreter where there is no GPU (on the H200 the GPU tests launch it)."""
+    import gemm_bf16
+    from jittile.runtime import driver
+
+    if driver.available():
+        pytest.skip("a GPU is present: tests/test_gpu_gemm.py launches the example there")
+    m, n, k = 70, 136, 72
+    rng = np.random.default_rng(1)
+    a = rng.integers(-2, 3, (m, k)).astype(ml_dtypes.bfloat16)
+    b = rng.integers(-2, 3, (n, k)).astype(ml_dtypes.bfloat16)
+    c = np.full((m, n), np.nan, dtype=ml_dtypes.bfloat16)
+    gemm_bf16.launch(a, b, c)
+    np.testing.assert_array_equal(c.astype(np.float32),
+                                  a.astype(np.float32) @ b.astype(np.float32).T)

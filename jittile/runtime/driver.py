@@ -105,14 +105,14 @@ NO_DEVICE = ("no CUDA device: kernels can be compiled (kernel.compile) and run o
              "not launched")
 
 
-def ensure_context(device: int | None = None) -> int:
-    """Make a primary context current when this thread has none (that of ``device``, default 0);
-    returns the current context's handle as an int."""
+def ensure_context() -> int:
+    """Make device 0's primary context current when this thread has none; returns the current
+    context's handle as an int."""
     if not available():
         raise LaunchError(NO_DEVICE)
     ctx = current_context()
     if ctx == 0:
-        ctx = primary_context(device or 0)
+        ctx = primary_context(0)
         check(_driver().cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
     return ctx
 
