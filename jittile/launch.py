@@ -16,7 +16,7 @@ from .errors import LaunchError, public_entry, user_location, user_traceback
 from .ir import ConstexprParam
 from .language.cuda import LaunchConfig
 from .specialize import resolve_target
-from .targets import device_target
+from .targets import Target, device_target
 
 if TYPE_CHECKING:
     from .kernel import Kernel
@@ -170,6 +170,14 @@ def _raise_argument_error_first(specializer, args: tuple, problem: LaunchError) 
     raise problem
 
 
+def launch_target(kernel: Kernel, device: int) -> Target:
+    """The target a launch on ``device`` compiles for: the kernel's, else the device's (``sm_90a``
+    where no driver can say)."""
+    driver = _streams().driver
+    return resolve_target(None, kernel.target or device_target(
+        driver.device_capability(device) if driver.available() else None))
+
+
 def prepare(kernel: Kernel, converted: tuple, config: LaunchConfig | None, cluster,
             device: int) -> tuple:
     """What repeated launches of these argument kinds on ``device`` reuse: the compiled kernel
@@ -180,10 +188,7 @@ def prepare(kernel: Kernel, converted: tuple, config: LaunchConfig | None, clust
     key_launch = None if config is None else LaunchConfig(grid=1, block=config.block,
                                                            cluster=config.cluster)
     params = kernel._specializer.params(converted)
-    driver = _streams().driver
-    target = resolve_target(None, kernel.target or device_target(
-        driver.device_capability(device) if driver.available() else None))
-    compiled = kernel._compiled(params, target, key_launch)
+    compiled = kernel._compiled(params, launch_target(kernel, device), key_launch)
     launch_config = config or compiled.ir.launch
     if launch_config is None:
         raise LaunchError(f"{kernel.__name__} has no launch configuration: use "

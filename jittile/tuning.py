@@ -35,6 +35,7 @@ import numpy as np
 
 from .errors import JittileError, LaunchError, public_entry
 from .kernel import Kernel
+from .launch import launch_target
 from .language.cuda import LaunchConfig
 from .language.types import _Constexpr
 
@@ -196,7 +197,7 @@ class Autotuner:
 
     def _run(self, args, kwargs, grid, block, stream, shared_bytes) -> None:
         named = self._named(args, kwargs)
-        device = _launch_device(self, named)
+        device = _launch_device(named)
         key = (self._key_values(named), device)
         config = self._chosen.get(key)
         if config is None:
@@ -248,7 +249,7 @@ class Autotuner:
             _report(self, chosen, identity, f"from the tuning cache ({tunings.folder()})")
             return chosen
         candidates = self._pruned(named)
-        target = _device_target(self.kernel, device)
+        target = launch_target(self.kernel, device)
         compiled = self._compile(candidates, named, grid, block, target)
         runnable = [c for c in candidates if not isinstance(compiled[c], JittileError)]
         if not runnable:
@@ -374,7 +375,7 @@ class _Interpreting:
 
 
 # -- helpers ------------------------------------------------------------------------------------
-def _launch_device(tuner: Autotuner, named: dict) -> int:
+def _launch_device(named: dict) -> int:
     """The device the launch will run on (part of the tuning key: devices differ)."""
     from .runtime import arrays, driver, streams
 
@@ -393,14 +394,6 @@ def _launch_stream(named: dict, stream) -> int:
         return streams.stream_handle(stream)
     values = list(named.values())
     return streams.current_stream_reader(values, [arrays.convert_argument(v) for v in values])()
-
-
-def _device_target(kernel: Kernel, device: int):
-    from .runtime import driver
-    from .specialize import resolve_target
-    from .targets import device_target
-
-    return resolve_target(None, kernel.target or device_target(driver.device_capability(device)))
 
 
 def _device_view(value):
