@@ -259,7 +259,8 @@ class HelperInlining:
             self._inlining.pop()
 
     def _is_operand(self, node: ast.expr) -> bool:
-        """Whether a helper argument is a shared buffer, tensor, TMEM tensor or TensorMap, a region
+        """Whether a helper argument is a shared buffer, tensor, TMEM tensor, TensorMap or register
+        fragment, a region
         of one (slices, or fewer indices than a shared buffer has axes) or an address in one
         (``buf.ptr_to([...])``): those are substituted into the helper (so tile calls see the
         operand, and byte accounting the barrier, as written); anything else, an element
@@ -272,7 +273,7 @@ class HelperInlining:
             return False
         name = base.id
         if not (name in self.shared or name in self.arrays or name in self.tmem
-                or name in self.tensormaps):
+                or name in self.tensormaps or name in self.fragments):
             return False
         if base is node:
             return True

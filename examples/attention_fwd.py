@@ -1,0 +1,288 @@
+"""Attention forward on Hopper: ``o = softmax(q @ k.T * sm_scale) @ v`` per (batch, head), bf16 in
+and out, fp32 softmax and accumulation, FlashAttention-3's warp-specialized design in jittile.
+
+Tensors are ``(B, H, S, D)`` (K and V may have fewer heads, ``H % H_kv == 0``: grouped-query
+attention), D in {64, 128}, any S (the ragged end is masked; TMA loads fill beyond S with zeros and
+TMA stores clip at S), causal or not; ``return_lse=True`` also returns the natural log-sum-exp of
+every row's scaled scores, float32 ``(B, H, S)``.
+
+One CTA computes a 128-row block of one head's queries (grid ``(ceil(S / 128), H, B)``):
+
+- a *producer* warpgroup, its register budget lowered by ``setmaxnreg`` to 24, whose first thread
+  loads the Q block once and streams 128-row K and V blocks into a two-stage ring of 128B-swizzled
+  shared buffers with TMA (``kfull`` / ``vfull`` barriers per stage, with transaction bytes, and an
+  ``empty`` one the consumers release);
+- two *consumer* warpgroups (budget raised to 240), each owning 64 query rows: ``S = Q K^T`` with
+  ``wgmma.m64n128k16`` from shared memory, the online softmax in registers (row maxima across the
+  quad by ``shfl.sync.bfly``, ``ex2.approx`` with the scale folded into log2(e), the running sum
+  kept per thread and reduced once at the end), ``O`` rescaled in registers, then ``P`` rounded
+  to a bf16 A fragment in registers and ``O += P V`` with ``wgmma.m64n64k16`` (V's MN-major
+  descriptor; one accumulator per 64 columns of D);
+- the epilogue divides by the row sums, stores bf16 pairs with ``stmatrix`` into shared memory
+  and writes them with a TMA store; the LSE goes out with element stores.
+
+The fragment helpers come from ``jittile.fragment_algebra``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import jittile
+from jittile import T
+from jittile.fragment_algebra import exp2_rows, quad_sum, row_max, scale_rows, thread_row_sum, \
+    to_bf16_a
+from jittile.layout import swizzle, wgmma_a, wgmma_accumulator
+
+BM, BN = 128, 128  # query rows per CTA (64 per consumer warpgroup), key rows per pipeline stage
+STAGES = 2
+LOAD = "cp.async.bulk.tensor.4d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
+STORE = "cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group"
+QK = f"wgmma.mma_async.sync.aligned.m64n{BN}k16.f32.bf16.bf16"
+PV = "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16"
+NEG = -1.0e30  # a masked score: exp2 of it (minus any finite row maximum) is 0
+LOG2E = 1.4426950408889634
+LN2 = 0.6931471805599453
+HEAD_DIMS = (64, 128)
+
+
+@jittile.func
+def mask_scores(s_acc, kv0, q0, seq, causal):
+    """Scores of keys at or beyond ``seq`` (and, causal, after the query) become NEG."""
+    for i in T.unroll(s_acc.size):
+        col = kv0 + s_acc.col(i)
+        if col >= seq:
+            s_acc[i] = NEG
+        if causal:
+            if col > q0 + s_acc.row(i):
+                s_acc[i] = NEG
+
+
+@jittile.func
+def store_rows(o_acc, o_s, d, half, row, lane):
+    """One 64x64 block of O as bf16 into ``o_s[d, half]``: four 8x8 matrices per 16 columns."""
+    for j in T.unroll(4):
+        r = 8 * j
+        T.ptx.stmatrix.sync.aligned.m8n8.x4.shared.b16(
+            o_s.ptr_to([d, half, 0, 0, row, 16 * j + 8 * (lane // 16)]),
+            T.ptx.cvt.rn.bf16x2.f32(o_acc[r + 1], o_acc[r]),
+            T.ptx.cvt.rn.bf16x2.f32(o_acc[r + 3], o_acc[r + 2]),
+            T.ptx.cvt.rn.bf16x2.f32(o_acc[r + 5], o_acc[r + 4]),
+            T.ptx.cvt.rn.bf16x2.f32(o_acc[r + 7], o_acc[r + 6]))
+
+
+@jittile.kernel
+def attention_fwd(Q: T.Tensor((None, None, None, None), "bfloat16"),
+                  K: T.Tensor((None, None, None, None), "bfloat16"),
+                  V: T.Tensor((None, None, None, None), "bfloat16"),
+                  O: T.Tensor((None, None, None, None), "bfloat16"),
+                  LSE: T.Tensor((None, None, None), "float32"),
+                  seq: T.int32, group: T.int32, scale: T.float32,
+                  D: T.constexpr, CAUSAL: T.constexpr):
+    T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=384))
+    DH = D // 64  # 64-column blocks of the head dimension (one 128-byte swizzle atom each)
+    tid = T.cuda.thread_idx("x")
+    warpgroup = T.cuda.warp_id() // 4
+    m0 = T.cuda.block_idx("x") * BM
+    head = T.cuda.block_idx("y")
+    batch = T.cuda.block_idx("z")
+    Q_s = T.alloc_shared((DH, 2, 1, 1, 64, 64), "bfloat16",
+                         layout=swizzle(3, (DH, 2, 1, 1, 64, 64), "bfloat16"), align=1024)
+    K_s = T.alloc_shared((STAGES, DH, 1, 1, BN, 64), "bfloat16",
+                         layout=swizzle(3, (STAGES, DH, 1, 1, BN, 64), "bfloat16"), align=1024)
+    V_s = T.alloc_shared((STAGES, DH, 1, 1, BN, 64), "bfloat16",
+                         layout=swizzle(3, (STAGES, DH, 1, 1, BN, 64), "bfloat16"), align=1024)
+    O_s = T.alloc_shared((DH, 2, 1, 1, 64, 64), "bfloat16", align=1024)
+    qfull = T.alloc_shared((1,), "uint64")
+    kfull = T.alloc_shared((STAGES,), "uint64")
+    vfull = T.alloc_shared((STAGES,), "uint64")
+    empty = T.alloc_shared((STAGES,), "uint64")
+    if tid == 0:
+        T.ptx.mbarrier.init.shared.b64(qfull.ptr_to([0]), T.uint32(1))
+        for s in T.unroll(STAGES):
+            T.ptx.mbarrier.init.shared.b64(kfull.ptr_to([s]), T.uint32(1))
+            T.ptx.mbarrier.init.shared.b64(vfull.ptr_to([s]), T.uint32(1))
+            T.ptx.mbarrier.init.shared.b64(empty.ptr_to([s]), T.uint32(2))
+        T.ptx.fence.proxy.async_.shared__cta()
+    T.cuda.cta_sync()
+    kv_end = seq
+    if CAUSAL:
+        kv_end = min(seq, m0 + BM)
+    blocks = (kv_end + BN - 1) // BN
+    if warpgroup == 0:  # producer
+        T.ptx.setmaxnreg.dec.sync.aligned.u32(24)
+        if tid == 0:
+            kv_head = T.uint32(head) // T.uint32(group)  # 32-bit: a 64-bit division is a call
+            T.ptx.mbarrier.arrive.expect_tx.shared.b64(qfull.ptr_to([0]), T.uint32(BM * D * 2))
+            T.cuda.tile.apply(T.ptx[LOAD], Q_s, Q, box=(1, 1, 64, 64), coords=(batch, head, m0, 0),
+                              coord_steps=((0, 0, 0, 64), (0, 0, 64, 0)), swizzle=3,
+                              mbar=qfull.ptr_to([0]))
+            for it in range(blocks):
+                s = it % STAGES
+                T.cuda.mbarrier_wait(empty.ptr_to([s]), ((it // STAGES) & 1) ^ 1)
+                T.ptx.mbarrier.arrive.expect_tx.shared.b64(kfull.ptr_to([s]),
+                                                          T.uint32(BN * D * 2))
+                T.cuda.tile.apply(T.ptx[LOAD], K_s[s], K, box=(1, 1, BN, 64),
+                                  coords=(batch, kv_head, it * BN, 0),
+                                  coord_steps=((0, 0, 0, 64),), swizzle=3, mbar=kfull.ptr_to([s]))
+                T.ptx.mbarrier.arrive.expect_tx.shared.b64(vfull.ptr_to([s]),
+                                                          T.uint32(BN * D * 2))
+                T.cuda.tile.apply(T.ptx[LOAD], V_s[s], V, box=(1, 1, BN, 64),
+                                  coords=(batch, kv_head, it * BN, 0),
+                                  coord_steps=((0, 0, 0, 64),), swizzle=3, mbar=vfull.ptr_to([s]))
+    else:  # consumers: warpgroup 1 owns query rows m0..m0+63, warpgroup 2 the next 64
+        T.ptx.setmaxnreg.inc.sync.aligned.u32(240)
+        half = warpgroup - 1
+        q0 = m0 + 64 * half
+        leader = tid % 128 == 0
+        lane = T.cuda.lane_id()
+        s_acc = T.alloc_local((64, BN), "float32", layout=wgmma_accumulator)
+        p_frag = T.alloc_local((64, BN), "bfloat16", layout=wgmma_a)
+        o_lo = T.alloc_local((64, 64), "float32", layout=wgmma_accumulator)  # O[:, 0:64]
+        if DH == 2:
+            o_hi = T.alloc_local((64, 64), "float32", layout=wgmma_accumulator)  # O[:, 64:128]
+        top_max = T.float32(NEG)
+        bottom_max = T.float32(NEG)
+        top_sum = T.float32(0.0)
+        bottom_sum = T.float32(0.0)
+        T.cuda.mbarrier_wait(qfull.ptr_to([0]), 0)
+        for it in range(blocks):
+            s = it % STAGES
+            phase = (it // STAGES) & 1
+            T.cuda.mbarrier_wait(kfull.ptr_to([s]), phase)
+            T.ptx.wgmma.fence.sync.aligned()
+            for d in T.unroll(DH):
+                T.cuda.tile.apply(T.ptx[QK], s_acc, Q_s[d, half, 0, 0], K_s[s, d, 0, 0].T,
+                                  scale_d=d)
+            T.ptx.wgmma.commit_group.sync.aligned()
+            T.ptx.wgmma.wait_group.sync.aligned(0)
+            kv0 = it * BN
+            if kv0 + BN > seq or (CAUSAL and kv0 + BN > q0):
+                mask_scores(s_acc, kv0, q0, seq, CAUSAL)
+            block_top, block_bottom = row_max(s_acc)
+            new_top = T.fmax(top_max, block_top)
+            new_bottom = T.fmax(bottom_max, block_bottom)
+            top_alpha = T.exp2((top_max - new_top) * scale)
+            bottom_alpha = T.exp2((bottom_max - new_bottom) * scale)
+            top_max = new_top
+            bottom_max = new_bottom
+            exp2_rows(s_acc, scale, top_max, bottom_max)
+            block_top, block_bottom = thread_row_sum(s_acc)
+            top_sum = top_sum * top_alpha + block_top
+            bottom_sum = bottom_sum * bottom_alpha + block_bottom
+            scale_rows(o_lo, top_alpha, bottom_alpha)
+            if DH == 2:
+                scale_rows(o_hi, top_alpha, bottom_alpha)
+            to_bf16_a(s_acc, p_frag)
+            T.cuda.mbarrier_wait(vfull.ptr_to([s]), phase)
+            T.ptx.wgmma.fence.sync.aligned()
+            T.cuda.tile.apply(T.ptx[PV], o_lo, p_frag, V_s[s, 0, 0, 0], scale_d=1)
+            if DH == 2:
+                T.cuda.tile.apply(T.ptx[PV], o_hi, p_frag, V_s[s, 1, 0, 0], scale_d=1)
+            T.ptx.wgmma.commit_group.sync.aligned()
+            T.ptx.wgmma.wait_group.sync.aligned(0)
+            if leader:
+                T.ptx.mbarrier.arrive.shared.b64(empty.ptr_to([s]))
+        top_sum = quad_sum(top_sum)
+        bottom_sum = quad_sum(bottom_sum)
+        top_inv = T.rcp(top_sum, approx=True)
+        bottom_inv = T.rcp(bottom_sum, approx=True)
+        row = (T.cuda.warp_id() % 4) * 16 + lane % 8 + 8 * ((lane // 8) % 2)
+        scale_rows(o_lo, top_inv, bottom_inv)
+        store_rows(o_lo, O_s, 0, half, row, lane)
+        if DH == 2:
+            scale_rows(o_hi, top_inv, bottom_inv)
+            store_rows(o_hi, O_s, 1, half, row, lane)
+        T.ptx.fence.proxy.async_.shared__cta()
+        T.ptx.bar.sync(1 + half, 128)
+        if leader:
+            T.cuda.tile.apply(T.ptx[STORE], O, O_s[0:DH, half], box=(1, 1, 64, 64),
+                              coords=(batch, head, q0, 0), coord_steps=((0, 0, 0, 64),))
+            T.ptx.cp.async_.bulk.commit_group()
+        if lane % 4 == 0:
+            top_row = q0 + s_acc.row(0)
+            if top_row < seq:
+                LSE[batch, head, top_row] = (top_max * scale + T.log2(top_sum)) * LN2
+            if top_row + 8 < seq:
+                LSE[batch, head, top_row + 8] = (bottom_max * scale + T.log2(bottom_sum)) * LN2
+        if leader:
+            T.ptx.cp.async_.bulk.wait_group(0)
+
+
+def _specs(head_dim: int):
+    bf16 = T.Tensor((None, None, None, None), "bfloat16")
+    return (bf16, bf16, bf16, bf16, T.Tensor((None, None, None), "float32"), np.int32(1),
+            np.int32(1), np.float32(1.0))
+
+
+def compiled(head_dim: int = 128, causal: bool = False, target: str = "sm_90a"):
+    """The CompiledKernel of one configuration (PTX, SASS, registers...), without a GPU."""
+    _check_head_dim(head_dim)
+    return attention_fwd.compile(*_specs(head_dim), head_dim, causal, target=target)
+
+
+def _check_head_dim(head_dim: int) -> None:
+    if head_dim not in HEAD_DIMS:
+        raise ValueError(f"attention: head dimension {head_dim} is not supported (one of "
+                         f"{HEAD_DIMS})")
+
+
+def attention(q, k, v, causal: bool = False, sm_scale: float | None = None,
+              return_lse: bool = False):
+    """``softmax(q @ k.T * sm_scale) @ v`` over (B, H, S, D) bf16 tensors (K/V with H_kv heads,
+    H % H_kv == 0); ``sm_scale`` defaults to 1/sqrt(D). torch CUDA tensors launch on the GPU;
+    NumPy ``ml_dtypes.bfloat16`` arrays run on the CPU interpreter. Returns ``o`` (and, with
+    ``return_lse``, the float32 (B, H, S) natural log-sum-exp of the scaled scores)."""
+    batch, heads, seq, head_dim = q.shape
+    kv_heads = k.shape[1]
+    _check_head_dim(head_dim)
+    if tuple(k.shape) != (batch, kv_heads, seq, head_dim) or tuple(v.shape) != tuple(k.shape):
+        raise ValueError(f"attention: k and v must be (B, H_kv, S, D) = "
+                         f"({batch}, H_kv, {seq}, {head_dim}), got {tuple(k.shape)} and "
+                         f"{tuple(v.shape)}")
+    if heads % kv_heads:
+        raise ValueError(f"attention: {heads} query heads are not a multiple of {kv_heads} "
+                         f"key/value heads")
+    scale = (1.0 / math.sqrt(head_dim) if sm_scale is None else sm_scale) * LOG2E
+    grid = (-(-seq // BM), heads, batch)
+    args = (np.int32(seq), np.int32(heads // kv_heads), np.float32(scale), head_dim, causal)
+    if isinstance(q, np.ndarray):
+        o = np.zeros(q.shape, q.dtype)
+        lse = np.zeros((batch, heads, seq), np.float32)
+        attention_fwd.interpret[grid, (384,)](q, k, v, o, lse, *args)
+    else:
+        import torch
+
+        o = torch.empty_like(q)
+        lse = torch.empty((batch, heads, seq), device=q.device, dtype=torch.float32)
+        attention_fwd[grid, (384,)](q, k, v, o, lse, *args)
+    return (o, lse) if return_lse else o
+
+
+def reference(q, k, v, causal: bool = False, sm_scale: float | None = None):
+    """float32 NumPy attention (and its LSE) of NumPy inputs, for tests."""
+    q, k, v = (np.asarray(x, np.float32) for x in (q, k, v))
+    group = q.shape[1] // k.shape[1]
+    k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
+    seq, head_dim = q.shape[2], q.shape[3]
+    scores = q @ k.swapaxes(-1, -2) * (1.0 / math.sqrt(head_dim) if sm_scale is None else sm_scale)
+    if causal:
+        scores = np.where(np.tril(np.ones((seq, seq), bool)), scores, -np.inf)
+    top = scores.max(-1, keepdims=True)
+    weights = np.exp(scores - top)
+    total = weights.sum(-1, keepdims=True)
+    return (weights / total) @ v, (top + np.log(total))[..., 0]
+
+
+def main() -> None:
+    for head_dim in HEAD_DIMS:
+        for causal in (False, True):
+            ck = compiled(head_dim, causal)
+            print(f"attention_fwd D={head_dim} causal={causal}: {ck.metadata['registers']} "
+                  f"registers, {ck.metadata['local_bytes']} bytes of local memory, "
+                  f"{ck.metadata['shared_bytes']} bytes of shared memory")
+
+
+if __name__ == "__main__":
+    main()

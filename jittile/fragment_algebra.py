@@ -1,0 +1,117 @@
+"""Fragment algebra: row reductions, row scaling and the accumulator -> A-operand conversion over
+wgmma register fragments, as ``@jittile.func`` helpers a kernel inlines (one scalar register per
+variable, so ptxas sees plain float arithmetic and shuffles; no local memory).
+
+Layout facts they rely on (``jittile.fragment``): in a ``(64, N)`` f32 accumulator, thread
+``l`` of a warp holds rows ``g = l // 4`` and ``g + 8`` of its warp's 16; register ``i`` is on the
+first row when ``i % 4 < 2``; the four threads of a quad (lanes ``4g .. 4g + 3``) share the rows,
+so a row reduction is the thread's own registers, then ``shfl.sync.bfly`` over lane masks 1 and 2.
+The accumulator registers ``8j .. 8j + 7`` (columns ``16j .. 16j + 15``) are, pairwise, the four
+A-operand registers of k-step ``j`` of a 16-bit wgmma: ``a[m]`` packs ``acc[2m]`` (low half) and
+``acc[2m + 1]``.
+"""
+from __future__ import annotations
+
+from .kernel import func
+from .language import T
+
+
+@func
+def quad_max(x):
+    """The maximum of ``x`` over the four threads of the running thread's quad (the threads that
+    share an accumulator row)."""
+    x = T.fmax(x, T.cuda.shfl_xor(x, 1))
+    return T.fmax(x, T.cuda.shfl_xor(x, 2))
+
+
+@func
+def quad_sum(x):
+    """The sum of ``x`` over the four threads of the running thread's quad."""
+    x = x + T.cuda.shfl_xor(x, 1)
+    return x + T.cuda.shfl_xor(x, 2)
+
+
+@func
+def thread_row_max(acc):
+    """``(max of row acc.row(0), max of row acc.row(2))`` over this thread's registers of an f32
+    accumulator fragment (not reduced across the quad)."""
+    top = T.fmax(acc[0], acc[1])
+    bottom = T.fmax(acc[2], acc[3])
+    for i in T.unroll(1, acc.size // 4):
+        top = T.fmax(top, T.fmax(acc[4 * i], acc[4 * i + 1]))
+        bottom = T.fmax(bottom, T.fmax(acc[4 * i + 2], acc[4 * i + 3]))
+    return top, bottom
+
+
+@func
+def thread_row_sum(acc):
+    """``(sum of row acc.row(0), sum of row acc.row(2))`` over this thread's registers of an f32
+    accumulator fragment (not reduced across the quad: FlashAttention sums once, at the end)."""
+    top = acc[0] + acc[1]
+    bottom = acc[2] + acc[3]
+    for i in T.unroll(1, acc.size // 4):
+        top = top + (acc[4 * i] + acc[4 * i + 1])
+        bottom = bottom + (acc[4 * i + 2] + acc[4 * i + 3])
+    return top, bottom
+
+
+@func
+def row_max(acc):
+    """``(max of row acc.row(0), max of row acc.row(2))`` of an f32 accumulator fragment: the
+    whole row of the ``(64, N)`` tile, equal in the four threads of a quad."""
+    top, bottom = thread_row_max(acc)
+    top = quad_max(top)
+    bottom = quad_max(bottom)
+    return top, bottom
+
+
+@func
+def row_sum(acc):
+    """``(sum of row acc.row(0), sum of row acc.row(2))`` of an f32 accumulator fragment: the
+    whole row of the ``(64, N)`` tile, equal in the four threads of a quad."""
+    top, bottom = thread_row_sum(acc)
+    top = quad_sum(top)
+    bottom = quad_sum(bottom)
+    return top, bottom
+
+
+@func
+def scale_rows(acc, top, bottom):
+    """Multiply every element of row ``acc.row(0)`` by ``top`` and of row ``acc.row(2)`` by
+    ``bottom``, in place (an f32 accumulator fragment)."""
+    for i in T.unroll(acc.size // 4):
+        acc[4 * i] = acc[4 * i] * top
+        acc[4 * i + 1] = acc[4 * i + 1] * top
+        acc[4 * i + 2] = acc[4 * i + 2] * bottom
+        acc[4 * i + 3] = acc[4 * i + 3] * bottom
+
+
+@func
+def exp2_rows(acc, scale, top, bottom):
+    """``acc = exp2(acc * scale - row_value * scale)`` in place, ``row_value`` being ``top`` for
+    row ``acc.row(0)`` and ``bottom`` for ``acc.row(2)``: one ``fma`` and one ``ex2.approx`` per
+    element, the softmax numerator with the scale folded into log2(e)."""
+    top_shift = -top * scale
+    bottom_shift = -bottom * scale
+    for i in T.unroll(acc.size // 4):
+        acc[4 * i] = T.exp2(T.fma(acc[4 * i], scale, top_shift))
+        acc[4 * i + 1] = T.exp2(T.fma(acc[4 * i + 1], scale, top_shift))
+        acc[4 * i + 2] = T.exp2(T.fma(acc[4 * i + 2], scale, bottom_shift))
+        acc[4 * i + 3] = T.exp2(T.fma(acc[4 * i + 3], scale, bottom_shift))
+
+
+@func
+def to_bf16_a(acc, a):
+    """Round an f32 accumulator fragment ``(64, N)`` into a bfloat16 ``wgmma_a`` fragment
+    ``(64, N)`` (nearest even, ``cvt.rn.bf16x2.f32``): the A operand of the next wgmma, in
+    registers."""
+    for m in T.unroll(a.size):
+        a[m] = T.ptx.cvt.rn.bf16x2.f32(acc[2 * m + 1], acc[2 * m])
+
+
+@func
+def to_f16_a(acc, a):
+    """Round an f32 accumulator fragment ``(64, N)`` into a float16 ``wgmma_a`` fragment
+    ``(64, N)`` (nearest even, ``cvt.rn.f16x2.f32``)."""
+    for m in T.unroll(a.size):
+        a[m] = T.ptx.cvt.rn.f16x2.f32(acc[2 * m + 1], acc[2 * m])
