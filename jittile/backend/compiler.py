@@ -55,7 +55,7 @@ class Artifact:
     usage: dict
     param_layout: list  # per runtime param: ("array", ndim) | ("scalar", dtype) | ("tensormap",)
     compile_seconds: float
-    toolchain: dict  # versions of the NVVM and nvJitLink libraries that built it
+    toolchain: dict  # versions of the NVVM and nvJitLink libraries, and the linker that built it
     python: str  # the lowered function numba-cuda compiled (after reshaping)
     nvvm: str | None  # the NVVM IR numba-cuda handed NVVM (None where numba-cuda hides it)
 
@@ -179,11 +179,13 @@ def compile_lowered(lowered: Lowered, target: Target, override=None) -> Artifact
                       f"generated PTX", JittileWarning, stacklevel=user_stacklevel())
         ptx = override.read_text()
     try:
-        cubin, log = toolchain.link_cubin(ptx, target, entry)
+        linked = toolchain.build_cubin(ptx, target, entry)
     except ToolchainError as exc:  # told at the kernel it failed to build
         raise ToolchainError(exc.message, lowered.positions[1].location) from exc
-    usage = toolchain.resource_usage(log)
-    for advisory in toolchain.performance_advisories(log):
+    usage = toolchain.resource_usage(linked.log)
+    if linked.note is not None:
+        warn_at(linked.note, lowered.positions[1].location)
+    for advisory in toolchain.performance_advisories(linked.log):
         warn_at(f"ptxas: {advisory}", lowered.positions[1].location)
-    return Artifact(ptx, cubin, entry, usage, layout, time.perf_counter() - start,
-                    toolchain.libraries(), lowered.source, nvvm)
+    return Artifact(ptx, linked.cubin, entry, usage, layout, time.perf_counter() - start,
+                    {**toolchain.libraries(), "linker": linked.linker}, lowered.source, nvvm)

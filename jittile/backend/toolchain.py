@@ -1,4 +1,5 @@
-"""CUDA compiler pieces from the pip wheels: nvJitLink (PTX -> cubin), nvdisasm/cuobjdump (SASS).
+"""CUDA compiler pieces from the pip wheels: nvJitLink (PTX -> cubin; a standalone ptxas for kernels
+that set register budgets), nvdisasm/cuobjdump (SASS).
 
 Nothing here looks at ``/usr/local/cuda``: the tools are found in the ``nvidia-cuda-*`` wheels of the
 running Python environment (or on PATH as a last resort), so NVVM, nvJitLink and the disassembler are
@@ -13,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ToolchainError
@@ -76,6 +78,65 @@ def link_cubin(ptx: str, target: Target, name: str = "kernel") -> tuple[bytes, s
         return bytes(cubin), _log(nvjitlink, handle, "info")
     finally:
         nvjitlink.destroy(handle)
+
+
+@dataclass(frozen=True)
+class Linked:
+    """A cubin, ptxas' info log, which linker built it (``ck.metadata["toolchain"]["linker"]``)
+    and, where the kernel could not get the linker it needs, why (a warning for the kernel)."""
+
+    cubin: bytes
+    log: str
+    linker: str
+    note: str | None = None
+
+
+_SETMAXNREG = re.compile(r"^\s*setmaxnreg\.", re.MULTILINE)
+
+
+def build_cubin(ptx: str, target: Target, name: str = "kernel") -> Linked:
+    """The cubin of a kernel's PTX. nvJitLink's ptxas ignores ``setmaxnreg`` (C7504: it keeps
+    register counts compatible across compilation units), so a kernel that sets register budgets
+    is assembled by a standalone ptxas as a whole program (``ptxas -arch=...`` without ``-c``:
+    one unit, a cubin directly); without one (or one too old for the PTX) it falls back to
+    nvJitLink, with a note saying so."""
+    if _SETMAXNREG.search(ptx):
+        ptxas = find_tool("ptxas")
+        if ptxas is None:
+            note = ("setmaxnreg needs a standalone ptxas (the nvidia-cuda-nvcc wheel's, or a CUDA "
+                    "toolkit's on PATH) and none was found: linked with nvJitLink, which ignores "
+                    "it")
+        else:
+            try:
+                cubin, log = assemble_whole_program(ptxas, ptx, target, name)
+                return Linked(cubin, log, f"ptxas {ptxas_version(ptxas)} ({ptxas})")
+            except ToolchainError as exc:
+                note = f"setmaxnreg: {exc.message}; linked with nvJitLink, which ignores it"
+        cubin, log = link_cubin(ptx, target, name)
+        return Linked(cubin, log, f"nvJitLink {nvjitlink_version()}", note)
+    cubin, log = link_cubin(ptx, target, name)
+    return Linked(cubin, log, f"nvJitLink {nvjitlink_version()}")
+
+
+@functools.lru_cache(maxsize=None)
+def ptxas_version(ptxas: str) -> str:
+    """``V13.0.88``-style version of a ptxas binary (``release 13.0`` gives ``13.0``)."""
+    out = subprocess.run([ptxas, "--version"], capture_output=True, text=True).stdout
+    match = re.search(r"release (\d+\.\d+)", out)
+    return match.group(1) if match else "unknown"
+
+
+def assemble_whole_program(ptxas: str, ptx: str, target: Target, name: str) -> tuple[bytes, str]:
+    """(cubin, info log) of ``ptxas -arch=<target> -v``: whole-program, so ``setmaxnreg`` holds."""
+    with tempfile.TemporaryDirectory(prefix="jittile-ptxas-") as work:
+        source, output = Path(work) / f"{name}.ptx", Path(work) / f"{name}.cubin"
+        source.write_text(ptx)
+        proc = subprocess.run([ptxas, f"-arch={target.name}", "-v", "-o", str(output),
+                               str(source)], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise ToolchainError(f"ptxas {ptxas_version(ptxas)} ({ptxas}) could not assemble "
+                                 f"{name} for {target}: {proc.stderr.strip()}")
+        return output.read_bytes(), proc.stdout + proc.stderr
 
 
 def _log(nvjitlink, handle, which: str) -> str:
