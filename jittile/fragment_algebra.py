@@ -12,8 +12,63 @@ A-operand registers of k-step ``j`` of a 16-bit wgmma: ``a[m]`` packs ``acc[2m]`
 """
 from __future__ import annotations
 
+from typing import Callable
+
+from .fragment import wgmma_a, wgmma_accumulator
+from .frontend.fragments import FragmentVar
 from .kernel import func
 from .language import T
+
+ACCUMULATOR = "a float32 wgmma_accumulator fragment (T.alloc_local((64, N), 'float32', " \
+              "layout=wgmma_accumulator))"
+
+
+def _described(value) -> str:
+    if isinstance(value, FragmentVar):
+        return f"{value.name!r}, a {value.layout!r} {value.dtype.name} fragment {value.shape}"
+    return f"{type(value).__name__} {value!r}"
+
+
+def _accumulator_problem(value) -> str | None:
+    if isinstance(value, FragmentVar) and value.layout == wgmma_accumulator \
+            and value.dtype.name == "float32":
+        return None
+    return f"must be {ACCUMULATOR}, got {_described(value)}"
+
+
+def _on_accumulator(fn: Callable):
+    """``@func`` whose ``acc`` parameter must be an f32 accumulator fragment."""
+    helper = func(fn)
+
+    def requires(values: dict):
+        problem = _accumulator_problem(values.get("acc"))
+        return None if problem is None else ("acc", problem)
+
+    helper.requires = requires
+    return helper
+
+
+def _conversion(dtype: str):
+    """``@func`` from an f32 accumulator ``acc`` into a ``dtype`` A fragment ``a`` of its shape."""
+    def decorate(fn: Callable):
+        helper = func(fn)
+
+        def requires(values: dict):
+            acc, a = values.get("acc"), values.get("a")
+            if (problem := _accumulator_problem(acc)) is not None:
+                return "acc", problem
+            if not (isinstance(a, FragmentVar) and a.layout == wgmma_a and a.dtype.name == dtype):
+                return "a", (f"must be a {dtype} wgmma_a fragment (T.alloc_local((64, K), "
+                             f"{dtype!r}, layout=wgmma_a)), got {_described(a)}")
+            if a.shape != acc.shape:
+                return "a", (f"must have the accumulator's shape {acc.shape} (columns 16j.."
+                             f"16j+15 become k-step j), got {a.shape}")
+            return None
+
+        helper.requires = requires
+        return helper
+
+    return decorate
 
 
 @func
@@ -31,7 +86,7 @@ def quad_sum(x):
     return x + T.cuda.shfl_xor(x, 2)
 
 
-@func
+@_on_accumulator
 def thread_row_max(acc):
     """``(max of row acc.row(0), max of row acc.row(2))`` over this thread's registers of an f32
     accumulator fragment (not reduced across the quad)."""
@@ -43,7 +98,7 @@ def thread_row_max(acc):
     return top, bottom
 
 
-@func
+@_on_accumulator
 def thread_row_sum(acc):
     """``(sum of row acc.row(0), sum of row acc.row(2))`` over this thread's registers of an f32
     accumulator fragment (not reduced across the quad: FlashAttention sums once, at the end)."""
@@ -55,7 +110,7 @@ def thread_row_sum(acc):
     return top, bottom
 
 
-@func
+@_on_accumulator
 def row_max(acc):
     """``(max of row acc.row(0), max of row acc.row(2))`` of an f32 accumulator fragment: the
     whole row of the ``(64, N)`` tile, equal in the four threads of a quad."""
@@ -65,7 +120,7 @@ def row_max(acc):
     return top, bottom
 
 
-@func
+@_on_accumulator
 def row_sum(acc):
     """``(sum of row acc.row(0), sum of row acc.row(2))`` of an f32 accumulator fragment: the
     whole row of the ``(64, N)`` tile, equal in the four threads of a quad."""
@@ -75,7 +130,7 @@ def row_sum(acc):
     return top, bottom
 
 
-@func
+@_on_accumulator
 def scale_rows(acc, top, bottom):
     """Multiply every element of row ``acc.row(0)`` by ``top`` and of row ``acc.row(2)`` by
     ``bottom``, in place (an f32 accumulator fragment)."""
@@ -86,7 +141,7 @@ def scale_rows(acc, top, bottom):
         acc[4 * i + 3] = acc[4 * i + 3] * bottom
 
 
-@func
+@_on_accumulator
 def exp2_rows(acc, scale, top, bottom):
     """``acc = exp2(acc * scale - row_value * scale)`` in place, ``row_value`` being ``top`` for
     row ``acc.row(0)`` and ``bottom`` for ``acc.row(2)``: one ``fma`` and one ``ex2.approx`` per
@@ -100,7 +155,7 @@ def exp2_rows(acc, scale, top, bottom):
         acc[4 * i + 3] = T.exp2(T.fma(acc[4 * i + 3], scale, bottom_shift))
 
 
-@func
+@_conversion("bfloat16")
 def to_bf16_a(acc, a):
     """Round an f32 accumulator fragment ``(64, N)`` into a bfloat16 ``wgmma_a`` fragment
     ``(64, N)`` (nearest even, ``cvt.rn.bf16x2.f32``): the A operand of the next wgmma, in
@@ -109,7 +164,7 @@ def to_bf16_a(acc, a):
         a[m] = T.ptx.cvt.rn.bf16x2.f32(acc[2 * m + 1], acc[2 * m])
 
 
-@func
+@_conversion("float16")
 def to_f16_a(acc, a):
     """Round an f32 accumulator fragment ``(64, N)`` into a float16 ``wgmma_a`` fragment
     ``(64, N)`` (nearest even, ``cvt.rn.f16x2.f32``)."""

@@ -189,6 +189,8 @@ class HelperInlining:
             names = names_of(tree)
         except InlineError as exc:
             raise located(exc) from None
+        if helper.requires is not None:
+            self._check_requirements(call, tree.name, helper.requires, binding.arguments)
         prefix = self.fresh("h") + "_"
         own_scope = StaticScope(source.globals, source.closure, {}, set())
         check_calls(tree, StaticScope(source.globals, source.closure, {},
@@ -242,6 +244,14 @@ class HelperInlining:
             raise located(exc) from None
         return prelude + self._helper_body(helper, body)
 
+    def _check_requirements(self, call: ast.Call, helper_name: str, requires,
+                            arguments: dict[str, ast.expr]) -> None:
+        """A helper's contract on its arguments' compile-time values, told at the call."""
+        broken = requires({param: self.static(arg) for param, arg in arguments.items()})
+        if broken is not None:
+            param, problem = broken
+            raise self.error(arguments.get(param, call), f"{helper_name}({param}=...): {problem}")
+
     def _helper_body(self, helper: DeviceFunction, body: list[ast.stmt]) -> list[ast.stmt]:
         """The helper's renamed statements lowered in its own source (errors point into its file
         and name its own variables)."""
@@ -260,8 +270,7 @@ class HelperInlining:
 
     def _is_operand(self, node: ast.expr) -> bool:
         """Whether a helper argument is a shared buffer, tensor, TMEM tensor, TensorMap or register
-        fragment, a region
-        of one (slices, or fewer indices than a shared buffer has axes) or an address in one
+        fragment, a region of one (slices, or fewer indices than a shared buffer has axes) or an address in one
         (``buf.ptr_to([...])``): those are substituted into the helper (so tile calls see the
         operand, and byte accounting the barrier, as written); anything else, an element
         included, is a value."""

@@ -204,6 +204,9 @@ class DeviceFunction:
         self.__module__ = pyfunc.__module__
         self.__doc__ = pyfunc.__doc__
         self._source = None
+        # A contract on the compile-time values of the arguments ({parameter: value}, RUNTIME
+        # for runtime ones): returns (parameter, problem) or None; checked at every call.
+        self.requires: Callable[[dict], tuple[str, str] | None] | None = None
 
     @property
     def source(self):

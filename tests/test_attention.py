@@ -1,0 +1,57 @@
+"""examples/attention_fwd.py on the CPU: interpreted within bf16 tolerance of a float32 NumPy
+reference (ragged length, causal and not, grouped-query heads, the log-sum-exp), its argument
+checks, and its sm_90a build (setmaxnreg in the SASS, no local memory, no ptxas advisory)."""
+import warnings
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import attention_fwd as attn
+
+
+def _inputs(heads: int, kv_heads: int, seq: int, head_dim: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal((1, h, seq, head_dim)).astype(ml_dtypes.bfloat16)
+            for h in (heads, kv_heads, kv_heads)]
+
+
+@pytest.mark.parametrize("head_dim, causal, heads, kv_heads, seq", [
+    (64, False, 2, 1, 200), (64, True, 1, 1, 200), (128, True, 2, 1, 140)])
+def test_interpreted_attention_matches_float32(head_dim, causal, heads, kv_heads, seq):
+    q, k, v = _inputs(heads, kv_heads, seq, head_dim)
+    o, lse = attn.attention(q, k, v, causal=causal, return_lse=True)
+    expected, expected_lse = attn.reference(q, k, v, causal=causal)
+    assert o.dtype == ml_dtypes.bfloat16 and o.shape == q.shape
+    np.testing.assert_allclose(o.astype(np.float32), expected, atol=2e-2, rtol=2e-2)
+    np.testing.assert_allclose(lse, expected_lse, atol=1e-4)
+
+
+def test_sm_scale_is_applied():
+    q, k, v = _inputs(1, 1, 64, 64, seed=3)
+    o = attn.attention(q, k, v, sm_scale=0.5)
+    expected, _ = attn.reference(q, k, v, sm_scale=0.5)
+    np.testing.assert_allclose(o.astype(np.float32), expected, atol=2e-2, rtol=2e-2)
+
+
+@pytest.mark.parametrize("shapes, message", [
+    (((1, 2, 64, 96), (1, 2, 64, 96)), "head dimension 96"),
+    (((1, 3, 64, 64), (1, 2, 64, 64)), "not a multiple"),
+    (((1, 2, 64, 64), (1, 2, 32, 64)), "must be"),
+])
+def test_unsupported_shapes_are_refused(shapes, message):
+    q, k = (np.zeros(s, ml_dtypes.bfloat16) for s in shapes)
+    with pytest.raises(ValueError, match=message):
+        attn.attention(q, k, k)
+
+
+def test_the_sm90a_build_sets_register_budgets_without_spilling(head_dim=128):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no ptxas advisory (serialized wgmma, setmaxnreg ignored)
+        ck = attn.compiled(head_dim=head_dim, causal=True, target="sm_90a")
+    assert ck.metadata["local_bytes"] == 0
+    assert ck.metadata["toolchain"]["linker"].startswith("ptxas")
+    assert "USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0xf0" in ck.sass  # consumers: 240
+    assert "USETMAXREG.DEALLOC.CTAPOOL 0x18" in ck.sass  # producer: 24
+    assert ck.sass.count("HGMMA.64x128x16.F32.BF16") == head_dim // 16  # QK^T, B from shared
+    assert ck.sass.count("HGMMA.64x64x16.F32.BF16") == 2 * 8  # P V: A from registers, 2 halves
