@@ -8,13 +8,22 @@
 - ``.maxntid`` from the block the specialization is launched with (``T.device_entry`` or the
   ``kernel[grid, block]`` it was built for): ptxas then allocates no more registers per thread
   than that block can launch with (a 384-thread block gets at most 168), and can apply
-  ``setmaxnreg``.
+  ``setmaxnreg`` (with ``.minnctapersm 1`` where the kernel uses it: the budgets move registers
+  from the count at entry).
 """
 from __future__ import annotations
 
 import re
 
 from ..errors import ToolchainError
+
+_SETMAXNREG = re.compile(r"^\s*setmaxnreg\.", re.MULTILINE)
+
+
+def uses_setmaxnreg(ptx: str) -> bool:
+    """Whether the PTX sets register budgets (a ``setmaxnreg`` instruction)."""
+    return _SETMAXNREG.search(ptx) is not None
+
 
 _ENTRY = re.compile(r"\.visible\s+\.entry\s+([A-Za-z_$][\w$]*)\s*\(")
 
@@ -43,8 +52,11 @@ def rewrite(ptx: str, stable_name: str, grid_constant_params: list[int],
                      rf"mov.b64 \1, {param};\n\tcvta.param.u64 \1, \1;", ptx)
     if block is not None:
         x, y, z = block
+        # setmaxnreg budgets move registers from the count at entry, which ptxas knows only
+        # when it may assume one CTA per SM (CUDA's __launch_bounds__(threads, 1))
+        one_cta = "\n.minnctapersm 1" if uses_setmaxnreg(ptx) else ""
         ptx = re.sub(rf"(\.entry\s+{re.escape(stable_name)}\s*\((?:[^)]*)\))",
-                     rf"\1\n.maxntid {x}, {y}, {z}", ptx, count=1)
+                     rf"\1\n.maxntid {x}, {y}, {z}{one_cta}", ptx, count=1)
     if cluster is not None:
         x, y, z = cluster
         ptx = re.sub(rf"(\.entry\s+{re.escape(stable_name)}\s*\((?:[^)]*)\))",

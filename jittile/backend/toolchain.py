@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..errors import ToolchainError
 from ..targets import Target
+from .ptx_post import uses_setmaxnreg
 
 
 @functools.lru_cache(maxsize=None)
@@ -91,16 +92,13 @@ class Linked:
     note: str | None = None
 
 
-_SETMAXNREG = re.compile(r"^\s*setmaxnreg\.", re.MULTILINE)
-
-
 def build_cubin(ptx: str, target: Target, name: str = "kernel") -> Linked:
     """The cubin of a kernel's PTX. nvJitLink's ptxas ignores ``setmaxnreg`` (C7504: it keeps
     register counts compatible across compilation units), so a kernel that sets register budgets
     is assembled by a standalone ptxas as a whole program (``ptxas -arch=...`` without ``-c``:
     one unit, a cubin directly); without one (or one too old for the PTX) it falls back to
     nvJitLink, with a note saying so."""
-    if _SETMAXNREG.search(ptx):
+    if uses_setmaxnreg(ptx):
         ptxas = find_tool("ptxas")
         if ptxas is None:
             note = ("setmaxnreg needs a standalone ptxas (the nvidia-cuda-nvcc wheel's, or a CUDA "
