@@ -79,3 +79,24 @@ def save(name: str, payload: dict) -> Path:
     path.write_text(json.dumps(payload, indent=2, default=str))
     print(json.dumps(payload, indent=2, default=str))
     return path
+
+
+def median_ms(contenders: dict, repeat: int = 20, warmup: int = 3) -> dict:
+    """Median milliseconds per contender. Samples alternate between the contenders (one call of
+    each per round), so clock and thermal drift during the run reaches all of them alike."""
+    import torch
+
+    for fn in contenders.values():
+        for _ in range(warmup):
+            fn()
+    samples = {name: [] for name in contenders}
+    for _ in range(repeat):
+        for name, fn in contenders.items():
+            start = torch.cuda.Event(enable_timing=True)
+            stop = torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            stop.record()
+            stop.synchronize()
+            samples[name].append(start.elapsed_time(stop))
+    return {name: statistics.median(values) for name, values in samples.items()}

@@ -8,7 +8,6 @@ interleaved; every output is checked against torch.matmul.
 """
 from __future__ import annotations
 
-import statistics
 import sys
 from pathlib import Path
 
@@ -18,27 +17,6 @@ sys.path.insert(0, str(ROOT.parent / "examples"))
 import common  # noqa: E402
 
 SIZES = ((4096, 4096, 4096), (8192, 8192, 8192), (3000, 5000, 2000))
-
-
-def median_ms(contenders: dict, repeat: int = 20, warmup: int = 3) -> dict:
-    """Median milliseconds per contender. Samples alternate between the contenders (one call of
-    each per round), so clock and thermal drift during the run reaches all of them alike."""
-    import torch
-
-    for fn in contenders.values():
-        for _ in range(warmup):
-            fn()
-    samples = {name: [] for name in contenders}
-    for _ in range(repeat):
-        for name, fn in contenders.items():
-            start = torch.cuda.Event(enable_timing=True)
-            stop = torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            stop.record()
-            stop.synchronize()
-            samples[name].append(start.elapsed_time(stop))
-    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 def triton_matmul():
@@ -104,7 +82,7 @@ def main() -> None:
             scale = reference.float().abs().max().item()
             row[name] = {"max_abs_error": error, "correct": error <= 0.02 * scale}
             calls[name] = (lambda fn, c: lambda: fn(a, b, c))(fn, c)
-        for name, ms in median_ms(calls).items():
+        for name, ms in common.median_ms(calls).items():
             row[name].update(ms=ms, tflops=2 * m * n * k / ms / 1e9)
         for name in contenders:
             row[name]["vs_cublas"] = row[name]["tflops"] / row["torch.matmul"]["tflops"]
