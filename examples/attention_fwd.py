@@ -18,10 +18,15 @@ One CTA computes a 128-row block of one head's queries (grid ``(ceil(S / 128), H
   kept per thread and reduced once at the end), ``O`` rescaled in registers, then ``P`` rounded
   to a bf16 A fragment in registers and ``O += P V`` with ``wgmma.m64n64k16`` (V's MN-major
   descriptor; one accumulator per 64 columns of D);
+- ping-pong: the consumers take turns at the tensor cores (named barriers 3 and 4): each issues
+  its ``Q K^T`` in its turn and hands the turn over, so one warpgroup's softmax runs under the
+  other's MMAs;
 - the epilogue divides by the row sums, stores bf16 pairs with ``stmatrix`` into shared memory
   and writes them with a TMA store; the LSE goes out with element stores.
 
-The fragment helpers come from ``jittile.fragment_algebra``.
+Not (yet) FlashAttention-3: the intra-warpgroup overlap (issuing the next ``Q K^T`` and this
+block's ``P V`` before this softmax) costs D=128 spills in this form; D=256 (128x80 tiles) and a
+persistent tile scheduler are missing. The fragment helpers come from ``jittile.fragment_algebra``.
 """
 from __future__ import annotations
 
@@ -45,6 +50,7 @@ NEG = -1.0e30  # a masked score: exp2 of it (minus any finite row maximum) is 0
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
 HEAD_DIMS = (64, 128)
+PINGPONG = 3  # named barriers 3 and 4: the consumer warpgroups' turns at the tensor cores
 
 
 @jittile.func
@@ -57,6 +63,43 @@ def mask_scores(s_acc, kv0, q0, seq, causal):
         if causal:
             if col > q0 + s_acc.row(i):
                 s_acc[i] = NEG
+
+
+@jittile.func
+def softmax_step(s_acc, top_max, bottom_max, top_sum, bottom_sum, scale, kv0, q0, seq, causal):
+    """The online softmax of one block of scores, in place (``s_acc`` becomes the unnormalized
+    probabilities): the running row maxima and this thread's running row sums, and the factors
+    ``alpha`` that rescale what was accumulated under the old maxima."""
+    if kv0 + BN > seq or (causal and kv0 + BN > q0):
+        mask_scores(s_acc, kv0, q0, seq, causal)
+    block_top, block_bottom = row_max(s_acc)
+    new_top = T.fmax(top_max, block_top)
+    new_bottom = T.fmax(bottom_max, block_bottom)
+    top_alpha = T.exp2((top_max - new_top) * scale)
+    bottom_alpha = T.exp2((bottom_max - new_bottom) * scale)
+    exp2_rows(s_acc, scale, new_top, new_bottom)
+    block_top, block_bottom = thread_row_sum(s_acc)
+    return (new_top, new_bottom, top_sum * top_alpha + block_top,
+            bottom_sum * bottom_alpha + block_bottom, top_alpha, bottom_alpha)
+
+
+@jittile.func
+def multiply_qk(s_acc, q_s, k_s, half, stage, DH):
+    """``S = Q K^T`` of the warpgroup's 64 rows against K's ``stage`` (fenced, committed)."""
+    T.ptx.wgmma.fence.sync.aligned()
+    for d in T.unroll(DH):
+        T.cuda.tile.apply(T.ptx[QK], s_acc, q_s[d, half, 0, 0], k_s[stage, d, 0, 0].T,
+                          scale_d=d)
+    T.ptx.wgmma.commit_group.sync.aligned()
+
+
+@jittile.func
+def multiply_pv(o_lo, o_hi, p_frag, v_s, stage, DH):
+    """``O += P V`` from the bf16 P fragment and V's ``stage``, 64 columns of D per MMA; commits."""
+    T.cuda.tile.apply(T.ptx[PV], o_lo, p_frag, v_s[stage, 0, 0, 0], scale_d=1)
+    if DH == 2:
+        T.cuda.tile.apply(T.ptx[PV], o_hi, p_frag, v_s[stage, 1, 0, 0], scale_d=1)
+    T.ptx.wgmma.commit_group.sync.aligned()
 
 
 @jittile.func
@@ -118,19 +161,19 @@ def attention_fwd(Q: T.Tensor((None, None, None, None), "bfloat16"),
             T.cuda.tile.apply(T.ptx[LOAD], Q_s, Q, box=(1, 1, 64, 64), coords=(batch, head, m0, 0),
                               coord_steps=((0, 0, 0, 64), (0, 0, 64, 0)), swizzle=3,
                               mbar=qfull.ptr_to([0]))
-            for it in range(blocks):
-                s = it % STAGES
-                T.cuda.mbarrier_wait(empty.ptr_to([s]), ((it // STAGES) & 1) ^ 1)
-                T.ptx.mbarrier.arrive.expect_tx.shared.b64(kfull.ptr_to([s]),
+            for load in range(blocks):
+                stage = load % STAGES
+                T.cuda.mbarrier_wait(empty.ptr_to([stage]), ((load // STAGES) & 1) ^ 1)
+                T.ptx.mbarrier.arrive.expect_tx.shared.b64(kfull.ptr_to([stage]),
                                                           T.uint32(BN * D * 2))
-                T.cuda.tile.apply(T.ptx[LOAD], K_s[s], K, box=(1, 1, BN, 64),
-                                  coords=(batch, kv_head, it * BN, 0),
-                                  coord_steps=((0, 0, 0, 64),), swizzle=3, mbar=kfull.ptr_to([s]))
-                T.ptx.mbarrier.arrive.expect_tx.shared.b64(vfull.ptr_to([s]),
+                T.cuda.tile.apply(T.ptx[LOAD], K_s[stage], K, box=(1, 1, BN, 64),
+                                  coords=(batch, kv_head, load * BN, 0),
+                                  coord_steps=((0, 0, 0, 64),), swizzle=3, mbar=kfull.ptr_to([stage]))
+                T.ptx.mbarrier.arrive.expect_tx.shared.b64(vfull.ptr_to([stage]),
                                                           T.uint32(BN * D * 2))
-                T.cuda.tile.apply(T.ptx[LOAD], V_s[s], V, box=(1, 1, BN, 64),
-                                  coords=(batch, kv_head, it * BN, 0),
-                                  coord_steps=((0, 0, 0, 64),), swizzle=3, mbar=vfull.ptr_to([s]))
+                T.cuda.tile.apply(T.ptx[LOAD], V_s[stage], V, box=(1, 1, BN, 64),
+                                  coords=(batch, kv_head, load * BN, 0),
+                                  coord_steps=((0, 0, 0, 64),), swizzle=3, mbar=vfull.ptr_to([stage]))
     else:  # consumers: warpgroup 1 owns query rows m0..m0+63, warpgroup 2 the next 64
         T.ptx.setmaxnreg.inc.sync.aligned.u32(240)
         half = warpgroup - 1
@@ -140,50 +183,36 @@ def attention_fwd(Q: T.Tensor((None, None, None, None), "bfloat16"),
         s_acc = T.alloc_local((64, BN), "float32", layout=wgmma_accumulator)
         p_frag = T.alloc_local((64, BN), "bfloat16", layout=wgmma_a)
         o_lo = T.alloc_local((64, 64), "float32", layout=wgmma_accumulator)  # O[:, 0:64]
-        if DH == 2:
-            o_hi = T.alloc_local((64, 64), "float32", layout=wgmma_accumulator)  # O[:, 64:128]
-        top_max = T.float32(NEG)
-        bottom_max = T.float32(NEG)
-        top_sum = T.float32(0.0)
-        bottom_sum = T.float32(0.0)
+        o_hi = T.alloc_local((64, 64), "float32", layout=wgmma_accumulator)  # O[:, 64:128], D=128
+        if half == 1:
+            T.ptx.bar.arrive(PINGPONG, 256)  # warpgroup 1 issues its MMAs first
         T.cuda.mbarrier_wait(qfull.ptr_to([0]), 0)
-        for it in range(blocks):
-            s = it % STAGES
-            phase = (it // STAGES) & 1
-            T.cuda.mbarrier_wait(kfull.ptr_to([s]), phase)
-            T.ptx.wgmma.fence.sync.aligned()
-            for d in T.unroll(DH):
-                T.cuda.tile.apply(T.ptx[QK], s_acc, Q_s[d, half, 0, 0], K_s[s, d, 0, 0].T,
-                                  scale_d=d)
-            T.ptx.wgmma.commit_group.sync.aligned()
+        top_max, bottom_max = T.float32(NEG), T.float32(NEG)
+        top_sum, bottom_sum = T.float32(0.0), T.float32(0.0)
+        for block in range(blocks):
+            # this warpgroup's turn at the tensor cores: issue S = Q K^T, then hand them to the
+            # other warpgroup, whose MMAs run under this softmax
+            stage = block % STAGES
+            phase = (block // STAGES) & 1
+            T.cuda.mbarrier_wait(kfull.ptr_to([stage]), phase)
+            T.ptx.bar.sync(PINGPONG + half, 256)
+            multiply_qk(s_acc, Q_s, K_s, half, stage, DH)
+            if half == 0 or block + 1 < blocks:
+                T.ptx.bar.arrive(PINGPONG + 1 - half, 256)
             T.ptx.wgmma.wait_group.sync.aligned(0)
-            kv0 = it * BN
-            if kv0 + BN > seq or (CAUSAL and kv0 + BN > q0):
-                mask_scores(s_acc, kv0, q0, seq, CAUSAL)
-            block_top, block_bottom = row_max(s_acc)
-            new_top = T.fmax(top_max, block_top)
-            new_bottom = T.fmax(bottom_max, block_bottom)
-            top_alpha = T.exp2((top_max - new_top) * scale)
-            bottom_alpha = T.exp2((bottom_max - new_bottom) * scale)
-            top_max = new_top
-            bottom_max = new_bottom
-            exp2_rows(s_acc, scale, top_max, bottom_max)
-            block_top, block_bottom = thread_row_sum(s_acc)
-            top_sum = top_sum * top_alpha + block_top
-            bottom_sum = bottom_sum * bottom_alpha + block_bottom
+            top_max, bottom_max, top_sum, bottom_sum, top_alpha, bottom_alpha = softmax_step(
+                s_acc, top_max, bottom_max, top_sum, bottom_sum, scale, block * BN, q0, seq,
+                CAUSAL)
             scale_rows(o_lo, top_alpha, bottom_alpha)
             if DH == 2:
                 scale_rows(o_hi, top_alpha, bottom_alpha)
             to_bf16_a(s_acc, p_frag)
-            T.cuda.mbarrier_wait(vfull.ptr_to([s]), phase)
+            T.cuda.mbarrier_wait(vfull.ptr_to([stage]), phase)
             T.ptx.wgmma.fence.sync.aligned()
-            T.cuda.tile.apply(T.ptx[PV], o_lo, p_frag, V_s[s, 0, 0, 0], scale_d=1)
-            if DH == 2:
-                T.cuda.tile.apply(T.ptx[PV], o_hi, p_frag, V_s[s, 1, 0, 0], scale_d=1)
-            T.ptx.wgmma.commit_group.sync.aligned()
+            multiply_pv(o_lo, o_hi, p_frag, V_s, stage, DH)
             T.ptx.wgmma.wait_group.sync.aligned(0)
             if leader:
-                T.ptx.mbarrier.arrive.shared.b64(empty.ptr_to([s]))
+                T.ptx.mbarrier.arrive.shared.b64(empty.ptr_to([stage]))
         top_sum = quad_sum(top_sum)
         bottom_sum = quad_sum(bottom_sum)
         top_inv = T.rcp(top_sum, approx=True)
