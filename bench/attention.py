@@ -31,9 +31,10 @@ def contenders(torch):
 
     def sdpa(backend):
         def run(q, k, v, causal):
+            grouped = {"enable_gqa": True} if k.shape[1] != q.shape[1] else {}  # torch >= 2.5
             with sdpa_kernel(backend):
                 return torch.nn.functional.scaled_dot_product_attention(
-                    q, k, v, is_causal=causal, enable_gqa=k.shape[1] != q.shape[1])
+                    q, k, v, is_causal=causal, **grouped)
         return run
 
     found = {"jittile": lambda q, k, v, causal: attention_fwd.attention(q, k, v, causal=causal),
