@@ -20,9 +20,9 @@ print('linker:', ck.metadata['toolchain']['linker'])
 print('\n'.join(l.strip() for l in ck.sass.splitlines() if 'USETMAXREG' in l or 'HGMMA' in l))"
 } > "$out/attn_build_run$run.log" 2>&1
 tail -5 "$out/attn_build_run$run.log"
-timeout 150 python3 -m pytest -q -p no:cacheprovider -rfs --tb=short tests/test_gpu_attention.py \
+timeout 200 python3 -m pytest -q -p no:cacheprovider -rfs --tb=short tests/test_gpu_attention.py \
   tests/test_setmaxnreg_link.py tests/test_fragment_algebra.py > "$out/attn_tests_run$run.log" 2>&1
 tail -3 "$out/attn_tests_run$run.log"
-timeout 240 python3 bench/attention.py "$run" > "$out/attn_bench_run$run.log" 2>&1
+timeout 220 python3 bench/attention.py "$run" > "$out/attn_bench_run$run.log" 2>&1
 grep "causal=" "$out/attn_bench_run$run.log"
 cp "bench/results/attention_run$run.json" "$out/" 2>/dev/null
