@@ -16,10 +16,9 @@ The kernel is the classic warp-specialized persistent design, written in jittile
   shared tile, and write it with a TMA store that clips at M and N.
 
 Registers: the 384-thread block gives every thread 168 registers, and the consumers' 128-float
-accumulator plus their loop state fit in them (0 bytes of local memory). ``setmaxnreg`` would move
-registers from the producer to the consumers, but jittile links through nvJitLink, whose ptxas
-ignores it ("(C7504) 'setmaxnreg' ignored to maintain compatibility across compilation units",
-reported as a JittileWarning), so the kernel does not rely on it. Likewise its index arithmetic
+accumulator plus their loop state fit in them (0 bytes of local memory), so the kernel needs no
+``setmaxnreg`` (examples/attention_fwd.py uses it: jittile then assembles the kernel with a
+standalone ptxas, as nvJitLink's ignores it). Its index arithmetic
 stays 32-bit: a 64-bit division is a call, and a call makes ptxas serialize every wgmma (C7509).
 
 M, N and K need not be multiples of the tile: TMA loads fill out-of-bounds elements with zeros
