@@ -261,7 +261,7 @@ class HelperInlining:
     def _is_operand(self, node: ast.expr) -> bool:
         """Whether a helper argument is a shared buffer, tensor, TMEM tensor or TensorMap, a region
         of one (slices, or fewer indices than a shared buffer has axes) or an address in one
-        (``buf.ptr_to([...])``): those are substituted into the helper (so tile calls see the
+        (``buf.ptr_to([...])``), or a whole local array or register fragment: those are substituted into the helper (so tile calls see the
         operand, and byte accounting the barrier, as written); anything else, an element
         included, is a value."""
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
@@ -271,6 +271,8 @@ class HelperInlining:
         if not isinstance(base, ast.Name):
             return False
         name = base.id
+        if base is node and (name in self.fragments or name in self.local_arrays):
+            return True  # a local array or register fragment, whole: the helper indexes it
         if not (name in self.shared or name in self.arrays or name in self.tmem
                 or name in self.tensormaps):
             return False
