@@ -288,3 +288,221 @@ def gemm_bf16(A: T.Tensor((None, None), "bfloat16"), B: T.Tensor((None, None), "
     T.device_entry(launch=T.cuda.LaunchConfig(grid=132, block=384))
     gemm_body(A, B, C, C, 1.0, M, N, K, "bfloat16", MMA, BM, BN, BK, STAGES, GROUP_M, 1, False,
               False, False)
+
+
+@jittile.kernel
+def bf16_from_f32(W: T.Tensor((None, None), "float32"), C: T.Tensor((None, None), "bfloat16"),
+                  M: T.int32, N: T.int32):
+    """C = W rounded to bf16 (nearest even): the split-K configurations' last step."""
+    i = T.cuda.block_idx("x") * 256 + T.cuda.thread_idx("x")
+    while i < M * N:
+        row = T.uint32(i) // T.uint32(N)
+        col = T.uint32(i) % T.uint32(N)
+        C[row, col] = W[row, col]
+        i += T.cuda.grid_dim("x") * 256
+
+
+class Space:
+    """A tuning space over ``tile_m x tile_n`` tiles of ``element_bytes`` inputs: the configs,
+    their shared memory, and the shape -> candidates pruning (docs/gemm.md)."""
+
+    def __init__(self, element_bytes: int, tiles: tuple, swap_tiles: tuple, splits: tuple):
+        """``tiles``: (BM, BN, STAGES, GROUP_M, with split-K); ``swap_tiles``: (BM, BN, STAGES)."""
+        self.tile_k = ROW_BYTES // element_bytes
+        self.configs = []
+        for tm, tn, ring, group, splittable in tiles:
+            for split in (1,) + (splits if splittable else ()):
+                self.configs.append(self._config(tm, tn, ring, group, split, False))
+        for tm, tn, ring in swap_tiles:
+            for split in (1,) + splits:
+                self.configs.append(self._config(tm, tn, ring, 8, split, True))
+
+    @staticmethod
+    def _config(tm, tn, ring, group, split, swap) -> jittile.Config:
+        hook = zero_workspace if split > 1 else None
+        return jittile.Config({"BM": tm, "BN": tn, "STAGES": ring, "GROUP_M": group,
+                               "SPLIT": split, "SWAP": swap}, block=128 + 2 * tm, pre_hook=hook)
+
+    def candidates(self, m: int, n: int, k: int, sms: int = SMS) -> list:
+        """The configs worth timing for an M x N x K product (rules in docs/gemm.md)."""
+        k_tiles = -(-k // self.tile_k)
+        out = []
+        for config in self.configs:
+            v = config.kwargs
+            rows, cols = (n, m) if v["SWAP"] else (m, n)
+            tiles = -(-rows // v["BM"]) * -(-cols // v["BN"])
+            if v["SWAP"]:
+                fits = m <= 64 and v["BN"] == min(b for b in (16, 32, 64) if b >= m)
+            elif v["BM"] == 64:
+                fits = 32 < m <= 512
+            else:
+                fits = m > 64
+            per = -(-k_tiles // v["SPLIT"])
+            if v["SPLIT"] > 1:  # only where the tiles leave SMs idle; every split >= 4 K-tiles
+                fits = fits and tiles * 2 <= sms and tiles * v["SPLIT"] <= 2 * sms and per >= 4
+            elif tiles < 2 * sms and v["GROUP_M"] != 8:
+                fits = False  # L2 banding matters only over several waves
+            if fits:
+                out.append(config)
+        return out
+
+
+def zero_workspace(named: dict) -> None:
+    """A split-K config's pre_hook: zero the fp32 workspace its launch adds into, and arm the
+    bf16 conversion that ``finish`` runs after it."""
+    workspace = named["W"]
+    if hasattr(workspace, "zero_"):
+        workspace.zero_()
+    else:
+        workspace[...] = 0
+    _PENDING[:] = [(workspace, named["C"], named["M"], named["N"])]
+
+
+_PENDING: list = []  # the conversion a split-K launch left to do
+
+
+def finish(interpret: bool = False) -> None:
+    """Round a split-K launch's workspace into C (nothing after other configs)."""
+    for workspace, c, m, n in _PENDING:
+        blocks = min(-(-m * n // 256), 8 * SMS)
+        run = bf16_from_f32.interpret if interpret else bf16_from_f32
+        run[(blocks,), (256,)](workspace, c, m, n)
+    _PENDING.clear()
+
+
+def bench_with_finish(fn) -> float:
+    """The tuner's timing of one config, its conversion included: median milliseconds of 10
+    CUDA-event samples after 3 warm-ups."""
+    import torch
+
+    for _ in range(3):
+        fn()
+        finish()
+    samples = []
+    for _ in range(10):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        finish()
+        stop.record()
+        stop.synchronize()
+        samples.append(start.elapsed_time(stop))
+    return float(np.median(samples))
+
+
+BF16_SPACE = Space(2, tiles=((128, 256, 4, 8, True), (128, 256, 4, 16, False),
+                             (128, 256, 3, 8, False), (128, 128, 6, 8, True),
+                             (64, 256, 5, 8, True), (64, 128, 8, 8, True)),
+                   swap_tiles=((128, 16, 8), (128, 32, 8), (128, 64, 8)), splits=(2, 4, 8))
+
+
+def prune(space: Space):
+    """An early_config_prune over ``space``: its candidates for the call's M, N, K."""
+    def early_config_prune(configs, named):
+        keep = set(space.candidates(int(named["M"]), int(named["N"]), int(named["K"])))
+        return [c for c in configs if c in keep]
+    return early_config_prune
+
+
+@jittile.autotune(configs=BF16_SPACE.configs, key=["M", "N", "K"],
+                  prune_configs_by={"early_config_prune": prune(BF16_SPACE)},
+                  do_bench=bench_with_finish)
+@jittile.kernel
+def gemm_bf16_tuned(A: T.Tensor((None, None), "bfloat16"), B: T.Tensor((None, None), "bfloat16"),
+                    C: T.Tensor((None, None), "bfloat16"), W: T.Tensor((None, None), "float32"),
+                    M: T.int32, N: T.int32, K: T.int32, BM: T.constexpr, BN: T.constexpr,
+                    STAGES: T.constexpr, GROUP_M: T.constexpr, SPLIT: T.constexpr,
+                    SWAP: T.constexpr):
+    """gemm_bf16 over the tuning space; with SPLIT > 1 the fp32 workspace W (M, N) receives the
+    sums (zeroed by the config's pre_hook, converted by ``finish``)."""
+    if SWAP:
+        gemm_body(B, A, C, W, 1.0, N, M, K, "bfloat16", MMA_FORMS[("bf16", BN)], BM, BN, BK,
+                  STAGES, GROUP_M, SPLIT, True, False, False)
+    else:
+        gemm_body(A, B, C, W, 1.0, M, N, K, "bfloat16", MMA_FORMS[("bf16", BN)], BM, BN, BK,
+                  STAGES, GROUP_M, SPLIT, False, False, False)
+
+
+def persistent_grid(sms: int):
+    """The tuned kernels' grid: one CTA per job, at most one per SM."""
+    def grid(meta):
+        rows, cols = (meta["N"], meta["M"]) if meta["SWAP"] else (meta["M"], meta["N"])
+        jobs = -(-rows // meta["BM"]) * -(-cols // meta["BN"]) * meta["SPLIT"]
+        return (min(sms, jobs),)
+    return grid
+
+
+def block_of(meta) -> int:
+    """A producer warpgroup and BM / 64 consumers."""
+    return 128 + 2 * meta["BM"]
+
+
+def workspace_for(space: Space, c, m: int, n: int, k: int):
+    """The fp32 split-K workspace (M, N) where a candidate splits, else a 1x4 placeholder."""
+    splits = any(cfg.kwargs["SPLIT"] > 1 for cfg in space.candidates(m, n, k))
+    shape = (m, n) if splits else (1, 4)
+    if hasattr(c, "new_empty"):
+        import torch
+
+        return torch.empty(shape, dtype=torch.float32, device=c.device)
+    return np.zeros(shape, np.float32)
+
+
+def run_tuned(tuned, space: Space, args: tuple, c, m: int, n: int, k: int, sms: int,
+              extra: tuple = ()) -> None:
+    """Launch a tuned kernel (``args`` before W; M, N, K and ``extra`` after it): tuned on the
+    GPU, else the first candidate on the CPU interpreter, one CTA per job at most."""
+    from jittile.runtime import driver
+
+    w = workspace_for(space, c, m, n, k)
+    if driver.available():
+        tuned[persistent_grid(sms), block_of](*args, w, m, n, k, *extra)
+        finish()
+        return
+    config = space.candidates(m, n, k)[0]
+    meta = {"M": m, "N": n, **config.kwargs}
+    if config.pre_hook is not None:
+        config.pre_hook({"W": w, "C": c, "M": m, "N": n})
+    tuned.kernel.interpret[persistent_grid(sms)(meta), block_of(meta)](
+        *args, w, m, n, k, *extra, *(config.kwargs[name] for name in
+                             ("BM", "BN", "STAGES", "GROUP_M", "SPLIT", "SWAP")))
+    finish(interpret=True)
+
+
+def launch(a, b, c, sms: int = SMS) -> None:
+    """``c = a @ b.T`` for device arrays (torch or CuPy), tuned per (M, N, K). Without a GPU it
+    runs on the CPU interpreter (NumPy ``ml_dtypes.bfloat16`` arrays) with the shape's first
+    candidate config."""
+    m, k = a.shape
+    run_tuned(gemm_bf16_tuned, BF16_SPACE, (a, b, c), c, m, b.shape[0], k, sms)
+
+
+def main() -> None:
+    ck = gemm_bf16.compile(target="sm_90a")
+    hgmma = [line.split(";")[0].split("*/")[-1].strip() for line in ck.sass.splitlines()
+             if "HGMMA" in line]
+    print(f"gemm_bf16: {len(hgmma)} HGMMA per stage ({hgmma[0]}), "
+          f"{ck.metadata['registers']} registers, {ck.metadata['local_bytes']} bytes of local "
+          f"memory, {ck.metadata['shared_bytes']} bytes of shared memory")
+    from jittile.runtime import driver
+
+    if not driver.available():
+        print("gemm_bf16: no GPU here; compiled only (launch(a, b, c) runs it on the CPU "
+              "interpreter, ml_dtypes.bfloat16 NumPy arrays in and out)")
+        return
+    import torch
+
+    for m, n, k in ((512, 768, 320), (300, 520, 200), (16, 4096, 4096)):
+        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+        c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+        launch(a, b, c, torch.cuda.get_device_properties(0).multi_processor_count)
+        expected = (a.float() @ b.float().T)
+        error = (c.float() - expected).abs().max().item()
+        assert error <= 0.02 * expected.abs().max().item(), error
+        print(f"gemm_bf16 {m}x{n}x{k}: OK on the GPU with {gemm_bf16_tuned.best_config} "
+              f"(max |error| {error:.3g})")
+
+
+if __name__ == "__main__":
+    main()
