@@ -459,19 +459,21 @@ def run_tuned(tuned, space: Space, args: tuple, c, m: int, n: int, k: int, sms: 
         tuned[persistent_grid(sms), block_of](*args, w, m, n, k, *extra)
         finish()
         return
-    interpret_config(tuned, space.candidates(m, n, k)[0], args, w, m, n, k, sms, extra)
+    run_config(tuned, space.candidates(m, n, k)[0], args, w, m, n, k, sms, extra, interpret=True)
 
 
-def interpret_config(tuned, config: jittile.Config, args: tuple, w, m: int, n: int, k: int,
-                     sms: int = SMS, extra: tuple = ()) -> None:
-    """One config of a tuned kernel on the CPU interpreter, its split-K conversion included."""
+def run_config(tuned, config: jittile.Config, args: tuple, w, m: int, n: int, k: int,
+               sms: int = SMS, extra: tuple = (), interpret: bool = False) -> None:
+    """One config of a tuned kernel, untuned (on the CPU interpreter with ``interpret``), its
+    split-K zeroing and conversion included."""
     meta = {"M": m, "N": n, **config.kwargs}
     if config.pre_hook is not None:
         config.pre_hook({"W": w, "C": args[2], "M": m, "N": n})
-    tuned.kernel.interpret[persistent_grid(sms)(meta), block_of(meta)](
+    kernel = tuned.kernel.interpret if interpret else tuned.kernel
+    kernel[persistent_grid(sms)(meta), block_of(meta)](
         *args, w, m, n, k, *extra, *(config.kwargs[name] for name in
                                      ("BM", "BN", "STAGES", "GROUP_M", "SPLIT", "SWAP")))
-    finish(interpret=True)
+    finish(interpret=interpret)
 
 
 def launch(a, b, c, sms: int = SMS) -> None:

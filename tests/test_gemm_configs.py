@@ -39,7 +39,8 @@ def test_bf16_configs_interpreted_are_exact(m, n, k, values):
     a, b, c = _operands(m, n, k, ml_dtypes.bfloat16)
     config = _config(gemm_bf16.BF16_SPACE, GROUP_M=8, **values)
     w = np.zeros((m, n), np.float32)
-    gemm_bf16.interpret_config(gemm_bf16.gemm_bf16_tuned, config, (a, b, c), w, m, n, k, sms=2)
+    gemm_bf16.run_config(gemm_bf16.gemm_bf16_tuned, config, (a, b, c), w, m, n, k, sms=2,
+                         interpret=True)
     np.testing.assert_array_equal(c.astype(np.float32), _product(a, b))
 
 
@@ -54,7 +55,7 @@ def test_the_fp8_kernel_interpreted_is_exact_on_a_ragged_product():
     np.testing.assert_array_equal(c.astype(np.float32), _product(a, b, 0.125))
 
 
-def test_the_fp8_launch_interprets_a_swapped_split_config():
+def test_an_fp8_swapped_split_config_interpreted_is_exact():
     """M = 40 takes swap-AB (wgmma N = 64), split-K over four K-stages; scales 2 * 0.5."""
     import gemm_fp8
 
@@ -62,11 +63,24 @@ def test_the_fp8_launch_interprets_a_swapped_split_config():
     a, b, c = _operands(m, n, k, ml_dtypes.float8_e4m3fn, seed=4)
     config = _config(gemm_fp8.FP8_SPACE, BM=128, BN=64, SPLIT=2, SWAP=True)
     w = np.zeros((m, n), np.float32)
-    from gemm_bf16 import interpret_config
+    from gemm_bf16 import run_config
 
-    interpret_config(gemm_fp8.gemm_fp8_tuned, config, (a, b, c), w, m, n, k, sms=2,
-                     extra=(gemm_fp8.scale_array(2.0, c), gemm_fp8.scale_array(0.5, c)))
+    run_config(gemm_fp8.gemm_fp8_tuned, config, (a, b, c), w, m, n, k, sms=2, interpret=True,
+               extra=(gemm_fp8.scale_array(2.0, c), gemm_fp8.scale_array(0.5, c)))
     np.testing.assert_array_equal(c.astype(np.float32), _product(a, b))
+
+
+def test_the_fp8_launch_takes_python_float_scales_on_the_interpreter():
+    """launch(a, b, c, scale_a, scale_b) where there is no GPU: the shape's first candidate."""
+    import gemm_fp8
+    from jittile.runtime import driver
+
+    if driver.available():
+        pytest.skip("a GPU is present: tests/test_gpu_gemm.py launches the example there")
+    m, n, k = 20, 72, 144
+    a, b, c = _operands(m, n, k, ml_dtypes.float8_e4m3fn, seed=5)
+    gemm_fp8.launch(a, b, c, 0.5, 4.0)
+    np.testing.assert_array_equal(c.astype(np.float32), _product(a, b, 2.0))
 
 
 @pytest.mark.parametrize("m, n, k, expect", [
