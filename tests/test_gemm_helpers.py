@@ -36,3 +36,30 @@ def test_a_helper_writes_the_callers_local_array_and_takes_elements_by_value():
     expected = lanes + 2 * np.arange(4)[None, :]
     np.testing.assert_array_equal(out[:, :4], expected)
     np.testing.assert_array_equal(out[:, 4:], 2 * expected)
+
+
+@jittile.func
+def scaled(value, FACTOR):
+    return value * FACTOR
+
+
+@jittile.autotune(configs=[jittile.Config({"FACTOR": f}) for f in (2, 3)], key=["n"])
+@jittile.kernel
+def tuned_with_a_helper(Out: T.Tensor((None,), "int32"), n: T.int32, FACTOR: T.constexpr):
+    T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))
+    i = T.cuda.thread_idx("x")
+    if i < n:
+        Out[i] = scaled(i, FACTOR)
+
+
+def test_worker_compiles_of_a_kernel_with_helpers_are_the_callers_cache_entries(tmp_path,
+                                                                                monkeypatch):
+    """Helpers enter the cache key by module and qualname: the worker processes import the
+    kernel's module under its own name, so the caller loads what they compiled."""
+    monkeypatch.setenv("JITTILE_CACHE", "1")
+    monkeypatch.setenv("JITTILE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("JITTILE_AUTOTUNE_JOBS", "2")
+    tuned_with_a_helper.kernel._memory = {}
+    result = tuned_with_a_helper.compile_all(T.Tensor((64,), "int32"), T.int32(0),
+                                             target="sm_90a")
+    assert [ck.metadata["cache"] for ck in result.values()] == ["hit", "hit"]
