@@ -93,6 +93,7 @@ def copies_for(nbytes: int) -> int:
 
 
 def bf16_contenders(torch, sms):
+    """Called as ``fn(a, b, c)``."""
     import gemm_bf16
 
     out = {"jittile": lambda a, b, c: gemm_bf16.launch(a, b, c, sms),
@@ -105,12 +106,15 @@ def bf16_contenders(torch, sms):
 
 
 def fp8_contenders(torch, sms):
+    """Called as ``fn(a, b, scale_a, scale_b, c)``."""
     import gemm_fp8
 
-    return {"jittile": lambda a, b, c, sa, sb: gemm_fp8.launch(a, b, c, sa, sb, sms),
-            "cublas": lambda a, b, c, sa, sb: torch._scaled_mm(
-                a, b.T, scale_a=sa, scale_b=sb, out=c, out_dtype=torch.bfloat16,
-                use_fast_accum=False)}
+    def cublas(a, b, sa, sb, c):
+        torch._scaled_mm(a, b.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
+                         use_fast_accum=False, out=c)
+
+    return {"jittile": lambda a, b, sa, sb, c: gemm_fp8.launch(a, b, c, sa, sb, sms),
+            "cublas": cublas}
 
 
 def inputs(torch, kind, m, n, k, copies):
