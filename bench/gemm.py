@@ -18,6 +18,7 @@ cuBLAS and Triton, geometric means; ``bench/results/gemm_runNN.json``.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import statistics
@@ -212,6 +213,7 @@ def main() -> None:
     import torch
 
     import gemm_bf16
+    import gemm_fp8
 
     parser = argparse.ArgumentParser()
     parser.add_argument("run", nargs="?", default=os.environ.get("RUN", "0"))
@@ -223,6 +225,10 @@ def main() -> None:
     groups = args.shapes.split(",") if args.shapes else list(SHAPES)
     shapes = [s for g in groups for s in SHAPES[g]]
     rows = []
+    path = common.RESULTS / f"gemm_run{int(args.run):02d}.json"
+    header = {"date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+              "command": " ".join(["python3"] + sys.argv), "versions": common.versions(),
+              "device": common.device(), "samples": args.samples, "spin_cycles": SPIN_CYCLES}
     for kind in ("bf16", "fp8"):
         if args.only and kind != args.only:
             continue
@@ -235,19 +241,25 @@ def main() -> None:
                 rows.append({"kind": kind, "M": shape[0], "N": shape[1], "K": shape[2],
                              "failed": repr(exc)})
                 continue
-            row["jittile"]["config"] = repr((gemm_bf16.gemm_bf16_tuned if kind == "bf16"
-                                             else __import__("gemm_fp8").gemm_fp8_tuned
-                                             ).best_config)
+            tuned = gemm_bf16.gemm_bf16_tuned if kind == "bf16" else gemm_fp8.gemm_fp8_tuned
+            row["jittile"]["config"] = repr(tuned.best_config)
             rows.append(row)
             print_row(row, contenders)
+            save(path, header, rows)  # after every shape: a run cut short keeps its results
             torch.cuda.empty_cache()
+    for kind, s in save(path, header, rows).items():
+        print(f"{kind}: {s}", flush=True)
+    print(f"wrote {path}")
+
+
+def save(path: Path, header: dict, rows: list) -> dict:
+    """Write the results so far with their summaries; returns the summaries."""
     good = [r for r in rows if "failed" not in r]
     summaries = {kind: summary(good, kind) for kind in ("bf16", "fp8")}
-    for kind, s in summaries.items():
-        print(f"{kind}: {s}", flush=True)
-    common.save(f"gemm_run{int(args.run):02d}",
-                {"samples": args.samples, "spin_cycles": SPIN_CYCLES, "summary": summaries,
-                 "results": rows})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({**header, "summary": summaries, "results": rows}, indent=1,
+                               default=str))
+    return summaries
 
 
 if __name__ == "__main__":

@@ -202,7 +202,7 @@ def consume(R_s, Q_s, S_s, full, empty, C, W, scale, jobs, tiles_m, tiles_n, k_t
     it = 0
     job = T.cuda.block_idx("x")
     while job < jobs:
-        first, count = k_range(job, k_tiles, SPLIT)
+        _, count = k_range(job, k_tiles, SPLIT)
         if count > 0:
             if PROMOTE:
                 for r in T.unroll(TILE_N // 2):
