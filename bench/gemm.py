@@ -7,7 +7,7 @@
 
 Shapes: squares, LLM projections, skinny (M <= 512) and ragged ones (``SHAPES``). Each contender's
 first call tunes (untimed); then ``--samples`` rounds (default 10, after 3 warm-ups) each time
-one call of every contender, interleaved, with CUDA events. Before each sample a 20 us GPU spin
+one call of every contender, interleaved, with CUDA events. Before each sample a 100 us GPU spin
 (``torch.cuda._sleep``) lets the host enqueue the call while the GPU is busy, so the events see
 device time. Inputs rotate over copies that together exceed the 50 MB L2. Every output is checked
 against an fp32 product of the same inputs (max |error| / max |reference|). TFLOP/s, ratios to
@@ -39,7 +39,7 @@ SHAPES = {
     "ragged": [(4097, 4104, 4096), (3000, 5000, 2000)],
 }
 L2_BYTES = 50 * 2 ** 20
-SPIN_CYCLES = 40_000  # ~20 us at the H200's clock
+SPIN_CYCLES = 200_000  # ~100 us at the H200's clock: longer than any contender's host cost
 
 
 def triton_persistent_matmul():

@@ -310,6 +310,7 @@ class Space:
     def __init__(self, element_bytes: int, tiles: tuple, swap_tiles: tuple, splits: tuple):
         """``tiles``: (BM, BN, STAGES, GROUP_M, with split-K); ``swap_tiles``: (BM, BN, STAGES)."""
         self.tile_k = ROW_BYTES // element_bytes
+        self._chosen: dict[tuple, list] = {}
         self.configs = []
         for tm, tn, ring, group, splittable in tiles:
             for split in (1,) + (splits if splittable else ()):
@@ -325,7 +326,14 @@ class Space:
                                "SPLIT": split, "SWAP": swap}, block=128 + 2 * tm, pre_hook=hook)
 
     def candidates(self, m: int, n: int, k: int, sms: int = SMS) -> list:
-        """The configs worth timing for an M x N x K product (rules in docs/gemm.md)."""
+        """The configs worth timing for an M x N x K product (rules in docs/gemm.md); kept per
+        shape, as every launch asks."""
+        shape = (m, n, k, sms)
+        if shape not in self._chosen:
+            self._chosen[shape] = self._candidates(m, n, k, sms)
+        return self._chosen[shape]
+
+    def _candidates(self, m: int, n: int, k: int, sms: int) -> list:
         k_tiles = -(-k // self.tile_k)
         out = []
         for config in self.configs:
