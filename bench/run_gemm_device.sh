@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GEMM session on the H200 (issue #23), about 8 minutes: the GEMM GPU tests, bench/gemm.py
 # over every shape (bf16 and fp8), and the time to tune a new shape in a fresh process (compile
-# cache cold) and to reuse the cached tuning. 5 files into $OUT; at most 9.5 minutes (timeouts).
+# cache cold) and to reuse the cached tuning. 5 files into $OUT; at most 9 min 40 s (timeouts).
 # Usage (on the GPU machine, from the project root): bash bench/run_gemm_device.sh "$OUT" RUN
 set -u
 out=${1:-/tmp/jittile-out}
@@ -47,16 +47,19 @@ tune_once 20 96 6144 2048 cached-tuning >> "$log" 2>&1 || echo "rc=$?" >> "$log"
 unset JITTILE_PRINT_AUTOTUNING
 
 # 2. The benchmark: every shape, both types, 10 samples after 3 warm-ups.
-timeout 330 python3 bench/gemm.py "$run" --samples 10 > "$out/gemm_bench.log" 2>&1
+timeout 300 python3 bench/gemm.py "$run" --samples 10 > "$out/gemm_bench.log" 2>&1
 echo "bench rc=$?" >> "$log"
 printf -v file "bench/results/gemm_run%02d.json" "$run"
 cp "$file" "$out/" 2>> "$log"
 
 # 3. The GEMM GPU tests (correctness of every kind of config, fp8 vs cuBLAS's error, the cached
 #    tuning in a fresh process).
-timeout 110 python3 -m pytest -m gpu -q -p no:cacheprovider -rf -s --tb=short \
+timeout 100 python3 -m pytest -m gpu -q -p no:cacheprovider -rf -s --tb=short \
   tests/test_gpu_gemm.py > "$out/gemm_tests.log" 2>&1
 echo "tests rc=$?" >> "$log"
+(cd examples && timeout 15 python3 gemm_bf16.py && timeout 15 python3 gemm_fp8.py) \
+  >> "$out/gemm_tests.log" 2>&1
+echo "examples rc=$?" >> "$log"
 
 # 4. The tuning choices on record (jittile cache tunings).
 timeout 10 python3 -m jittile cache tunings --json > "$out/gemm_tunings.json" 2>> "$log"
