@@ -147,10 +147,18 @@ def measure(torch, kind, shape, contenders, samples, warmup=3) -> dict:
     row = {"kind": kind, "M": m, "N": n, "K": k, "input_copies": copies}
     outputs = {name: [torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
                       for _ in range(copies)] for name in contenders}
-    for name, fn in contenders.items():
+    for name, fn in list(contenders.items()):
         started = time.perf_counter()
-        fn(*sets[0], outputs[name][0])  # tunes where the contender tunes
-        torch.cuda.synchronize()
+        try:
+            fn(*sets[0], outputs[name][0])  # tunes where the contender tunes
+            torch.cuda.synchronize()
+        except Exception as exc:  # a contender that fails here is left out of this shape
+            if name == "cublas":
+                raise
+            print(f"{kind} {shape} {name}: FAILED {exc!r}", flush=True)
+            row[name] = {"failed": repr(exc)}
+            contenders = {n: f for n, f in contenders.items() if n != name}
+            continue
         error = (outputs[name][0].float() - reference).abs().max().item()
         row[name] = {"first_call_s": round(time.perf_counter() - started, 3),
                      "max_abs_error": error, "relative_error": error / scale}
@@ -175,7 +183,7 @@ def measure(torch, kind, shape, contenders, samples, warmup=3) -> dict:
         row[name]["vs_cublas"] = row[name]["tflops"] / row["cublas"]["tflops"]
         limit = 0.02 if kind == "bf16" else max(1.05 * base, 1e-3)
         row[name]["correct"] = row[name]["relative_error"] <= limit
-    if "triton" in contenders:
+    if "triton" in contenders and "jittile" in contenders:
         row["jittile"]["vs_triton"] = row["jittile"]["tflops"] / row["triton"]["tflops"]
     return row
 
@@ -186,12 +194,14 @@ def geomean(values) -> float:
 
 
 def summary(rows, kind) -> dict:
-    mine = [r for r in rows if r["kind"] == kind]
+    mine = [r for r in rows if r["kind"] == kind and "tflops" in r["jittile"]]
     out = {"shapes": len(mine),
            "geomean_vs_cublas": geomean(r["jittile"]["vs_cublas"] for r in mine),
            "min_vs_cublas": min((r["jittile"]["vs_cublas"] for r in mine), default=None),
-           "all_correct": all(r[n]["correct"] for r in mine for n in r
-                              if isinstance(r[n], dict))}
+           "all_correct": all(r[n].get("correct", False) for r in mine for n in r
+                              if isinstance(r[n], dict)),
+           "failed": [f"{r['M']}x{r['N']}x{r['K']}" for r in rows
+                      if r["kind"] == kind and r not in mine]}
     if mine and "vs_triton" in mine[0]["jittile"]:
         out["geomean_vs_triton"] = geomean(r["jittile"]["vs_triton"] for r in mine)
     return out
@@ -201,10 +211,13 @@ def print_row(row, names) -> None:
     cells = [f"{row['kind']:4} {row['M']:>5}x{row['N']:>5}x{row['K']:>5}"]
     for name in names:
         r = row[name]
+        if "failed" in r:
+            cells.append(f"{name} FAILED")
+            continue
         flag = "" if r["correct"] else " WRONG"
         cells.append(f"{name} {r['tflops']:7.1f} ({r['vs_cublas']:.3f}x, err {r['relative_error']:.1e}"
                      f"{flag})")
-    if row["kind"] == "bf16":
+    if "first_call_s" in row["jittile"]:
         cells.append(f"{row['jittile']['first_call_s']:.1f} s to tune")
     print(" | ".join(cells), flush=True)
 
@@ -242,7 +255,8 @@ def main() -> None:
                              "failed": repr(exc)})
                 continue
             tuned = gemm_bf16.gemm_bf16_tuned if kind == "bf16" else gemm_fp8.gemm_fp8_tuned
-            row["jittile"]["config"] = repr(tuned.best_config)
+            if "failed" not in row["jittile"]:
+                row["jittile"]["config"] = repr(tuned.best_config)
             rows.append(row)
             print_row(row, contenders)
             save(path, header, rows)  # after every shape: a run cut short keeps its results
