@@ -198,8 +198,8 @@ def summary(rows, kind) -> dict:
     out = {"shapes": len(mine),
            "geomean_vs_cublas": geomean(r["jittile"]["vs_cublas"] for r in mine),
            "min_vs_cublas": min((r["jittile"]["vs_cublas"] for r in mine), default=None),
-           "all_correct": all(r[n].get("correct", False) for r in mine for n in r
-                              if isinstance(r[n], dict)),
+           "all_correct": all(r[n]["correct"] for r in mine for n in r
+                              if isinstance(r[n], dict) and "failed" not in r[n]),
            "failed": [f"{r['M']}x{r['N']}x{r['K']}" for r in rows
                       if r["kind"] == kind and r not in mine]}
     if mine and "vs_triton" in mine[0]["jittile"]:
