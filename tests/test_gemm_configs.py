@@ -32,6 +32,10 @@ def _product(a, b, scale=1.0):
     (70, 136, 200, dict(BM=64, BN=128, SPLIT=1, SWAP=False)),  # one consumer warpgroup
     (70, 136, 520, dict(BM=64, BN=128, SPLIT=4, SWAP=False)),  # split-K into the workspace
     (9, 72, 72, dict(BM=128, BN=16, SPLIT=1, SWAP=True)),  # swap-AB, stmatrix .trans
+    (70, 136, 136, dict(BM=64, BN=128, SPLIT=4, SWAP=False)),  # 3 K-stages: one split is empty
+    (130, 136, 200, dict(BM=128, BN=128, SPLIT=2, SWAP=False)),
+    (70, 264, 72, dict(BM=64, BN=256, SPLIT=1, SWAP=False)),
+    (64, 136, 200, dict(BM=128, BN=64, SPLIT=1, SWAP=True)),
 ])
 def test_bf16_configs_interpreted_are_exact(m, n, k, values):
     import gemm_bf16
@@ -68,6 +72,19 @@ def test_an_fp8_swapped_split_config_interpreted_is_exact():
     run_config(gemm_fp8.gemm_fp8_tuned, config, (a, b, c), w, m, n, k, sms=2, interpret=True,
                extra=(gemm_fp8.scale_array(2.0, c), gemm_fp8.scale_array(0.5, c)))
     np.testing.assert_array_equal(c.astype(np.float32), _product(a, b))
+
+
+def test_an_fp8_config_with_one_consumer_and_split_k_interpreted_is_exact():
+    import gemm_fp8
+    from gemm_bf16 import run_config
+
+    m, n, k = 70, 136, 400
+    a, b, c = _operands(m, n, k, ml_dtypes.float8_e4m3fn, seed=6)
+    config = _config(gemm_fp8.FP8_SPACE, BM=64, BN=128, SPLIT=2, SWAP=False)
+    w = np.zeros((m, n), np.float32)
+    run_config(gemm_fp8.gemm_fp8_tuned, config, (a, b, c), w, m, n, k, sms=2, interpret=True,
+               extra=(gemm_fp8.scale_array(0.25, c), gemm_fp8.scale_array(1.0, c)))
+    np.testing.assert_array_equal(c.astype(np.float32), _product(a, b, 0.25))
 
 
 def test_the_fp8_launch_takes_python_float_scales_on_the_interpreter():
