@@ -261,9 +261,9 @@ class HelperInlining:
     def _is_operand(self, node: ast.expr) -> bool:
         """Whether a helper argument is a shared buffer, tensor, TMEM tensor or TensorMap, a region
         of one (slices, or fewer indices than a shared buffer has axes) or an address in one
-        (``buf.ptr_to([...])``), or a whole local array or register fragment: those are substituted into the helper (so tile calls see the
-        operand, and byte accounting the barrier, as written); anything else, an element
-        included, is a value."""
+        (``buf.ptr_to([...])``), or a whole local array or register fragment: those are
+        substituted into the helper (so tile calls see the operand, and byte accounting the
+        barrier, as written); anything else, an element included, is a value."""
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                 and node.func.attr == "ptr_to"):
             node = node.func.value
