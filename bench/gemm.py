@@ -1,14 +1,29 @@
-"""bf16 GEMM on the H200: jittile's examples/gemm_bf16.py vs torch.matmul (cuBLAS) vs a Triton
-matmul autotuned over four Hopper configurations, in one run, ``C = A @ B.T`` with A (M, K) and
-B (N, K), fp32 accumulation, bf16 out. Sizes: 4096^3, 8192^3 and a ragged 3000x5000x2000.
-TFLOP/s from the median of 20 CUDA-event timings after 3 warm-ups, the contenders' samples
-interleaved; every output is checked against torch.matmul.
+"""GEMMs on the H200, ``C = A @ B.T`` with A (M, K) and B (N, K), fp32 accumulation, bf16 out:
 
-    PYTHONPATH=$PWD python3 bench/gemm.py
+- bf16: jittile's tuned examples/gemm_bf16.py vs torch.matmul (cuBLAS) vs Triton's persistent
+  TMA-descriptor matmul (``tl.make_tensor_descriptor``, autotuned over four Hopper configs);
+- fp8 (e4m3, per-tensor scales as device tensors): examples/gemm_fp8.py vs ``torch._scaled_mm``
+  (cuBLAS, ``use_fast_accum=False``).
+
+Shapes: squares, LLM projections, skinny (M <= 512) and ragged ones (``SHAPES``). Each contender's
+first call tunes (untimed); then ``--samples`` rounds (default 10, after 3 warm-ups) each time
+one call of every contender, interleaved, with CUDA events. Before each sample a 100 us GPU spin
+(``torch.cuda._sleep``) lets the host enqueue the call while the GPU is busy, so the events see
+device time. Inputs rotate over copies that together exceed the 50 MB L2. Every output is checked
+against an fp32 product of the same inputs (max |error| / max |reference|). TFLOP/s, ratios to
+cuBLAS and Triton, geometric means; ``bench/results/gemm_runNN.json``.
+
+    PYTHONPATH=$PWD python3 bench/gemm.py RUN [--samples N] [--only bf16|fp8] [--shapes a,b]
 """
 from __future__ import annotations
 
+import argparse
+import json
+import math
+import os
+import statistics
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -16,89 +31,249 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT.parent / "examples"))
 import common  # noqa: E402
 
-SIZES = ((4096, 4096, 4096), (8192, 8192, 8192), (3000, 5000, 2000))
+SHAPES = {
+    "square": [(1024, 1024, 1024), (4096, 4096, 4096), (6144, 6144, 6144), (8192, 8192, 8192)],
+    "projection": [(8192, 14336, 4096), (4096, 11008, 4096), (8192, 4096, 14336)],
+    "skinny": [(1, 4096, 4096), (16, 4096, 4096), (64, 4096, 4096), (128, 8192, 8192),
+               (256, 8192, 8192), (512, 4096, 4096)],
+    "ragged": [(4097, 4104, 4096), (3000, 5000, 2000)],
+}
+L2_BYTES = 50 * 2 ** 20
+SPIN_CYCLES = 200_000  # ~100 us at the H200's clock: longer than any contender's host cost
 
 
-def triton_matmul():
-    """A classic Triton matmul (one output tile per program, K loop), autotuned."""
+def triton_persistent_matmul():
+    """Triton's persistent matmul over TMA tensor descriptors (its tutorial 09's design): one
+    program per SM walks the output tiles in GROUP_M bands; autotuned over four configs."""
+    import torch
     import triton
     import triton.language as tl
 
-    configs = [triton.Config({"BM": bm, "BN": bn, "BK": 64}, num_stages=s, num_warps=w)
-               for bm, bn, s, w in ((128, 256, 3, 8), (128, 128, 4, 8), (256, 128, 3, 8),
-                                    (128, 128, 3, 4))]
+    triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8,
+                                                                 device="cuda"))
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    configs = [triton.Config({"BM": bm, "BN": bn, "BK": 64, "GROUP_M": 8}, num_stages=s,
+                             num_warps=w)
+               for bm, bn, s, w in ((128, 256, 3, 8), (128, 128, 4, 8), (128, 128, 3, 4),
+                                    (64, 128, 4, 4))]
 
     @triton.autotune(configs=configs, key=["M", "N", "K"])
     @triton.jit
-    def kernel(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-        pm, pn = tl.program_id(0), tl.program_id(1)
-        rows = pm * BM + tl.arange(0, BM)
-        cols = pn * BN + tl.arange(0, BN)
-        ks = tl.arange(0, BK)
-        acc = tl.zeros((BM, BN), dtype=tl.float32)
-        for k0 in range(0, K, BK):
-            x = tl.load(a + rows[:, None] * K + (k0 + ks)[None, :],
-                        mask=(rows[:, None] < M) & ((k0 + ks)[None, :] < K), other=0.0)
-            y = tl.load(b + cols[None, :] * K + (k0 + ks)[:, None],
-                        mask=(cols[None, :] < N) & ((k0 + ks)[:, None] < K), other=0.0)
-            acc = tl.dot(x, y, acc)
-        tl.store(c + rows[:, None] * N + cols[None, :], acc.to(tl.bfloat16),
-                 mask=(rows[:, None] < M) & (cols[None, :] < N))
+    def kernel(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+               GROUP_M: tl.constexpr, SMS: tl.constexpr):
+        a_desc = tl.make_tensor_descriptor(a, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
+        b_desc = tl.make_tensor_descriptor(b, shape=[N, K], strides=[K, 1], block_shape=[BN, BK])
+        c_desc = tl.make_tensor_descriptor(c, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+        tiles_m = tl.cdiv(M, BM)
+        tiles_n = tl.cdiv(N, BN)
+        band = GROUP_M * tiles_n
+        for tile in tl.range(tl.program_id(0), tiles_m * tiles_n, SMS, flatten=True):
+            first = tile // band * GROUP_M
+            rows = min(tiles_m - first, GROUP_M)
+            pm = first + (tile % band) % rows
+            pn = (tile % band) // rows
+            acc = tl.zeros((BM, BN), dtype=tl.float32)
+            for kt in range(tl.cdiv(K, BK)):
+                x = a_desc.load([pm * BM, kt * BK])
+                y = b_desc.load([pn * BN, kt * BK])
+                acc = tl.dot(x, y.T, acc)
+            c_desc.store([pm * BM, pn * BN], acc.to(tl.bfloat16))
 
     def run(a, b, c):
         m, k = a.shape
         n = b.shape[0]
-        kernel[lambda meta: (triton.cdiv(m, meta["BM"]), triton.cdiv(n, meta["BN"]))](
-            a, b, c, m, n, k)
+        kernel[lambda meta: (min(sms, triton.cdiv(m, meta["BM"]) * triton.cdiv(n, meta["BN"])),)](
+            a, b, c, m, n, k, SMS=sms)
 
     return run
+
+
+def copies_for(nbytes: int) -> int:
+    """Input copies to rotate through so one round's inputs exceed L2."""
+    return max(1, min(8, math.ceil(2 * L2_BYTES / nbytes)))
+
+
+def bf16_contenders(torch, sms):
+    """Called as ``fn(a, b, c)``."""
+    import gemm_bf16
+
+    out = {"jittile": lambda a, b, c: gemm_bf16.launch(a, b, c, sms),
+           "cublas": lambda a, b, c: torch.matmul(a, b.T, out=c)}
+    try:
+        out["triton"] = triton_persistent_matmul()
+    except Exception as exc:  # Triton missing or too old: the run says so and goes on
+        print(f"triton unavailable: {exc!r}", flush=True)
+    return out
+
+
+def fp8_contenders(torch, sms):
+    """Called as ``fn(a, b, scale_a, scale_b, c)``."""
+    import gemm_fp8
+
+    def cublas(a, b, sa, sb, c):
+        torch._scaled_mm(a, b.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
+                         use_fast_accum=False, out=c)
+
+    return {"jittile": lambda a, b, sa, sb, c: gemm_fp8.launch(a, b, c, sa, sb, sms),
+            "cublas": cublas}
+
+
+def inputs(torch, kind, m, n, k, copies):
+    """``copies`` sets of (a, b, [scale_a, scale_b]) and the fp32 reference of the first."""
+    sets = []
+    for i in range(copies):
+        torch.manual_seed(i)
+        a = torch.randn(m, k, device="cuda")
+        b = torch.randn(n, k, device="cuda")
+        if kind == "bf16":
+            sets.append((a.to(torch.bfloat16), b.to(torch.bfloat16)))
+        else:  # e4m3 values near unit scale, scales as device tensors
+            sa = torch.tensor(0.5 + i / 8, device="cuda")
+            sb = torch.tensor(1.25, device="cuda")
+            sets.append((a.to(torch.float8_e4m3fn), b.to(torch.float8_e4m3fn), sa, sb))
+    first = sets[0]
+    reference = first[0].float() @ first[1].float().T
+    if kind == "fp8":
+        reference *= first[2] * first[3]
+    return sets, reference
+
+
+def measure(torch, kind, shape, contenders, samples, warmup=3) -> dict:
+    m, n, k = shape
+    element = 2 if kind == "bf16" else 1
+    copies = copies_for((m + n) * k * element + m * n * 2)
+    sets, reference = inputs(torch, kind, m, n, k, copies)
+    scale = reference.abs().max().item()
+    row = {"kind": kind, "M": m, "N": n, "K": k, "input_copies": copies}
+    outputs = {name: [torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+                      for _ in range(copies)] for name in contenders}
+    for name, fn in list(contenders.items()):
+        started = time.perf_counter()
+        try:
+            fn(*sets[0], outputs[name][0])  # tunes where the contender tunes
+            torch.cuda.synchronize()
+        except Exception as exc:  # a contender that fails here is left out of this shape
+            if name == "cublas":
+                raise
+            print(f"{kind} {shape} {name}: FAILED {exc!r}", flush=True)
+            row[name] = {"failed": repr(exc)}
+            contenders = {n: f for n, f in contenders.items() if n != name}
+            continue
+        error = (outputs[name][0].float() - reference).abs().max().item()
+        row[name] = {"first_call_s": round(time.perf_counter() - started, 3),
+                     "max_abs_error": error, "relative_error": error / scale}
+    samples_ms = {name: [] for name in contenders}
+    for step in range(warmup + samples):
+        for name, fn in contenders.items():
+            i = step % copies
+            start = torch.cuda.Event(enable_timing=True)
+            stop = torch.cuda.Event(enable_timing=True)
+            torch.cuda._sleep(SPIN_CYCLES)
+            start.record()
+            fn(*sets[i], outputs[name][i])
+            stop.record()
+            stop.synchronize()
+            if step >= warmup:
+                samples_ms[name].append(start.elapsed_time(stop))
+    for name, values in samples_ms.items():
+        ms = statistics.median(values)
+        row[name].update(ms=ms, tflops=2 * m * n * k / ms / 1e9)
+    base = row["cublas"]["relative_error"]
+    for name in contenders:
+        row[name]["vs_cublas"] = row[name]["tflops"] / row["cublas"]["tflops"]
+        limit = 0.02 if kind == "bf16" else max(1.05 * base, 1e-3)
+        row[name]["correct"] = row[name]["relative_error"] <= limit
+    if "triton" in contenders and "jittile" in contenders:
+        row["jittile"]["vs_triton"] = row["jittile"]["tflops"] / row["triton"]["tflops"]
+    return row
+
+
+def geomean(values) -> float:
+    values = list(values)
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
+
+
+def summary(rows, kind) -> dict:
+    mine = [r for r in rows if r["kind"] == kind and "tflops" in r["jittile"]]
+    out = {"shapes": len(mine),
+           "geomean_vs_cublas": geomean(r["jittile"]["vs_cublas"] for r in mine),
+           "min_vs_cublas": min((r["jittile"]["vs_cublas"] for r in mine), default=None),
+           "all_correct": all(r[n]["correct"] for r in mine for n in r
+                              if isinstance(r[n], dict) and "failed" not in r[n]),
+           "failed": [f"{r['M']}x{r['N']}x{r['K']}" for r in rows
+                      if r["kind"] == kind and r not in mine]}
+    if mine and "vs_triton" in mine[0]["jittile"]:
+        out["geomean_vs_triton"] = geomean(r["jittile"]["vs_triton"] for r in mine)
+    return out
+
+
+def print_row(row, names) -> None:
+    cells = [f"{row['kind']:4} {row['M']:>5}x{row['N']:>5}x{row['K']:>5}"]
+    for name in names:
+        r = row[name]
+        if "failed" in r:
+            cells.append(f"{name} FAILED")
+            continue
+        flag = "" if r["correct"] else " WRONG"
+        cells.append(f"{name} {r['tflops']:7.1f} ({r['vs_cublas']:.3f}x, err {r['relative_error']:.1e}"
+                     f"{flag})")
+    if "first_call_s" in row["jittile"]:
+        cells.append(f"{row['jittile']['first_call_s']:.1f} s to tune")
+    print(" | ".join(cells), flush=True)
 
 
 def main() -> None:
     import torch
 
     import gemm_bf16
+    import gemm_fp8
 
+    parser = argparse.ArgumentParser()
+    parser.add_argument("run", nargs="?", default=os.environ.get("RUN", "0"))
+    parser.add_argument("--samples", type=int, default=10)
+    parser.add_argument("--only", choices=("bf16", "fp8"))
+    parser.add_argument("--shapes", help="comma-separated groups of SHAPES")
+    args = parser.parse_args()
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    contenders = {"jittile": lambda a, b, c: gemm_bf16.launch(a, b, c, sms),
-                  "torch.matmul": lambda a, b, c: torch.matmul(a, b.T, out=c)}
-    try:
-        contenders["triton"] = triton_matmul()
-    except ImportError as exc:
-        print(f"triton unavailable: {exc}")
-    results = []
-    for m, n, k in SIZES:
-        torch.manual_seed(0)
-        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-        b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
-        reference = torch.matmul(a, b.T)
-        row = {"M": m, "N": n, "K": k}
-        calls = {}
-        for name, fn in contenders.items():
-            c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
-            fn(a, b, c)
-            torch.cuda.synchronize()
-            error = (c.float() - reference.float()).abs().max().item()
-            scale = reference.float().abs().max().item()
-            row[name] = {"max_abs_error": error, "correct": error <= 0.02 * scale}
-            calls[name] = (lambda fn, c: lambda: fn(a, b, c))(fn, c)
-        for name, ms in common.median_ms(calls).items():
-            row[name].update(ms=ms, tflops=2 * m * n * k / ms / 1e9)
-        for name in contenders:
-            row[name]["vs_cublas"] = row[name]["tflops"] / row["torch.matmul"]["tflops"]
-        results.append(row)
-        print(f"{m}x{n}x{k}: " + ", ".join(
-            f"{name} {row[name]['tflops']:.0f} TFLOP/s ({row[name]['vs_cublas']:.3f}x cuBLAS"
-            f"{'' if row[name]['correct'] else ', WRONG'})" for name in contenders), flush=True)
-    ck = gemm_bf16.gemm_bf16.compile(a, b, c, m, n, k, target="sm_90a")
-    common.save("gemm", {"command": "PYTHONPATH=$PWD python3 bench/gemm.py",
-                         "device": common.device(), "versions": common.versions(),
-                         "kernel": {**{k: ck.metadata[k] for k in ("registers", "local_bytes",
-                                                                   "shared_bytes", "spill_stores",
-                                                                   "spill_loads")},
-                                    "sass_hgmma": ck.sass.count("HGMMA."),
-                                    "sass_warpgroup_depbar": ck.sass.count("WARPGROUP.DEPBAR")},
-                         "results": results})
+    groups = args.shapes.split(",") if args.shapes else list(SHAPES)
+    shapes = [s for g in groups for s in SHAPES[g]]
+    rows = []
+    path = common.RESULTS / f"gemm_run{int(args.run):02d}.json"
+    header = {"date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+              "command": " ".join(["python3"] + sys.argv), "versions": common.versions(),
+              "device": common.device(), "samples": args.samples, "spin_cycles": SPIN_CYCLES}
+    for kind in ("bf16", "fp8"):
+        if args.only and kind != args.only:
+            continue
+        contenders = (bf16_contenders if kind == "bf16" else fp8_contenders)(torch, sms)
+        for shape in shapes:
+            try:
+                row = measure(torch, kind, shape, contenders, args.samples)
+            except Exception as exc:  # one shape failing must not lose the others' results
+                print(f"{kind} {shape}: FAILED {exc!r}", flush=True)
+                rows.append({"kind": kind, "M": shape[0], "N": shape[1], "K": shape[2],
+                             "failed": repr(exc)})
+                continue
+            tuned = gemm_bf16.gemm_bf16_tuned if kind == "bf16" else gemm_fp8.gemm_fp8_tuned
+            if "failed" not in row["jittile"]:
+                row["jittile"]["config"] = repr(tuned.best_config)
+            rows.append(row)
+            print_row(row, contenders)
+            save(path, header, rows)  # after every shape: a run cut short keeps its results
+            torch.cuda.empty_cache()
+    for kind, s in save(path, header, rows).items():
+        print(f"{kind}: {s}", flush=True)
+    print(f"wrote {path}")
+
+
+def save(path: Path, header: dict, rows: list) -> dict:
+    """Write the results so far with their summaries; returns the summaries."""
+    good = [r for r in rows if "failed" not in r]
+    summaries = {kind: summary(good, kind) for kind in ("bf16", "fp8")}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({**header, "summary": summaries, "results": rows}, indent=1,
+                               default=str))
+    return summaries
 
 
 if __name__ == "__main__":

@@ -1,13 +1,66 @@
 #!/usr/bin/env bash
-# The wgmma session on the H200: single-product tests, the GEMM example, the GEMM benchmark.
-# Usage (on the GPU machine, from the project root): bash bench/run_gemm_device.sh "$OUT"
+# The GEMM session on the H200 (issue #23), about 8 minutes: the GEMM GPU tests, bench/gemm.py
+# over every shape (bf16 and fp8), and the time to tune a new shape in a fresh process (compile
+# cache cold) and to reuse the cached tuning. 5 files into $OUT; at most 9 min 40 s (timeouts).
+# Usage (on the GPU machine, from the project root): bash bench/run_gemm_device.sh "$OUT" RUN
 set -u
 out=${1:-/tmp/jittile-out}
+run=${2:-0}
 mkdir -p "$out"
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name,driver_version --format=csv > "$out/wgmma_tests.log" 2>&1
-python3 -m pytest -m gpu -q -p no:cacheprovider -rf --tb=short tests/test_gpu_wgmma.py \
-  >> "$out/wgmma_tests.log" 2>&1
-(cd examples && timeout 300 python3 gemm_bf16.py) > "$out/gemm_example.log" 2>&1
-timeout 400 python3 bench/gemm.py > "$out/gemm_bench.log" 2>&1
-cp bench/results/gemm.json "$out/" 2>/dev/null
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 JITTILE_AUTOTUNE_JOBS=${JITTILE_AUTOTUNE_JOBS:-16}
+log="$out/gemm_device.log"
+{ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; date -u; } > "$log" 2>&1
+
+# 1. A new shape tuned in a fresh process with nothing compiled yet (every candidate compiles in
+#    parallel), then the same shape again in another fresh process (the tuning from disk).
+tune_once() {  # SECONDS M N K label
+  local limit=$1; shift
+  timeout "$limit" python3 - "$@" <<'EOF'
+import sys, time
+sys.path.insert(0, "examples")
+import torch
+import gemm_bf16
+m, n, k = (int(x) for x in sys.argv[1:4])
+a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+torch.cuda.synchronize()
+t = time.perf_counter()
+gemm_bf16.launch(a, b, c)
+torch.cuda.synchronize()
+first = time.perf_counter() - t
+t = time.perf_counter()
+gemm_bf16.launch(a, b, c)
+torch.cuda.synchronize()
+print(f"tune {sys.argv[4]} {m}x{n}x{k}: first launch {first * 1e3:.1f} ms, next "
+      f"{(time.perf_counter() - t) * 1e3:.2f} ms, {gemm_bf16.gemm_bf16_tuned.best_config}, "
+      f"{len(gemm_bf16.BF16_SPACE.candidates(m, n, k))} candidates", flush=True)
+EOF
+}
+export JITTILE_PRINT_AUTOTUNING=1
+# an empty cache directory: nothing compiled, nothing tuned (the rest of the run shares it)
+export JITTILE_CACHE_DIR=$(mktemp -d /tmp/jittile-gemm-cache.XXXX)
+tune_once 50 3072 5120 1536 new-shape-cold-compile-cache >> "$log" 2>&1 || echo "rc=$?" >> "$log"
+tune_once 20 3072 5120 1536 cached-tuning >> "$log" 2>&1 || echo "rc=$?" >> "$log"
+tune_once 50 96 6144 2048 new-shape >> "$log" 2>&1 || echo "rc=$?" >> "$log"
+tune_once 20 96 6144 2048 cached-tuning >> "$log" 2>&1 || echo "rc=$?" >> "$log"
+unset JITTILE_PRINT_AUTOTUNING
+
+# 2. The benchmark: every shape, both types, 10 samples after 3 warm-ups.
+timeout 300 python3 bench/gemm.py "$run" --samples 10 > "$out/gemm_bench.log" 2>&1
+echo "bench rc=$?" >> "$log"
+printf -v file "bench/results/gemm_run%02d.json" "$run"
+cp "$file" "$out/" 2>> "$log"
+
+# 3. The GEMM GPU tests (correctness of every kind of config, fp8 vs cuBLAS's error, the cached
+#    tuning in a fresh process).
+timeout 100 python3 -m pytest -m gpu -q -p no:cacheprovider -rf -s --tb=short \
+  tests/test_gpu_gemm.py > "$out/gemm_tests.log" 2>&1
+echo "tests rc=$?" >> "$log"
+(cd examples && timeout 15 python3 gemm_bf16.py && timeout 15 python3 gemm_fp8.py) \
+  >> "$out/gemm_tests.log" 2>&1
+echo "examples rc=$?" >> "$log"
+
+# 4. The tuning choices on record (jittile cache tunings).
+timeout 10 python3 -m jittile cache tunings --json > "$out/gemm_tunings.json" 2>> "$log"
+date -u >> "$log"

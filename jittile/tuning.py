@@ -538,8 +538,9 @@ def _compile_in_workers(tuner: Autotuner, configs, named, grid, block, target, j
         full = tuner._full(named, config)
         _, config_block, cluster = tuner._launch_shape(config, named, grid, block)
         example = specs.example_specs(full)
-        tasks.append((tuner.kernel.source.filename, tuner.__qualname__, example,
-                      target.name, None if config_block is None else (config_block, cluster)))
+        tasks.append((tuner.kernel.source.filename, tuner.kernel.source.globals.get("__name__"),
+                      tuner.__qualname__, example, target.name,
+                      None if config_block is None else (config_block, cluster)))
     with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
         for _ in pool.map(_compile_task, tasks):
             pass
@@ -550,8 +551,19 @@ _WORKER_MODULES: dict[str, Any] = {}
 
 def _compile_task(task: tuple) -> bool:
     """In a worker: import the kernel's file (once per process) and compile one config."""
-    filename, qualname, example, target, launch = task
+    filename, module_name, qualname, example, target, launch = task
     module = _WORKER_MODULES.get(filename)
+    if module is None and module_name not in (None, "__main__"):
+        # the parent's module by its own name (the spawned worker has the parent's sys.path):
+        # helpers enter cache keys as module.qualname, so another name would miss the cubins
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            module = None
+        if module is not None and getattr(module, "__file__", None) != filename:
+            module = None
+        if module is not None:
+            _WORKER_MODULES[filename] = module
     if module is None:
         name = "jittile_autotune_" + str(abs(hash(filename)))
         spec = importlib.util.spec_from_file_location(name, filename)

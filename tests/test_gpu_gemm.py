@@ -1,29 +1,112 @@
-"""examples/gemm_bf16.py on the H200 (torch tensors): square shapes and ragged ones whose M, N and
-K are not multiples of the 128x256x64 tile (TMA fills the loads' out-of-bounds part with zeros and
-clips the stores), against an fp32 torch product rounded once to bf16."""
+"""examples/gemm_bf16.py and examples/gemm_fp8.py on the H200 (torch tensors): tuned launches over
+square, skinny and ragged shapes, every kind of configuration forced once (64-row tiles, split-K,
+swap-AB, both), against an fp32 torch product; and the tuning reused from the disk cache by a
+fresh process."""
+import os
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+sys.path.insert(0, str(EXAMPLES))
 
 pytestmark = pytest.mark.gpu
 
+SHAPES = [(256, 512, 192), (1024, 1024, 1024), (200, 264, 136), (130, 8, 72), (1, 4096, 4096),
+          (16, 1024, 4096), (64, 4096, 1024), (300, 2048, 3000)]
+FORCED = [dict(BM=64, BN=128, SPLIT=1, SWAP=False), dict(BM=64, BN=256, SPLIT=4, SWAP=False),
+          dict(BM=128, BN=128, SPLIT=2, SWAP=False), dict(BM=128, BN=16, SPLIT=1, SWAP=True),
+          dict(BM=128, BN=32, SPLIT=8, SWAP=True)]
 
-@pytest.mark.parametrize("m, n, k", [(256, 512, 192), (1024, 1024, 1024), (200, 264, 136),
-                                     (130, 8, 72)])
-def test_gemm_matches_torch(m, n, k):
-    torch = pytest.importorskip("torch")
-    import gemm_bf16
 
+def _bf16(torch, m, n, k):
     torch.manual_seed(m + n + k)
     a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
-    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
-    gemm_bf16.launch(a, b, c, torch.cuda.get_device_properties(0).multi_processor_count)
-    expected = (a.float() @ b.float().T).to(torch.bfloat16).float()
-    # the same fp32 sums in another order: at most one bf16 rounding step apart
+    return a, b, torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+
+
+def _check_bf16(torch, a, b, c, scale=1.0, ulps=1):
+    expected = (scale * (a.float() @ b.float().T)).to(torch.bfloat16).float()
     assert torch.isfinite(c.float()).all()
+    # the same fp32 sums in another order: ``ulps`` bf16 rounding steps apart at most
     error = (c.float() - expected).abs()
-    assert (error <= expected.abs() * 2 ** -7 + 1e-3).all(), error.max().item()
+    limit = expected.abs() * ulps * 2 ** -7 + 1e-3 * expected.abs().max()
+    assert (error <= limit).all(), error.max().item()
+
+
+@pytest.mark.parametrize("m, n, k", SHAPES)
+def test_tuned_bf16_matches_torch(m, n, k):
+    torch = pytest.importorskip("torch")
+    import gemm_bf16
+
+    a, b, c = _bf16(torch, m, n, k)
+    gemm_bf16.launch(a, b, c, torch.cuda.get_device_properties(0).multi_processor_count)
+    _check_bf16(torch, a, b, c)
+
+
+@pytest.mark.parametrize("values", FORCED, ids=lambda v: "-".join(f"{k}{v[k]}" for k in v))
+def test_each_kind_of_bf16_config_matches_torch(values):
+    torch = pytest.importorskip("torch")
+    import gemm_bf16
+
+    m, n, k = (24, 1000, 1096) if values["SWAP"] else (200, 1032, 1096)
+    (config,) = [c for c in gemm_bf16.BF16_SPACE.configs
+                 if c.kwargs["GROUP_M"] == 8 and all(c.kwargs[x] == v for x, v in values.items())]
+    a, b, c = _bf16(torch, m, n, k)
+    w = torch.empty(m, n, device="cuda", dtype=torch.float32)
+    gemm_bf16.run_config(gemm_bf16.gemm_bf16_tuned, config, (a, b, c), w, m, n, k)
+    _check_bf16(torch, a, b, c)
+
+
+@pytest.mark.parametrize("m, n, k", [(4096, 4096, 4096), (300, 520, 208), (16, 2048, 4096),
+                                     (1, 1024, 1024)])
+def test_tuned_fp8_matches_torch_scaled_mm(m, n, k):
+    """Device-tensor scales; the error is at most cuBLAS's (use_fast_accum=False) plus bf16
+    output rounding."""
+    torch = pytest.importorskip("torch")
+    import gemm_fp8
+
+    torch.manual_seed(m + n + k)
+    a = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
+    b = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn)
+    sa = torch.tensor(0.75, device="cuda")
+    sb = torch.tensor(1.5, device="cuda")
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+    gemm_fp8.launch(a, b, c, sa, sb, torch.cuda.get_device_properties(0).multi_processor_count)
+    exact = (a.float() @ b.float().T) * (sa * sb)
+    cublas = torch._scaled_mm(a, b.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
+                              use_fast_accum=False)
+    ours = (c.float() - exact).abs().max().item()
+    theirs = (cublas.float() - exact).abs().max().item()
+    assert ours <= theirs * 1.05 + exact.abs().max().item() * 2 ** -8, (ours, theirs)
+
+
+def test_a_fresh_process_reuses_the_tuning_within_10_ms(tmp_path):
+    """Tune one shape here, then a new process finds the tuning on disk: its first launch
+    (tuning lookup, cubin load, launch) takes at most 10 ms."""
+    torch = pytest.importorskip("torch")
+    import gemm_bf16
+
+    m, n, k = 384, 2048, 1024
+    a, b, c = _bf16(torch, m, n, k)
+    gemm_bf16.launch(a, b, c)
+    torch.cuda.synchronize()
+    script = (
+        "import sys, time, torch; sys.path.insert(0, %r); import gemm_bf16\n"
+        "a = torch.randn(%d, %d, device='cuda', dtype=torch.bfloat16)\n"
+        "b = torch.randn(%d, %d, device='cuda', dtype=torch.bfloat16)\n"
+        "c = torch.empty(%d, %d, device='cuda', dtype=torch.bfloat16); torch.cuda.synchronize()\n"
+        "t = time.perf_counter(); gemm_bf16.launch(a, b, c); torch.cuda.synchronize()\n"
+        "first = time.perf_counter() - t\n"
+        "t = time.perf_counter(); gemm_bf16.launch(a, b, c); torch.cuda.synchronize()\n"
+        "print(first * 1e3, (time.perf_counter() - t) * 1e3)\n"
+    ) % (str(EXAMPLES), m, k, n, k, m, n)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env={**os.environ, "JITTILE_PRINT_AUTOTUNING": "1"}, check=True)
+    first_ms, second_ms = (float(x) for x in out.stdout.split())
+    print(f"fresh process: first launch {first_ms:.2f} ms, second {second_ms:.2f} ms")
+    assert "from the tuning cache" in out.stderr, out.stderr
+    assert first_ms <= 10, (first_ms, out.stderr)

@@ -233,14 +233,15 @@ def test_the_gemm_examples_epilogue_needs_its_fence(tmp_path, monkeypatch):
 
     gemm_unfenced, source = _without_the_fence(
         Path(__file__).parent.parent / "examples" / "gemm_bf16.py",
-        "                T.ptx.fence.proxy.async_.shared__cta()\n", tmp_path, monkeypatch,
-        "gemm_unfenced")
+        "        T.ptx.fence.proxy.async_.shared__cta()  # the staged tile, into the async proxy\n",
+        tmp_path, monkeypatch, "gemm_unfenced")
     kernel = gemm_unfenced.gemm_bf16
     specs = (jittile.T.Tensor((None, None), "bfloat16"),) * 3 + (np.int32(1),) * 3
-    with pytest.warns(JittileWarning, match="reads shared buffer 'C_s'") as caught:
+    with pytest.warns(JittileWarning, match=r"reads shared buffer '\w*S_s'") as caught:
         lower_kernel(kernel.source, kernel._specializer.params(specs), Target.parse("sm_90a"))
     (message,) = [str(w.message) for w in caught if "async proxy" in str(w.message)]
-    stmatrix = next(i for i, line in enumerate(source.splitlines(), 1) if "T.ptx.stmatrix" in line)
+    stmatrix = next(i for i, line in enumerate(source.splitlines(), 1)
+                    if "T.ptx.stmatrix.sync.aligned.m8n8.x4.shared.b16(" in line)
     assert f"line {stmatrix}" in message and gemm_unfenced.STORE in message
 
 

@@ -269,11 +269,11 @@ class HelperInlining:
             self._inlining.pop()
 
     def _is_operand(self, node: ast.expr) -> bool:
-        """Whether a helper argument is a shared buffer, tensor, TMEM tensor, TensorMap or register
-        fragment, a region of one (slices, or fewer indices than a shared buffer has axes) or an address in one
-        (``buf.ptr_to([...])``): those are substituted into the helper (so tile calls see the
-        operand, and byte accounting the barrier, as written); anything else, an element
-        included, is a value."""
+        """Whether a helper argument is a shared buffer, tensor, TMEM tensor or TensorMap, a region
+        of one (slices, or fewer indices than a shared buffer has axes) or an address in one
+        (``buf.ptr_to([...])``), or a whole local array or register fragment: those are
+        substituted into the helper (so tile calls see the operand, and byte accounting the
+        barrier, as written); anything else, an element included, is a value."""
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                 and node.func.attr == "ptr_to"):
             node = node.func.value
@@ -281,6 +281,8 @@ class HelperInlining:
         if not isinstance(base, ast.Name):
             return False
         name = base.id
+        if base is node and (name in self.fragments or name in self.local_arrays):
+            return True  # a local array or register fragment, whole: the helper indexes it
         if not (name in self.shared or name in self.arrays or name in self.tmem
                 or name in self.tensormaps or name in self.fragments):
             return False

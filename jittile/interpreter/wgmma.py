@@ -61,8 +61,8 @@ def _warp_product(cta, record: PlanRecord, per_lane: list, threads: list) -> lis
     b = _read_matrix(cta, first[position["b_desc"]], b_major, b_type, n, k).T  # (K, N)
     rows = slice(warp_rows, warp_rows + 16)
     product = (scale_a * scale_b) * (a[rows] @ b)
-    scale_d = first[position["scale_d"]] if "scale_d" in position else \
-        record.fields.get("scale_d", 1)
+    scale_d = (first[position["scale_d"]] if "scale_d" in position
+               else record.fields.get("scale_d", 1))
     d[rows] = product + (d[rows] if scale_d else 0)
     return _scatter(d, lanes, count, accumulator)
 

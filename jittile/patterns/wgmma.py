@@ -459,7 +459,7 @@ def _record(site: CallSite, op: WgmmaOpcode, instance: tuple, d_registers: tuple
     fields["majors"] = ("registers" if a_walk is None else a_walk.major, b_walk.major)
     if (scale_a, scale_b) != (1, 1):
         fields["scales"] = (scale_a, scale_b)
-    if scale_d == 0:  # a static 0 lives in the asm text, not in an operand
+    if scale_d == 0:  # a compile-time 0 is in the asm alone: the interpreter reads it here
         fields["scale_d"] = 0
     read = ((0 if a_walk is None else M * op.k) * element_bytes(op.atype)
             + op.n * op.k * element_bytes(op.btype))

@@ -1,0 +1,117 @@
+"""The tuned GEMMs' configurations on the CPU interpreter (split-K, swap-AB, 64-row tiles, fp8
+with promotion), exact on small ragged products of small integers (every partial sum is exact in
+fp32 and the result in bf16, so any summation order gives the same bits), and the pruning rules."""
+import sys
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+
+
+def _operands(m, n, k, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(-2, 3, (m, k)).astype(dtype)
+    b = rng.integers(-2, 3, (n, k)).astype(dtype)
+    return a, b, np.full((m, n), np.nan, dtype=ml_dtypes.bfloat16)
+
+
+def _config(space, **values):
+    (config,) = [c for c in space.configs if all(c.kwargs[k] == v for k, v in values.items())]
+    return config
+
+
+def _product(a, b, scale=1.0):
+    return scale * (a.astype(np.float32) @ b.astype(np.float32).T)
+
+
+@pytest.mark.parametrize("m, n, k, values", [
+    (24, 136, 264, dict(BM=128, BN=32, SPLIT=2, SWAP=True)),  # swap-AB + split-K, ragged
+    (70, 136, 200, dict(BM=64, BN=128, SPLIT=1, SWAP=False)),  # one consumer warpgroup
+    (70, 136, 520, dict(BM=64, BN=128, SPLIT=4, SWAP=False)),  # split-K into the workspace
+    (9, 72, 72, dict(BM=128, BN=16, SPLIT=1, SWAP=True)),  # swap-AB, stmatrix .trans
+    (70, 136, 136, dict(BM=64, BN=128, SPLIT=4, SWAP=False)),  # 3 K-stages: one split is empty
+    (130, 136, 200, dict(BM=128, BN=128, SPLIT=2, SWAP=False)),
+    (70, 264, 72, dict(BM=64, BN=256, SPLIT=1, SWAP=False)),
+    (64, 136, 200, dict(BM=128, BN=64, SPLIT=1, SWAP=True)),
+])
+def test_bf16_configs_interpreted_are_exact(m, n, k, values):
+    import gemm_bf16
+
+    a, b, c = _operands(m, n, k, ml_dtypes.bfloat16)
+    config = _config(gemm_bf16.BF16_SPACE, GROUP_M=8, **values)
+    w = np.zeros((m, n), np.float32)
+    gemm_bf16.run_config(gemm_bf16.gemm_bf16_tuned, config, (a, b, c), w, m, n, k, sms=2,
+                         interpret=True)
+    np.testing.assert_array_equal(c.astype(np.float32), _product(a, b))
+
+
+def test_the_fp8_kernel_interpreted_is_exact_on_a_ragged_product():
+    """Three K-stages of 128 (the last ragged), two 128x128 tiles on 2 CTAs, scales 0.5 * 0.25."""
+    import gemm_fp8
+
+    m, n, k = 130, 136, 272  # fp8 rows: 16-byte strides, so K is a multiple of 16
+    a, b, c = _operands(m, n, k, ml_dtypes.float8_e4m3fn, seed=3)
+    gemm_fp8.gemm_fp8.interpret[(2,), (384,)](a, b, c, m, n, k, np.float32([0.5]),
+                                              np.float32([0.25]))
+    np.testing.assert_array_equal(c.astype(np.float32), _product(a, b, 0.125))
+
+
+def test_an_fp8_swapped_split_config_interpreted_is_exact():
+    """M = 40 takes swap-AB (wgmma N = 64), split-K over four K-stages; scales 2 * 0.5."""
+    import gemm_fp8
+
+    m, n, k = 40, 136, 528
+    a, b, c = _operands(m, n, k, ml_dtypes.float8_e4m3fn, seed=4)
+    config = _config(gemm_fp8.FP8_SPACE, BM=128, BN=64, SPLIT=2, SWAP=True)
+    w = np.zeros((m, n), np.float32)
+    from gemm_bf16 import run_config
+
+    run_config(gemm_fp8.gemm_fp8_tuned, config, (a, b, c), w, m, n, k, sms=2, interpret=True,
+               extra=(gemm_fp8.scale_array(2.0, c), gemm_fp8.scale_array(0.5, c)))
+    np.testing.assert_array_equal(c.astype(np.float32), _product(a, b))
+
+
+def test_an_fp8_config_with_one_consumer_and_split_k_interpreted_is_exact():
+    import gemm_fp8
+    from gemm_bf16 import run_config
+
+    m, n, k = 70, 136, 400
+    a, b, c = _operands(m, n, k, ml_dtypes.float8_e4m3fn, seed=6)
+    config = _config(gemm_fp8.FP8_SPACE, BM=64, BN=128, SPLIT=2, SWAP=False)
+    w = np.zeros((m, n), np.float32)
+    run_config(gemm_fp8.gemm_fp8_tuned, config, (a, b, c), w, m, n, k, sms=2, interpret=True,
+               extra=(gemm_fp8.scale_array(0.25, c), gemm_fp8.scale_array(1.0, c)))
+    np.testing.assert_array_equal(c.astype(np.float32), _product(a, b, 0.25))
+
+
+def test_the_fp8_launch_takes_python_float_scales_on_the_interpreter():
+    """launch(a, b, c, scale_a, scale_b) where there is no GPU: the shape's first candidate."""
+    import gemm_fp8
+    from jittile.runtime import driver
+
+    if driver.available():
+        pytest.skip("a GPU is present: tests/test_gpu_gemm.py launches the example there")
+    m, n, k = 20, 72, 144
+    a, b, c = _operands(m, n, k, ml_dtypes.float8_e4m3fn, seed=5)
+    gemm_fp8.launch(a, b, c, 0.5, 4.0)
+    np.testing.assert_array_equal(c.astype(np.float32), _product(a, b, 2.0))
+
+
+@pytest.mark.parametrize("m, n, k, expect", [
+    (1, 4096, 4096, dict(SWAP=True, BN=16)),
+    (48, 4096, 4096, dict(BN=64)),
+    (8192, 8192, 8192, dict(SPLIT=1, BM=128)),
+])
+def test_pruning_keeps_the_shapes_configs(m, n, k, expect):
+    import gemm_bf16
+
+    kept = gemm_bf16.BF16_SPACE.candidates(m, n, k)
+    assert 0 < len(kept) <= 12
+    assert any(all(c.kwargs[key] == v for key, v in expect.items()) for c in kept)
+    if m > 1024:  # enough tiles: no split-K, no swap, no 64-row tiles
+        assert all(c.kwargs["SPLIT"] == 1 and not c.kwargs["SWAP"] for c in kept)
+    if m <= 32:
+        assert all(c.kwargs["SWAP"] for c in kept)
