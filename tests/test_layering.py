@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from jittile.targets import device_target
+from jittile.targets import Target, device_target
 
 PACKAGE = Path(__file__).resolve().parents[1] / "jittile"
 
@@ -160,4 +160,4 @@ def test_a_raw_call_of_a_tile_opcode_points_to_tile_apply(tmp_path):
                                                 ((10, 0), "sm_100a"), ((10, 3), "sm_103a"),
                                                 ((12, 0), "sm_120a")])
 def test_device_target(capability, target):
-    assert device_target(capability) == target
+    assert device_target(capability) == Target.parse(target)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
+import types
 from types import SimpleNamespace
 
 from ..errors import InterpreterError, Location
@@ -188,9 +189,8 @@ class Machine:
         return bool(landed)
 
     def _start(self, thread: Thread):
-        from .program import start_thread
-
-        return start_thread(self.code, self.make_globals(self, thread), list(self.args))
+        function = types.FunctionType(self.code, self.make_globals(self, thread))
+        return function(*self.args)  # a generator: the thread's program (program.py)
 
     def _step(self, thread: Thread) -> None:
         """Run ``thread`` until it blocks or ends."""
