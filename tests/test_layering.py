@@ -69,22 +69,43 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def imported_names(source: str, package: str, modules) -> set[str]:
+    """What each import statement of ``source`` (a module of ``package``) imports, at any depth
+    (inside functions, under ``if TYPE_CHECKING``): ``from a import b`` is ``a.b`` where that is
+    one of ``modules``, else ``a`` (``b`` is a name defined in ``a``); ``import a.b`` is ``a.b``."""
+    parts = package.split(".")
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = parts[:len(parts) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            for alias in node.names:
+                submodule = f"{module}.{alias.name}"
+                found.add(submodule if submodule in modules else module)
+    return found
+
+
+def _module_files() -> dict[str, Path]:
+    return {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
 def import_graph() -> dict[str, set[str]]:
-    """jittile module -> the modules it imports explicitly, at any level. ``from a import b``
-    names ``a.b`` where that is a module of jittile, else ``a`` (importing a module does not count
-    as importing its package's ``__init__``, which Python runs but the layering ignores)."""
-    files = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    """jittile module -> the modules it imports explicitly, at any level: jittile's modules by
+    name, others by top-level package (``cuda.*`` in full). Importing a module does not count as
+    importing its package's ``__init__``, which Python runs first: counted, every module would
+    depend on ``jittile/__init__.py``, which imports the kernel and through it everything."""
+    files = _module_files()
     graph = {}
     for module, path in files.items():
         package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
-        names = imported_modules(path.read_text(), package)
         edges = set()
-        for name in names:
-            if not name.startswith("jittile"):
-                edges.add(name if name.startswith("cuda") else name.split(".")[0])
-            elif name in files and not any(other.startswith(name + ".") and other in files
-                                           for other in names):
+        for name in imported_names(path.read_text(), package, files):
+            if name.startswith("jittile"):
                 edges.add(name)
+            else:
+                edges.add(name if name.startswith("cuda") else name.split(".")[0])
         graph[module] = edges - {module}
     return graph
 
@@ -126,6 +147,58 @@ def test_import_graph_holds(owner, forbidden):
             if target.startswith(forbidden):
                 broken[module] = " -> ".join(path)
     assert not broken, broken
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle of ``graph`` as a path that ends where it starts, or None: a depth-first
+    search that meets a module still on its path."""
+    state: dict[str, str] = {}  # module -> "open" while on the path, "done" after
+
+    def visit(module: str, path: list[str]) -> list[str] | None:
+        state[module] = "open"
+        path.append(module)
+        for target in sorted(graph.get(module, ())):
+            if state.get(target) == "open":
+                return path[path.index(target):] + [target]
+            if target in graph and target not in state:
+                found = visit(target, path)
+                if found:
+                    return found
+        path.pop()
+        state[module] = "done"
+        return None
+
+    for module in sorted(graph):
+        if module not in state:
+            found = visit(module, [])
+            if found:
+                return found
+    return None
+
+
+def test_no_import_cycles():
+    """Imports at every depth count: a function-level or ``TYPE_CHECKING`` import of a module
+    that imports this one back is a cycle, hidden only until someone moves the import up."""
+    graph = {m: {t for t in edges if t.startswith("jittile")} for m, edges in import_graph().items()}
+    assert all(t in graph for edges in graph.values() for t in edges)  # edges are modules
+    cycle = find_cycle(graph)
+    assert cycle is None, " -> ".join(cycle)
+
+
+def test_find_cycle_reports_the_path():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"b"}}) == ["b", "c", "b"]
+    assert find_cycle({"a": {"a"}}) == ["a", "a"]
+
+
+def test_import_graph_sees_every_import_statement():
+    """``from . import __version__`` in a module that also imports ``jittile.x`` still names
+    ``jittile`` (one statement's submodule does not hide another statement's package)."""
+    source = ("from . import __version__\nfrom .cache import store\n"
+              "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .kernel import Kernel\n")
+    modules = {"jittile", "jittile.cache", "jittile.cache.store", "jittile.kernel"}
+    assert imported_names(source, "jittile", modules) == {"jittile", "jittile.cache.store",
+                                                          "jittile.kernel", "typing"}
 
 
 def test_import_graph_sees_function_level_edges():
