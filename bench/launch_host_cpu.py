@@ -69,7 +69,7 @@ def fake_driver() -> dict:
         return (0,)
 
     fake = types.SimpleNamespace(CUresult=success, cuLaunchKernel=launch)
-    driver._driver = lambda: fake
+    driver.bindings = lambda: fake
     for name, value in driver_stand_ins(launch).items():
         setattr(driver, name, value)
 

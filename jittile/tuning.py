@@ -415,7 +415,7 @@ def _zero(value, stream: int) -> None:
     if view.host is not None:
         view.host[...] = 0
     else:
-        driver.check(driver._driver().cuMemsetD8Async(view.ptr, 0, nbytes, stream),
+        driver.check(driver.bindings().cuMemsetD8Async(view.ptr, 0, nbytes, stream),
                      "cuMemsetD8Async")
 
 
@@ -440,7 +440,7 @@ class _Saved:
     def _copy(self, dst: int, src: int, nbytes: int) -> None:
         from .runtime import driver
 
-        driver.check(driver._driver().cuMemcpyDtoDAsync(dst, src, nbytes, self.stream),
+        driver.check(driver.bindings().cuMemcpyDtoDAsync(dst, src, nbytes, self.stream),
                      "cuMemcpyDtoDAsync")
 
     def restore(self) -> None:
@@ -464,7 +464,7 @@ def _event_median(prepare: Callable[[], None], fn: Callable[[], None], warmup: i
     call; ``prepare`` (resets, restores) runs before each, outside the timed region."""
     from .runtime import driver
 
-    drv = driver._driver()
+    drv = driver.bindings()
     flags = drv.CUevent_flags.CU_EVENT_DEFAULT
     start = driver.check(drv.cuEventCreate(flags), "cuEventCreate")
     stop = driver.check(drv.cuEventCreate(flags), "cuEventCreate")

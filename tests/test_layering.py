@@ -234,3 +234,74 @@ def test_a_raw_call_of_a_tile_opcode_points_to_tile_apply(tmp_path):
                                                 ((12, 0), "sm_120a")])
 def test_device_target(capability, target):
     assert device_target(capability) == Target.parse(target)
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.endswith("__")
+
+
+def private_definitions(tree: ast.Module) -> set[str]:
+    """The private names a module defines: its private functions, classes and globals, its
+    classes' private methods and attributes, and private attributes it sets on any object."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.attr)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id == "setattr" and len(node.args) > 1 and \
+                isinstance(node.args[1], ast.Constant):
+            names.add(node.args[1].value)
+    return {n for n in names if isinstance(n, str) and _private(n)}
+
+
+def private_reads(tree: ast.Module, package: str) -> list[tuple[int, str]]:
+    """``(line, name)`` of each private name the module reads from an object other than
+    ``self``/``cls`` (``obj._x``, ``getattr(obj, "_x")``) or imports from a jittile module
+    (``from .m import _x``)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and \
+                _private(node.attr) and not (isinstance(node.value, ast.Name)
+                                             and node.value.id in ("self", "cls")):
+            found.append((node.lineno, node.attr))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id in ("getattr", "hasattr") and len(node.args) > 1 and \
+                isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str) \
+                and _private(node.args[1].value):
+            found.append((node.lineno, node.args[1].value))
+        elif isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith(
+                package.split(".")[0])):
+            found.extend((node.lineno, a.name) for a in node.names if _private(a.name))
+    return found
+
+
+def test_no_module_reads_another_modules_private_names():
+    """A module reads a private name (``obj._x``, ``from .m import _x``) only where it defines
+    that name itself: its own classes' attributes, on objects other than ``self`` too (a
+    comparison with another instance, a helper class of the module). A private name that some
+    other jittile module defines is that module's business: ask it through a public name.
+    Private names no jittile module defines (``sys._getframe``, ``torch._C``) belong to other
+    libraries and are not this test's concern."""
+    trees = {m: ast.parse(p.read_text()) for m, p in _module_files().items()}
+    defined = {m: private_definitions(t) for m, t in trees.items()}
+    reaches = []
+    for module, tree in trees.items():
+        others = set().union(*(names for m, names in defined.items() if m != module))
+        reaches += [f"{module}:{line}: {name}" for line, name in private_reads(tree, module)
+                    if name not in defined[module] and name in others]
+    assert not reaches, reaches
+
+
+def test_private_reads_are_seen_in_every_spelling():
+    source = ("from .launch import _fast\nfrom numpy import _core\nimport sys\n"
+              "def f(kernel, self):\n    kernel._prepared\n    self._own\n    sys._getframe()\n"
+              "    getattr(kernel, '_watch', None)\n")
+    names = sorted(name for _, name in private_reads(ast.parse(source), "jittile.kernel"))
+    assert names == ["_fast", "_getframe", "_prepared", "_watch"]  # numpy's _core: not jittile
+    tree = ast.parse("class K:\n    _table = {}\n    def _m(self):\n        self._x = 1\n"
+                     "def _f():\n    other._y = 2\n    setattr(other, '_z', 3)\n")
+    assert private_definitions(tree) == {"_table", "_m", "_x", "_f", "_y", "_z"}

@@ -287,7 +287,7 @@ class Launcher:
         self.params.put_bytes(slot, data)
 
     def _launch_cluster(self, function, grid, block, shared: int, stream: int, cluster):
-        drv = driver._driver()
+        drv = driver.bindings()
         config = drv.CUlaunchConfig()
         config.gridDimX, config.gridDimY, config.gridDimZ = grid
         config.blockDimX, config.blockDimY, config.blockDimZ = block
