@@ -142,7 +142,7 @@ def stable_entry_name(name: str) -> str:
     return "jittile_" + re.sub(r"\W", "_", name)
 
 
-def _numba_ptx(pyfunc, argtys: tuple, cc) -> tuple[str, str | None]:
+def numba_ptx(pyfunc, argtys: tuple, cc) -> tuple[str, str | None]:
     """PTX and NVVM IR of a kernel from numba-cuda: what ``cuda.compile_ptx`` does, keeping the
     code library so that its LLVM IR can be read (``compile_ptx`` returns only the PTX)."""
     from numba.cuda import compiler as numba_compiler
@@ -169,7 +169,7 @@ def compile_lowered(lowered: Lowered, target: Target, override=None) -> Artifact
     pyfunc = namespace[reshaped.function.name]
     argtys, layout, grid_constant = _signature(ir)
     try:
-        ptx, nvvm = _numba_ptx(pyfunc, tuple(argtys), target.cc)
+        ptx, nvvm = numba_ptx(pyfunc, tuple(argtys), target.cc)
     except Exception as exc:  # numba's typing/lowering errors: told at the user's expression
         raise numba_failure(exc, lowered.positions) from exc
     entry = stable_entry_name(ir.name)
