@@ -48,6 +48,7 @@ class LaunchedKernel(Protocol):
     def refresh(self) -> None:
         ...
 
+
 _runtime_arrays = None  # jittile.runtime.arrays, imported by the first launch
 
 
@@ -114,8 +115,8 @@ def launch_failure(error: LaunchError, name: str) -> LaunchError:
 
 
 @public_entry
-def launch_kernel(kernel: LaunchedKernel, args: tuple, kwargs: dict, config: LaunchConfig | None, stream,
-                  cluster, shared_bytes: int | None) -> None:
+def launch_kernel(kernel: LaunchedKernel, args: tuple, kwargs: dict, config: LaunchConfig | None,
+                  stream, cluster, shared_bytes: int | None) -> None:
     """Launch ``kernel`` with ``config`` (None: its ``T.device_entry`` launch); NumPy arguments are
     copied to the device and back. Callers try the kernel's fast path (``kernel.fast_paths``) first;
     what it refuses comes here."""
@@ -130,8 +131,9 @@ def launch_kernel(kernel: LaunchedKernel, args: tuple, kwargs: dict, config: Lau
     _launch_converted(kernel, args, kwargs, config, stream, cluster, shared_bytes)
 
 
-def _launch_converted(kernel: LaunchedKernel, args: tuple, kwargs: dict, config: LaunchConfig | None,
-                      stream, cluster, shared_bytes: int | None) -> None:
+def _launch_converted(kernel: LaunchedKernel, args: tuple, kwargs: dict,
+                      config: LaunchConfig | None, stream, cluster,
+                      shared_bytes: int | None) -> None:
     """The full path: convert every argument, find the device and stream, find (or prepare) the
     launch of these argument kinds, pack, launch; then keep this thread's fast path for
     launches that fingerprint alike."""

@@ -179,7 +179,8 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 def test_no_import_cycles():
     """Imports at every depth count: a function-level or ``TYPE_CHECKING`` import of a module
     that imports this one back is a cycle, hidden only until someone moves the import up."""
-    graph = {m: {t for t in edges if t.startswith("jittile")} for m, edges in import_graph().items()}
+    graph = {m: {t for t in edges if t.startswith("jittile")}
+             for m, edges in import_graph().items()}
     assert all(t in graph for edges in graph.values() for t in edges)  # edges are modules
     cycle = find_cycle(graph)
     assert cycle is None, " -> ".join(cycle)
@@ -195,7 +196,8 @@ def test_import_graph_sees_every_import_statement():
     """``from . import __version__`` in a module that also imports ``jittile.x`` still names
     ``jittile`` (one statement's submodule does not hide another statement's package)."""
     source = ("from . import __version__\nfrom .cache import store\n"
-              "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .kernel import Kernel\n")
+              "from typing import TYPE_CHECKING\n"
+              "if TYPE_CHECKING:\n    from .kernel import Kernel\n")
     modules = {"jittile", "jittile.cache", "jittile.cache.store", "jittile.kernel"}
     assert imported_names(source, "jittile", modules) == {"jittile", "jittile.cache.store",
                                                           "jittile.kernel", "typing"}
