@@ -12,7 +12,10 @@ Every number comes from fresh Python processes (medians over ``--runs`` processe
   ``T.constexpr`` value or another dtype, cache off (target <= 50 ms each);
 - ``disk_hit``: ``.compile()`` when the entry exists, in a fresh process (target <= 10 ms per kernel):
   the first kernel of the process (which also pays one-time imports of the frontend's pattern modules
-  and the cache package), a second kernel, and a second specialization of that kernel.
+  and the cache package), a second kernel, and a second specialization of that kernel;
+- ``gemm_example``: the GEMM example (``examples/gemm_bf16.py``, 128 accumulator registers per
+  thread) compiled after a first compile, cache off, split into parts, ``reshape``
+  (``jittile/backend/reshape.py``) among them.
 
 Floors, for comparison (what numba-cuda costs before jittile does anything): ``import numba.cuda``
 alone, and ``numba.cuda.compile_ptx`` of a one-line kernel (first in a fresh process including that
@@ -88,7 +91,8 @@ import jittile
 print(json.dumps({"s": time.perf_counter() - start, "numba": "numba" in sys.modules,
                   "numpy": "numpy" in sys.modules}))
 """
-# Where a compile's time goes: numba-cuda (typing, lowering, NVVM), nvJitLink, and jittile (the rest).
+# Where a compile's time goes: numba-cuda (typing, lowering, NVVM), nvJitLink, the backend's
+# reshaping of the lowered function, and jittile (the rest: the frontend, keying, post-passes).
 _SPLIT = """
 from jittile.backend import compiler, toolchain
 spent = {}
@@ -104,8 +108,9 @@ def timed(part, fn):
     return run
 
 
-compiler.cuda.compile_ptx = timed("numba_cuda", compiler.cuda.compile_ptx)
+compiler.numba_ptx = timed("numba_cuda", compiler.numba_ptx)
 toolchain.link_cubin = timed("nvjitlink", toolchain.link_cubin)
+compiler.reshape = timed("reshape", compiler.reshape)
 """
 FIRST = _PRELUDE + """
 import tma_two_boxes
@@ -141,6 +146,20 @@ for rows, dtype in bench.FURTHER_SPECS:
     parts[label] = dict(spent, jittile=times[label] - sum(spent.values()))
     assert ck.metadata.get("cache") == "off", ck.metadata.get("cache")
 print(json.dumps({"times": times, "parts": parts}))
+"""
+GEMM = _PRELUDE + """
+import numpy as np
+import gemm_bf16, tma_two_boxes
+from jittile import T
+tma_two_boxes.tma_load.compile(target="sm_90a")  # numba-cuda and NVVM load here
+""" + _SPLIT + """
+spec = T.Tensor((None, None), "bfloat16")
+start = time.perf_counter()
+ck = gemm_bf16.gemm_bf16.compile(spec, spec, spec, np.int32(1), np.int32(1), np.int32(1),
+                                 target="sm_90a")
+total = time.perf_counter() - start
+assert ck.metadata.get("cache") == "off", ck.metadata.get("cache")
+print(json.dumps({"s": total, "parts": dict(spent, jittile=total - sum(spent.values()))}))
 """
 DISK = _PRELUDE + """
 import tma_two_boxes, compile_time as bench
@@ -221,6 +240,7 @@ def measure(runs: int) -> dict:
         first_plain = [_run(FIRST_PLAIN, off)["s"] for _ in range(runs)]
         further = [_run(FURTHER, off) for _ in range(runs)]
         disk = [_run("CHECK = True\n" + DISK, on) for _ in range(runs)]
+        gemm = [_run(GEMM, off) for _ in range(runs)]
         floors = [_run(FLOOR, off) for _ in range(runs)]
     spec_labels = list(further[0]["times"])
     per_spec = {label: _summary([r["times"][label] for r in further],
@@ -249,9 +269,15 @@ def measure(runs: int) -> dict:
                      TARGETS["further_specialization_s"]),
             kernel="bench/compile_time.py:tma_boxes", each=per_spec, parts_median_s=parts,
             note="median over the specializations of each process, then over processes; "
-                 "parts: numba-cuda's compile_ptx (typing, lowering, NVVM), nvJitLink, and "
-                 "jittile's own work (the rest)"),
+                 "parts: numba-cuda's compile (typing, lowering, NVVM), nvJitLink, the "
+                 "backend's reshape of the lowered function, and jittile's own work (the rest)"),
         "disk_hit": per_hit,
+        "gemm_example": {
+            "median_s": round(statistics.median(r["s"] for r in gemm), 4),
+            "runs": [round(r["s"], 4) for r in gemm],
+            "parts_median_s": {part: round(statistics.median(r["parts"][part] for r in gemm), 4)
+                               for part in gemm[0]["parts"]},
+            "kernel": "examples/gemm_bf16.py:gemm_bf16", "target": "sm_90a", "disk_cache": "off"},
         "numba_cuda_floor": {
             "import_numba_cuda": _summary([r["import"] for r in floors], TARGETS["first_compile_s"]),
             "first_compile_ptx_of_one_line_kernel": _summary([r["first"] for r in floors],

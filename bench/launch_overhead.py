@@ -102,7 +102,7 @@ def main() -> None:
     fn = launcher.function
     view = __import__("jittile.runtime.arrays", fromlist=["device_view"]).device_view(a)
     launcher.pack((view,))
-    drv = driver._driver()
+    drv = driver.bindings()
     address = launcher.params.address
     contenders["raw_cuLaunchKernel_prepacked"] = (
         lambda: drv.cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, 0, address, 0), sync)

@@ -73,7 +73,7 @@ class Split:
         manager._runPass = timed_pass
         for module, attr, part in ((nvvm, "compile_ir", "nvvm"),
                                    (toolchain, "link_cubin", "nvjitlink"),
-                                   (compiler, "_numba_ptx", "compile_ptx")):
+                                   (compiler, "numba_ptx", "compile_ptx")):
             setattr(module, attr, self._timed(getattr(module, attr), part))
 
     def _timed(self, fn, part: str):

@@ -5,14 +5,13 @@ package (standard library only) loads with it, as every kernel's first compile o
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
-from .errors import (CompileError, ContractError, InterpreterError, JittileError,  # noqa: E402
+from .version import __version__
+from .errors import (CompileError, ContractError, InterpreterError, JittileError,
                      JittileWarning, LaunchError)
-from .language import T  # noqa: E402
-from .kernel import CompiledKernel, Kernel, func, kernel  # noqa: E402
-from .tuning import Autotuner, Config, autotune  # noqa: E402
-from . import cache  # noqa: E402
+from .language import T
+from .kernel import CompiledKernel, Kernel, func, kernel
+from .tuning import Autotuner, Config, autotune
+from . import cache
 
 
 def __getattr__(name: str):

@@ -55,7 +55,7 @@ def build(name: str, qualname: str, source: KernelSource, params: list, target: 
         jcache.log(f"{'stored' if stored is not None else 'compiled (memory only)'} "
                    f"{qualname} {key[:12]} in {meta['compile_seconds']:.3f} s")
     compiled = CompiledKernel(artifact.ptx, artifact.cubin, meta, lowered.ir, artifact.python,
-                              artifact.entry, artifact.param_layout)
+                              artifact.entry, artifact.param_layout, target)
     stages.dump(compiled.asm, name, key)
     return compiled
 

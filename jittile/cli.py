@@ -17,12 +17,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from . import __version__, cache
+from . import cache
 from .cache.changes import Changes, what_changed
 from .cache.keys import describe, differing_components, lookup
 from .cache.select import KernelId, by_kernel, selected, selects
 from .cache.store import Damaged, DiskStore, Entry
 from .errors import JittileError, user_traceback
+from .targets import Target
+from .version import __version__
 
 KEY_PREFIX = 12
 _STATICS_WIDTH = 32
@@ -489,9 +491,11 @@ def _arguments(kernel: Any, specs: list[str]) -> list:
 
 
 def _compile(args: argparse.Namespace) -> int:
+    # Parsed here, where it enters; none: the kernel's own target, else the GPU's, else sm_90a
+    # (as kernel.compile()).
+    target = None if args.target is None else Target.parse(args.target)
     kernel = _load_kernel(args.location)
-    # No --target: the kernel's own target, else the GPU's, else sm_90a (as kernel.compile()).
-    compiled = kernel.compile(*_arguments(kernel, args.arg), target=args.target)
+    compiled = kernel.compile(*_arguments(kernel, args.arg), target=target)
     meta = compiled.metadata
     store = cache.default_store()
     where = store.entry_dir(meta["key"])

@@ -26,6 +26,7 @@ class CompiledKernel:
     lowered_source: str
     entry: str
     param_layout: list
+    target: Target
     _sass: str | None = field(default=None, repr=False)
     _stages: object = field(default=None, repr=False, compare=False)  # stages.Stages, made once
     _loaded: object = field(default=None, repr=False, compare=False)  # runtime LoadedCubin
@@ -86,8 +87,7 @@ class CompiledKernel:
 
             with _LOADING:
                 if self._loaded is None:
-                    self._loaded = LoadedCubin(self.ir.name, self.cubin, self.entry,
-                                               self.metadata.get("target"),
+                    self._loaded = LoadedCubin(self.ir.name, self.cubin, self.entry, self.target,
                                                self.ir.launch_shared_bytes)
             launcher = self._threads.launcher = Launcher(self.ir, self._loaded, self.param_layout)
         return launcher
@@ -151,4 +151,4 @@ def decode(metadata: dict, cubin: bytes, ptx: str, source: KernelSource, params:
         ir = lower_kernel(source, params, target, launch).ir
     # The file and line are not part of the key: report where this kernel is now.
     meta.update(cache="hit", source_file=source.filename, source_line=source.firstlineno)
-    return CompiledKernel(ptx, cubin, meta, ir, lowered_source, meta["entry"], layout)
+    return CompiledKernel(ptx, cubin, meta, ir, lowered_source, meta["entry"], layout, target)

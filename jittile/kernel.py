@@ -19,7 +19,7 @@ from .frontend.checks import definition_problem
 from .frontend.source import KernelSource, load_source
 from .keying import source_digest, toolchain_versions
 from .language.cuda import LaunchConfig
-from .launch import Configured, launch_failure, launch_kernel
+from .launch import Configured, FastPaths, launch_failure, launch_kernel
 from .specialize import Specializer, resolve_target
 from .stages import always_compile
 from .targets import SUPPORTED_TARGETS, Target
@@ -40,27 +40,27 @@ class Kernel:
     - ``k.interpret(*args)`` / ``k.interpret[grid, block](*args)``: run it on the CPU
       interpreter, bit-exactly as the GPU would, writing the arrays back;
     - ``k.cache``: its disk-cache entries (``jittile cache list NAME`` on the command line).
+
+    What launches and the interpreter use: ``specializer`` (the signature), ``specialization()``
+    and ``refresh()``, ``watch`` (the globals the code reads), ``prepared`` (launches by argument
+    kinds and device) and ``fast_paths`` (this thread's fast paths by launch configuration).
     """
 
-    # State shared with jittile/launch.py: ``_specializer``, ``_prepared`` (launches by argument
-    # kinds and device), ``_fast`` (this thread's fast paths by launch configuration),
-    # ``_compiled`` (the in-memory specializations) and ``_drop_if_stale``.
-
-    def __init__(self, pyfunc, target: str | None = None, cache: bool = True,
+    def __init__(self, pyfunc, target: str | Target | None = None, cache: bool = True,
                  strict: bool = False):
         self.pyfunc = pyfunc
         self.__name__ = pyfunc.__name__
         self.__qualname__ = pyfunc.__qualname__
         self.__doc__ = pyfunc.__doc__
-        self.target = target
+        self.target = None if target is None else Target.parse(target)
         self.use_disk_cache = cache
         self.strict = strict
-        self._specializer = Specializer(pyfunc)
+        self.specializer = Specializer(pyfunc)
         self._source: KernelSource | None = None
         self._memory: dict = {}
-        self._prepared: dict = {}
-        self._fast = FastPaths()
-        self._watch: GlobalsWatch | None = None  # made with the first specialization
+        self.prepared: dict = {}
+        self.fast_paths = FastPaths()
+        self.watch: GlobalsWatch | None = None  # made with the first specialization
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -82,27 +82,29 @@ class Kernel:
         return self._source
 
     @public_entry
-    def compile(self, *args, target: str | None = None, launch=None, **kwargs) -> CompiledKernel:
+    def compile(self, *args, target: str | Target | None = None, launch=None,
+                **kwargs) -> CompiledKernel:
         """Compile for example arguments (arrays or ``T.Tensor`` specs; none: the annotations);
         needs no GPU. NumPy arrays are only inspected, never copied."""
-        specializer = self._specializer
+        specializer = self.specializer
         args = specializer.bind(args, kwargs) or tuple(specializer.annotation_specs())
         params = specializer.params(specializer.example_specs(args))
-        return self._compiled(params, resolve_target(target, self.target), launch)
+        requested = None if target is None else parse_target(target)
+        return self.specialization(params, resolve_target(requested, self.target), launch)
 
-    def _compiled(self, params: list, target: Target, launch) -> CompiledKernel:
+    def specialization(self, params: list, target: Target, launch) -> CompiledKernel:
         """The specialization for ``params``: from memory, else built (disk cache or compile).
         The globals watch is made before the first build keys the kernel, so that a change
         during a build is noticed later rather than missed."""
-        self._drop_if_stale()
+        self.refresh()
         memo_key = (target.name, tuple(params), launch)
         again = always_compile()
         found = None if again else self._memory.get(memo_key)
         if found is not None:
             return found
         with self._lock:
-            if self._watch is None:
-                self._watch = GlobalsWatch(self.source)
+            if self.watch is None:
+                self.watch = GlobalsWatch(self.source)
             found = None if again else self._memory.get(memo_key)
             if found is None:
                 with strictness(self.strict):
@@ -111,19 +113,19 @@ class Kernel:
                 self._memory[memo_key] = found
         return found
 
-    def _drop_if_stale(self) -> None:
+    def refresh(self) -> None:
         """Forget every specialization when a global or closure variable the kernel's code reads
         has changed since it was compiled; the next use keys and compiles with the current
         values (issue #13: never run code compiled for old values)."""
-        watch = self._watch
+        watch = self.watch
         if watch is None or not watch.changed():
             return
         with self._lock:
-            if self._watch is watch:
+            if self.watch is watch:
                 for helper in watch.helpers:
                     helper.reread()
-                self._source = self._watch = None  # a re-read source captures the closure anew
-                self._memory, self._prepared, self._fast = {}, {}, FastPaths()
+                self._source = self.watch = None  # a re-read source captures the closure anew
+                self._memory, self.prepared, self.fast_paths = {}, {}, FastPaths()
 
     @property
     def cache(self) -> list:
@@ -143,20 +145,12 @@ class Kernel:
         return Configured(self, LaunchConfig(grid=config[0], block=config[1]))
 
     def __call__(self, *args, stream=None, cluster=None, shared_bytes=None, **kwargs) -> None:
-        fast = None if kwargs else self._fast.table.get((None, cluster))
+        fast = None if kwargs else self.fast_paths.table.get((None, cluster))
         try:
             if fast is None or not fast.launch(args, stream, shared_bytes):
                 launch_kernel(self, args, kwargs, None, stream, cluster, shared_bytes)
         except LaunchError as error:
             raise launch_failure(error, self.__name__) from None
-
-
-class FastPaths(threading.local):
-    """A kernel's fast paths (``table``: (launch config, cluster) -> runtime.fastpath.FastLaunch),
-    one table per thread: a fast path packs its thread's launcher, so threads never share one."""
-
-    def __init__(self):
-        self.table: dict = {}
 
 
 def func(fn):
@@ -168,7 +162,8 @@ def func(fn):
 
 
 @public_entry
-def kernel(fn=None, *, target: str | None = None, cache: bool = True, strict: bool = False):
+def kernel(fn=None, *, target: str | Target | None = None, cache: bool = True,
+           strict: bool = False):
     """Decorator: ``@jittile.kernel`` or ``@jittile.kernel(target="sm_90a", cache=True,
     strict=False)`` makes a function written in the kernel language ``T`` a :class:`Kernel`:
 
@@ -189,7 +184,7 @@ def kernel(fn=None, *, target: str | None = None, cache: bool = True, strict: bo
     (len(src), None, src.splitlines(True), name)``). A kernel defined in the plain REPL or with
     ``python -c`` has no source to read: compiling it raises a CompileError saying so."""
     if target is not None:
-        _check_target(target, user_frame())
+        target = parse_target(target)
     if fn is None:
         return lambda f: Kernel(_checked_definition(f), target=target, cache=cache,
                                 strict=strict)
@@ -208,12 +203,14 @@ def _checked_definition(fn):
     return fn
 
 
-def _check_target(target, frame) -> None:
-    """An unknown ``target=`` is reported where it is written (the decorator's line in
-    ``frame``), not at the first compile."""
+def parse_target(target: str | Target) -> Target:
+    """A ``target=`` a user passed, parsed where it enters (the decorator, ``compile``, the
+    autotuner's ``compile_all``): an unknown or unsupported name is a CompileError at the user's
+    line that names it, with the closest supported name, before any compile."""
     try:
-        Target.parse(target)
+        return Target.parse(target)
     except JittileError as exc:
+        frame = user_frame()
         if frame is None:
             raise
         filename, lineno = frame.f_code.co_filename, frame.f_lineno

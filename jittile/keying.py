@@ -2,12 +2,12 @@
 needs none (jittile/cache/components.py says what is in and out of a key)."""
 from __future__ import annotations
 
-from . import __version__
 from .cache.components import helper_components, referenced_globals
 from .cache.components import source_digest as tree_digest
 from .ir import ArrayParam, ConstexprParam, ScalarParam, TensorMapParam
 from .frontend.source import KernelSource
 from .targets import Target
+from .version import __version__
 
 
 def toolchain_versions() -> dict:

@@ -10,16 +10,44 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, NoReturn
+import threading
+from typing import TYPE_CHECKING, NoReturn, Protocol
 
 from .errors import LaunchError, public_entry, user_location, user_traceback
 from .ir import ConstexprParam
 from .language.cuda import LaunchConfig
-from .specialize import resolve_target
+from .specialize import Specializer
 from .targets import Target, device_target
 
 if TYPE_CHECKING:
-    from .kernel import Kernel
+    from .entry import CompiledKernel
+    from .watch import GlobalsWatch
+
+
+class FastPaths(threading.local):
+    """A kernel's fast paths (``table``: (launch config, cluster) -> runtime.fastpath.FastLaunch),
+    one table per thread: a fast path packs its thread's launcher, so threads never share one."""
+
+    def __init__(self):
+        self.table: dict = {}
+
+
+class LaunchedKernel(Protocol):
+    """What a launch needs of a kernel (``jittile.Kernel``, which imports this module)."""
+
+    __name__: str
+    target: Target | None
+    specializer: Specializer
+    watch: GlobalsWatch | None
+    prepared: dict
+    fast_paths: FastPaths
+
+    def specialization(self, params: list, target: Target, launch) -> CompiledKernel:
+        ...
+
+    def refresh(self) -> None:
+        ...
+
 
 _runtime_arrays = None  # jittile.runtime.arrays, imported by the first launch
 
@@ -52,12 +80,12 @@ INTERPRET = os.environ.get("JITTILE_INTERPRET", "") not in ("", "0")
 class Configured:
     """``kernel[grid, block]``: a kernel with its launch dimensions, called to launch."""
 
-    def __init__(self, kernel: Kernel, config: LaunchConfig):
+    def __init__(self, kernel: LaunchedKernel, config: LaunchConfig):
         self.kernel = kernel
         self.config = config
 
     def __call__(self, *args, stream=None, cluster=None, shared_bytes=None, **kwargs) -> None:
-        fast = None if kwargs else self.kernel._fast.table.get((self.config, cluster))
+        fast = None if kwargs else self.kernel.fast_paths.table.get((self.config, cluster))
         try:
             if fast is None or not fast.launch(args, stream, shared_bytes):
                 launch_kernel(self.kernel, args, kwargs, self.config, stream, cluster,
@@ -87,31 +115,32 @@ def launch_failure(error: LaunchError, name: str) -> LaunchError:
 
 
 @public_entry
-def launch_kernel(kernel: Kernel, args: tuple, kwargs: dict, config: LaunchConfig | None, stream,
-                  cluster, shared_bytes: int | None) -> None:
+def launch_kernel(kernel: LaunchedKernel, args: tuple, kwargs: dict, config: LaunchConfig | None,
+                  stream, cluster, shared_bytes: int | None) -> None:
     """Launch ``kernel`` with ``config`` (None: its ``T.device_entry`` launch); NumPy arguments are
-    copied to the device and back. Callers try the kernel's fast path (``kernel._fast``) first;
+    copied to the device and back. Callers try the kernel's fast path (``kernel.fast_paths``) first;
     what it refuses comes here."""
     if INTERPRET:
         from .interpreter import interpret
 
         interpret(kernel, args, kwargs, config, cluster, shared_bytes)
         return
-    watch = kernel._watch
+    watch = kernel.watch
     if watch is not None and watch.changed():
-        kernel._drop_if_stale()
+        kernel.refresh()
     _launch_converted(kernel, args, kwargs, config, stream, cluster, shared_bytes)
 
 
-def _launch_converted(kernel: Kernel, args: tuple, kwargs: dict, config: LaunchConfig | None,
-                      stream, cluster, shared_bytes: int | None) -> None:
+def _launch_converted(kernel: LaunchedKernel, args: tuple, kwargs: dict,
+                      config: LaunchConfig | None, stream, cluster,
+                      shared_bytes: int | None) -> None:
     """The full path: convert every argument, find the device and stream, find (or prepare) the
     launch of these argument kinds, pack, launch; then keep this thread's fast path for
     launches that fingerprint alike."""
     arrays = _runtime_arrays or _import_runtime_arrays()
     streams = _streams()
     view_type = arrays.DeviceView
-    specializer = kernel._specializer
+    specializer = kernel.specializer
     if kwargs:
         args = specializer.bind(args, kwargs)
     try:
@@ -139,10 +168,10 @@ def _launch_converted(kernel: Kernel, args: tuple, kwargs: dict, config: LaunchC
                                             LaunchError(streams.driver.NO_DEVICE))
             device = streams.driver.current_device()
         key = (config, cluster, device, *kinds)
-        prepared = kernel._prepared.get(key)
+        prepared = kernel.prepared.get(key)
         if prepared is None:
             prepared = prepare(kernel, tuple(converted), config, cluster, device)
-            kernel._prepared[key] = prepared
+            kernel.prepared[key] = prepared
         compiled, grid, block, cluster_dims, runtime_positions = prepared
         launcher = compiled.launcher()
         previous = launcher.bind(device)
@@ -153,10 +182,10 @@ def _launch_converted(kernel: Kernel, args: tuple, kwargs: dict, config: LaunchC
             if type(value) is view_type and value.owned:
                 value.finish()
         streams.driver.restore_context(previous)
-    fast = _fastpath().FastLaunch.after(launcher, grid, block, cluster_dims, kernel._watch, args,
+    fast = _fastpath().FastLaunch.after(launcher, grid, block, cluster_dims, kernel.watch, args,
                                         converted, static, runtime_positions, stream_of)
     if fast is not None:
-        kernel._fast.table[(config, cluster)] = fast
+        kernel.fast_paths.table[(config, cluster)] = fast
 
 
 def _raise_argument_error_first(specializer, args: tuple, problem: LaunchError) -> NoReturn:
@@ -170,15 +199,15 @@ def _raise_argument_error_first(specializer, args: tuple, problem: LaunchError) 
     raise problem
 
 
-def launch_target(kernel: Kernel, device: int) -> Target:
+def launch_target(kernel: LaunchedKernel, device: int) -> Target:
     """The target a launch on ``device`` compiles for: the kernel's, else the device's (``sm_90a``
     where no driver can say)."""
     driver = _streams().driver
-    return resolve_target(None, kernel.target or device_target(
-        driver.device_capability(device) if driver.available() else None))
+    return kernel.target or device_target(
+        driver.device_capability(device) if driver.available() else None)
 
 
-def prepare(kernel: Kernel, converted: tuple, config: LaunchConfig | None, cluster,
+def prepare(kernel: LaunchedKernel, converted: tuple, config: LaunchConfig | None, cluster,
             device: int) -> tuple:
     """What repeated launches of these argument kinds on ``device`` reuse: the compiled kernel
     (for the kernel's target, else the device's), grid, block, cluster dimensions and the
@@ -187,8 +216,8 @@ def prepare(kernel: Kernel, converted: tuple, config: LaunchConfig | None, clust
         config = LaunchConfig(grid=config.grid, block=config.block, cluster=cluster)
     key_launch = None if config is None else LaunchConfig(grid=1, block=config.block,
                                                            cluster=config.cluster)
-    params = kernel._specializer.params(converted)
-    compiled = kernel._compiled(params, launch_target(kernel, device), key_launch)
+    params = kernel.specializer.params(converted)
+    compiled = kernel.specialization(params, launch_target(kernel, device), key_launch)
     launch_config = config or compiled.ir.launch
     if launch_config is None:
         raise LaunchError(f"{kernel.__name__} has no launch configuration: use "

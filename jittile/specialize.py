@@ -15,7 +15,7 @@ from .dtypes import dtype as lookup_dtype
 from .errors import CompileError, LaunchError, closest_name
 from .frontend.checks import definition_location
 from .ir import ArrayParam, ConstexprParam, ScalarParam, TensorMapParam
-from .language.types import ScalarType, Tensor, _Constexpr
+from .language.types import ScalarType, Tensor, constexpr
 from .targets import Target, device_target
 
 
@@ -23,16 +23,17 @@ from .targets import Target, device_target
 CALL_KEYWORDS = ("target", "launch", "stream", "cluster", "shared_bytes")
 
 
-def default_target() -> str:
+def default_target() -> Target:
     """The current GPU's target, or ``sm_90a`` without one (compiling needs no GPU)."""
     from .runtime import driver
 
     return device_target(driver.current_device_capability())
 
 
-def resolve_target(requested: str | Target | None, default: str | Target | None) -> Target:
-    """The requested target, else the kernel's default, else the device's."""
-    return Target.parse(requested or default or default_target())
+def resolve_target(requested: Target | None, default: Target | None) -> Target:
+    """The requested target, else the kernel's default, else the device's (each parsed where
+    it entered: the decorator, ``compile``)."""
+    return requested or default or default_target()
 
 
 def is_runtime_argument(value) -> bool:
@@ -61,7 +62,7 @@ class Specializer:
         self.annotations = [None if p.annotation is inspect.Parameter.empty else p.annotation
                             for p in self.signature.parameters.values()]
         self.static_positions = frozenset(i for i, ann in enumerate(self.annotations)
-                                          if isinstance(ann, _Constexpr))
+                                          if ann is constexpr)
 
     def bind(self, args: tuple, kwargs: dict) -> tuple:
         """Positional and keyword arguments in parameter order; an unknown keyword is named with
@@ -94,7 +95,7 @@ class Specializer:
                 for name, ann, value in zip(self.names, self.annotations, args)]
 
     def _param(self, name: str, ann, value):
-        if isinstance(ann, _Constexpr):
+        if ann is constexpr:
             if isinstance(value, Tensor) or is_runtime_argument(value):
                 raise LaunchError(f"constexpr parameter {name!r} needs a value, got {value!r}")
             return ConstexprParam(name, value)

@@ -112,11 +112,15 @@ def satisfies(target: "str | Target", requirement: str) -> bool:
     return target.name in _FAMILY.get(req.name, {req.name})
 
 
-def device_target(capability: tuple[int, int] | None) -> str:
-    """The ``a`` target of a device of compute ``capability``; ``sm_90a`` when there is no device."""
+DEFAULT_TARGET = Target(9, 0, "a")  # compiling and interpreting without a GPU
+
+
+def device_target(capability: tuple[int, int] | None) -> Target:
+    """The ``a`` target of a device of compute ``capability``; ``sm_90a`` when there is no device.
+    A device jittile does not compile for (an Ampere GPU) raises :class:`JittileError`."""
     if capability is None:
-        return "sm_90a"
+        return DEFAULT_TARGET
     major, minor = capability
     if major == 9:
-        return "sm_90a"
-    return f"sm_{major}{minor}a"
+        return DEFAULT_TARGET
+    return Target.parse(f"sm_{major}{minor}a")

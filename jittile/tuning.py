@@ -34,10 +34,11 @@ from typing import Any, Callable
 import numpy as np
 
 from .errors import JittileError, LaunchError, public_entry
-from .kernel import Kernel
+from .kernel import Kernel, parse_target
 from .launch import launch_target
 from .language.cuda import LaunchConfig
-from .language.types import _Constexpr
+from .language.types import constexpr
+from .targets import Target
 
 __all__ = ["Autotuner", "Config", "autotune"]
 
@@ -123,7 +124,7 @@ class Autotuner:
         self.dropped: dict[Config, JittileError] = {}  # of the last compile of the configs
         self.timings: dict[Config, float] = {}  # milliseconds, of the last tuning
         self._chosen: dict[tuple, Config] = {}
-        specializer = kernel._specializer
+        specializer = kernel.specializer
         self._names = specializer.names
         self._check_declaration(specializer)
 
@@ -131,7 +132,7 @@ class Autotuner:
         if not self.configs:
             raise JittileError(f"@jittile.autotune of {self.__name__}: no configs")
         static = {name for name, ann in zip(specializer.names, specializer.annotations)
-                  if isinstance(ann, _Constexpr)}
+                  if ann is constexpr}
         for config in self.configs:
             if not isinstance(config, Config):
                 raise JittileError(f"@jittile.autotune of {self.__name__}: configs are "
@@ -317,14 +318,15 @@ class Autotuner:
         return self.kernel.compile(*self._full(named, config), target=target, launch=launch)
 
     @public_entry
-    def compile_all(self, *args, target: str | None = None, **kwargs) -> dict:
+    def compile_all(self, *args, target: str | Target | None = None, **kwargs) -> dict:
         """Compile every config for example arguments (arrays or ``T.Tensor`` specs), without a
         GPU; returns ``{Config: CompiledKernel or the JittileError that dropped it}``."""
         from .specialize import resolve_target
 
+        requested = None if target is None else parse_target(target)
         named = self._named(args, kwargs)
         return self._compile(self.configs, named, None, None,
-                             resolve_target(target, self.kernel.target))
+                             resolve_target(requested, self.kernel.target))
 
     @property
     def interpret(self) -> "_Interpreting":
@@ -413,7 +415,7 @@ def _zero(value, stream: int) -> None:
     if view.host is not None:
         view.host[...] = 0
     else:
-        driver.check(driver._driver().cuMemsetD8Async(view.ptr, 0, nbytes, stream),
+        driver.check(driver.bindings().cuMemsetD8Async(view.ptr, 0, nbytes, stream),
                      "cuMemsetD8Async")
 
 
@@ -438,7 +440,7 @@ class _Saved:
     def _copy(self, dst: int, src: int, nbytes: int) -> None:
         from .runtime import driver
 
-        driver.check(driver._driver().cuMemcpyDtoDAsync(dst, src, nbytes, self.stream),
+        driver.check(driver.bindings().cuMemcpyDtoDAsync(dst, src, nbytes, self.stream),
                      "cuMemcpyDtoDAsync")
 
     def restore(self) -> None:
@@ -462,7 +464,7 @@ def _event_median(prepare: Callable[[], None], fn: Callable[[], None], warmup: i
     call; ``prepare`` (resets, restores) runs before each, outside the timed region."""
     from .runtime import driver
 
-    drv = driver._driver()
+    drv = driver.bindings()
     flags = drv.CUevent_flags.CU_EVENT_DEFAULT
     start = driver.check(drv.cuEventCreate(flags), "cuEventCreate")
     stop = driver.check(drv.cuEventCreate(flags), "cuEventCreate")
@@ -532,14 +534,14 @@ def _compile_in_workers(tuner: Autotuner, configs, named, grid, block, target, j
     """Compile ``configs`` in ``jobs`` spawned processes, each importing the kernel's file; their
     cubins land in the disk cache, where this process's compiles find them. What fails there
     fails again here, where it is reported."""
-    specs = tuner.kernel._specializer
+    specs = tuner.kernel.specializer
     tasks = []
     for config in configs:
         full = tuner._full(named, config)
         _, config_block, cluster = tuner._launch_shape(config, named, grid, block)
         example = specs.example_specs(full)
         tasks.append((tuner.kernel.source.filename, tuner.kernel.source.globals.get("__name__"),
-                      tuner.__qualname__, example, target.name,
+                      tuner.__qualname__, example, target,
                       None if config_block is None else (config_block, cluster)))
     with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
         for _ in pool.map(_compile_task, tasks):

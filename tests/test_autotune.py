@@ -35,8 +35,8 @@ def gpu(monkeypatch):
         monkeypatch.setattr(driver, name, value)
     monkeypatch.setattr(driver, "device_name", lambda device: f"Stand-in GPU {device}")
     for kernel in (tiled_fill.kernel,):
-        kernel._memory, kernel._prepared = {}, {}
-        kernel._fast.table.clear()
+        kernel._memory, kernel.prepared = {}, {}
+        kernel.fast_paths.table.clear()
     tiled_fill._chosen.clear()
     return launches
 

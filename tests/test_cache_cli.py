@@ -242,7 +242,7 @@ class Compiled:
 
 class Kernel:
     def compile(self, *specs, target):
-        return Compiled(specs, target)
+        return Compiled(specs, str(target))  # the CLI passes the Target it parsed
 
     @staticmethod
     def pyfunc(*specs):

@@ -51,8 +51,8 @@ CASES = [
 
 
 def _lowered(kernel, args, target: str):
-    specs = kernel._specializer.annotation_specs() if args is None else args
-    params = kernel._specializer.params(specs)
+    specs = kernel.specializer.annotation_specs() if args is None else args
+    params = kernel.specializer.params(specs)
     return lower_kernel(kernel.source, params, Target.parse(target)), params
 
 

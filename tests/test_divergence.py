@@ -45,7 +45,7 @@ def lower_with_warnings(body: str, tmp_path, target: str = "sm_100a"):
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    specializer = module.kernel._specializer
+    specializer = module.kernel.specializer
     params = specializer.params(specializer.annotation_specs())
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -156,7 +156,7 @@ def test_a_repeated_launch_notices_a_changed_global(modules, monkeypatch):
     out = DeviceView(0x1000, (32,), (4,), dtype("uint32"), device=0)
     kernels.fill(out)
     kernels.fill(out)
-    assert launched[0] is launched[1] and len(kernels.fill._prepared) == 1
+    assert launched[0] is launched[1] and len(kernels.fill.prepared) == 1
     kernels.ROWS = 4
     kernels.fill(out)
     assert launched[2] is not launched[0]

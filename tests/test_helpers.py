@@ -97,7 +97,7 @@ def _modules(tmp_path, monkeypatch, expect=1024, rows=8, comment="", kernels=KER
 
 
 def _lower(kernel, target="sm_90a"):
-    params = kernel._specializer.params(kernel._specializer.annotation_specs())
+    params = kernel.specializer.params(kernel.specializer.annotation_specs())
     return lower_kernel(kernel.source, params, Target.parse(target))
 
 
@@ -234,7 +234,7 @@ def test_a_helper_called_on_the_host_explains_itself(tmp_path, monkeypatch):
 
 
 def _components(kernel):
-    params = kernel._specializer.params(kernel._specializer.annotation_specs())
+    params = kernel.specializer.params(kernel.specializer.annotation_specs())
     return key_components(kernel.__qualname__, kernel.source, params, Target.parse("sm_90a"), None)
 
 

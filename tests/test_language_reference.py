@@ -79,7 +79,7 @@ def test_every_python_block_compiles(tmp_path, index):
             assert kernel.compile(target=kernel.target or "sm_90a").cubin
         for tuner in tuners:  # every config, from the annotations of the untuned parameters
             tuned = {name for config in tuner.configs for name in config.kwargs}
-            specializer = tuner.kernel._specializer
+            specializer = tuner.kernel.specializer
             specs = [ann if isinstance(ann, T.Tensor) else ann(0)
                      for name, ann in zip(specializer.names, specializer.annotations)
                      if name not in tuned]

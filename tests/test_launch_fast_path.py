@@ -78,13 +78,13 @@ def gpu(monkeypatch):
     monkeypatch.setattr(launcher_module, "encode", encode)
     monkeypatch.setattr(arrays, "convert_argument", convert)
     for kernel in (tma_rows, guarded_copy):
-        kernel._memory, kernel._prepared = {}, {}
-        kernel._fast.table.clear()
+        kernel._memory, kernel.prepared = {}, {}
+        kernel.fast_paths.table.clear()
     return record
 
 
 def _launcher(kernel):
-    (fast,) = kernel._fast.table.values()
+    (fast,) = kernel.fast_paths.table.values()
     return fast.launcher
 
 
@@ -156,7 +156,7 @@ def test_launch_configurations_sharing_a_buffer_repack_it(gpu):
     one(a, a)
     launcher = gpu["launches"]  # grid, block, shared, stream, params of each launch
     assert [call[0] for call in launcher] == [(1, 1, 1), (2, 1, 1), (1, 1, 1)]
-    (fast, other) = guarded_copy._fast.table.values()
+    (fast, other) = guarded_copy.fast_paths.table.values()
     assert fast.launcher is other.launcher
     assert _array_pointer(fast.launcher, 0) == 0x10000
 
@@ -180,14 +180,14 @@ def test_host_arrays_take_the_full_path_every_time(gpu, monkeypatch):
     a = np.zeros(64, np.float32)
     guarded_copy[1, 32](a, a)
     guarded_copy[1, 32](a, a)
-    assert len(allocations) == 4 and not guarded_copy._fast.table
+    assert len(allocations) == 4 and not guarded_copy.fast_paths.table
 
 
 def test_a_cpu_tensor_never_matches_a_cuda_fingerprint(gpu):
     pytest.importorskip("torch")
     out = CupyLike(0x20000, (2, 32))
     tma_rows(TorchLike(0x10000, (8, 32)), out, 32)
-    (fast,) = tma_rows._fast.table.values()
+    (fast,) = tma_rows.fast_paths.table.values()
     assert fast.launch((TorchLike(0x10000, (8, 32)), out, 32), None, None)
     assert not fast.launch((TorchLike(0x10000, (8, 32), is_cuda=False), out, 32), None, None)
 
@@ -260,7 +260,7 @@ def test_a_moved_array_survives_another_configuration_packing_the_buffer(gpu):
 
 
 def _launcher_of(kernel, configured):
-    return kernel._fast.table[(configured.config, None)].launcher
+    return kernel.fast_paths.table[(configured.config, None)].launcher
 
 
 class _Interface:

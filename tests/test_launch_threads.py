@@ -55,8 +55,8 @@ def recorded(monkeypatch):
 
     for name, value in driver_stand_ins(launch).items():
         monkeypatch.setattr(driver, name, value)
-    scaled._memory, scaled._prepared = {}, {}
-    scaled._fast.table.clear()
+    scaled._memory, scaled.prepared = {}, {}
+    scaled.fast_paths.table.clear()
     return record
 
 

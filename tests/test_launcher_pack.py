@@ -8,6 +8,7 @@ from jittile import LaunchError, T
 from jittile.dtypes import dtype
 from jittile.runtime.arrays import DeviceView
 from jittile.runtime.launcher import Launcher, LoadedCubin
+from jittile.targets import Target
 
 
 @jittile.kernel
@@ -58,10 +59,10 @@ def test_device_must_run_the_target(target, capability, ok):
     from jittile.runtime.launcher import check_device
 
     if ok:
-        check_device(target, capability, "k")
+        check_device(Target.parse(target), capability, "k")
     else:
         with pytest.raises(LaunchError, match=f"compiled for {target}"):
-            check_device(target, capability, "k")
+            check_device(Target.parse(target), capability, "k")
 
 
 class _InterfaceArray:

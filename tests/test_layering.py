@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from jittile.targets import device_target
+from jittile.targets import Target, device_target
 
 PACKAGE = Path(__file__).resolve().parents[1] / "jittile"
 
@@ -69,22 +69,43 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def imported_names(source: str, package: str, modules) -> set[str]:
+    """What each import statement of ``source`` (a module of ``package``) imports, at any depth
+    (inside functions, under ``if TYPE_CHECKING``): ``from a import b`` is ``a.b`` where that is
+    one of ``modules``, else ``a`` (``b`` is a name defined in ``a``); ``import a.b`` is ``a.b``."""
+    parts = package.split(".")
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = parts[:len(parts) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            for alias in node.names:
+                submodule = f"{module}.{alias.name}"
+                found.add(submodule if submodule in modules else module)
+    return found
+
+
+def _module_files() -> dict[str, Path]:
+    return {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
 def import_graph() -> dict[str, set[str]]:
-    """jittile module -> the modules it imports explicitly, at any level. ``from a import b``
-    names ``a.b`` where that is a module of jittile, else ``a`` (importing a module does not count
-    as importing its package's ``__init__``, which Python runs but the layering ignores)."""
-    files = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    """jittile module -> the modules it imports explicitly, at any level: jittile's modules by
+    name, others by top-level package (``cuda.*`` in full). Importing a module does not count as
+    importing its package's ``__init__``, which Python runs first: counted, every module would
+    depend on ``jittile/__init__.py``, which imports the kernel and through it everything."""
+    files = _module_files()
     graph = {}
     for module, path in files.items():
         package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
-        names = imported_modules(path.read_text(), package)
         edges = set()
-        for name in names:
-            if not name.startswith("jittile"):
-                edges.add(name if name.startswith("cuda") else name.split(".")[0])
-            elif name in files and not any(other.startswith(name + ".") and other in files
-                                           for other in names):
+        for name in imported_names(path.read_text(), package, files):
+            if name.startswith("jittile"):
                 edges.add(name)
+            else:
+                edges.add(name if name.startswith("cuda") else name.split(".")[0])
         graph[module] = edges - {module}
     return graph
 
@@ -128,6 +149,60 @@ def test_import_graph_holds(owner, forbidden):
     assert not broken, broken
 
 
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle of ``graph`` as a path that ends where it starts, or None: a depth-first
+    search that meets a module still on its path."""
+    state: dict[str, str] = {}  # module -> "open" while on the path, "done" after
+
+    def visit(module: str, path: list[str]) -> list[str] | None:
+        state[module] = "open"
+        path.append(module)
+        for target in sorted(graph.get(module, ())):
+            if state.get(target) == "open":
+                return path[path.index(target):] + [target]
+            if target in graph and target not in state:
+                found = visit(target, path)
+                if found:
+                    return found
+        path.pop()
+        state[module] = "done"
+        return None
+
+    for module in sorted(graph):
+        if module not in state:
+            found = visit(module, [])
+            if found:
+                return found
+    return None
+
+
+def test_no_import_cycles():
+    """Imports at every depth count: a function-level or ``TYPE_CHECKING`` import of a module
+    that imports this one back is a cycle, hidden only until someone moves the import up."""
+    graph = {m: {t for t in edges if t.startswith("jittile")}
+             for m, edges in import_graph().items()}
+    assert all(t in graph for edges in graph.values() for t in edges)  # edges are modules
+    cycle = find_cycle(graph)
+    assert cycle is None, " -> ".join(cycle)
+
+
+def test_find_cycle_reports_the_path():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"b"}}) == ["b", "c", "b"]
+    assert find_cycle({"a": {"a"}}) == ["a", "a"]
+
+
+def test_import_graph_sees_every_import_statement():
+    """``from . import __version__`` in a module that also imports ``jittile.x`` still names
+    ``jittile`` (one statement's submodule does not hide another statement's package)."""
+    source = ("from . import __version__\nfrom .cache import store\n"
+              "from typing import TYPE_CHECKING\n"
+              "if TYPE_CHECKING:\n    from .kernel import Kernel\n")
+    modules = {"jittile", "jittile.cache", "jittile.cache.store", "jittile.kernel"}
+    assert imported_names(source, "jittile", modules) == {"jittile", "jittile.cache.store",
+                                                          "jittile.kernel", "typing"}
+
+
 def test_import_graph_sees_function_level_edges():
     graph = import_graph()
     assert "jittile.runtime.driver" in reachable(graph, "jittile.specialize")  # inside a function
@@ -160,4 +235,75 @@ def test_a_raw_call_of_a_tile_opcode_points_to_tile_apply(tmp_path):
                                                 ((10, 0), "sm_100a"), ((10, 3), "sm_103a"),
                                                 ((12, 0), "sm_120a")])
 def test_device_target(capability, target):
-    assert device_target(capability) == target
+    assert device_target(capability) == Target.parse(target)
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.endswith("__")
+
+
+def private_definitions(tree: ast.Module) -> set[str]:
+    """The private names a module defines: its private functions, classes and globals, its
+    classes' private methods and attributes, and private attributes it sets on any object."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.attr)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id == "setattr" and len(node.args) > 1 and \
+                isinstance(node.args[1], ast.Constant):
+            names.add(node.args[1].value)
+    return {n for n in names if isinstance(n, str) and _private(n)}
+
+
+def private_reads(tree: ast.Module, package: str) -> list[tuple[int, str]]:
+    """``(line, name)`` of each private name the module reads from an object other than
+    ``self``/``cls`` (``obj._x``, ``getattr(obj, "_x")``) or imports from a jittile module
+    (``from .m import _x``)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and \
+                _private(node.attr) and not (isinstance(node.value, ast.Name)
+                                             and node.value.id in ("self", "cls")):
+            found.append((node.lineno, node.attr))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id in ("getattr", "hasattr") and len(node.args) > 1 and \
+                isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str) \
+                and _private(node.args[1].value):
+            found.append((node.lineno, node.args[1].value))
+        elif isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith(
+                package.split(".")[0])):
+            found.extend((node.lineno, a.name) for a in node.names if _private(a.name))
+    return found
+
+
+def test_no_module_reads_another_modules_private_names():
+    """A module reads a private name (``obj._x``, ``from .m import _x``) only where it defines
+    that name itself: its own classes' attributes, on objects other than ``self`` too (a
+    comparison with another instance, a helper class of the module). A private name that some
+    other jittile module defines is that module's business: ask it through a public name.
+    Private names no jittile module defines (``sys._getframe``, ``torch._C``) belong to other
+    libraries and are not this test's concern."""
+    trees = {m: ast.parse(p.read_text()) for m, p in _module_files().items()}
+    defined = {m: private_definitions(t) for m, t in trees.items()}
+    reaches = []
+    for module, tree in trees.items():
+        others = set().union(*(names for m, names in defined.items() if m != module))
+        reaches += [f"{module}:{line}: {name}" for line, name in private_reads(tree, module)
+                    if name not in defined[module] and name in others]
+    assert not reaches, reaches
+
+
+def test_private_reads_are_seen_in_every_spelling():
+    source = ("from .launch import _fast\nfrom numpy import _core\nimport sys\n"
+              "def f(kernel, self):\n    kernel._prepared\n    self._own\n    sys._getframe()\n"
+              "    getattr(kernel, '_watch', None)\n")
+    names = sorted(name for _, name in private_reads(ast.parse(source), "jittile.kernel"))
+    assert names == ["_fast", "_getframe", "_prepared", "_watch"]  # numpy's _core: not jittile
+    tree = ast.parse("class K:\n    _table = {}\n    def _m(self):\n        self._x = 1\n"
+                     "def _f():\n    other._y = 2\n    setattr(other, '_z', 3)\n")
+    assert private_definitions(tree) == {"_table", "_m", "_x", "_f", "_y", "_z"}

@@ -100,7 +100,7 @@ def test_the_repository_kernels_stay_far_below_the_limits():
     strings) while folding."""
     Measuring.largest_unroll = 0
     for kernel, args, target in _repository_kernels():
-        specializer = kernel._specializer
+        specializer = kernel.specializer
         params = specializer.params(specializer.example_specs(args) if args
                                     else tuple(specializer.annotation_specs()))
         with warnings.catch_warnings():

@@ -81,7 +81,7 @@ def test_a_failure_numba_does_not_locate_is_told_at_the_kernel(tmp_path, monkeyp
     def fail(*args, **kwargs):
         raise RuntimeError("Error at driver init:\nCUDA driver library cannot be found.")
 
-    monkeypatch.setattr(compiler, "_numba_ptx", fail)
+    monkeypatch.setattr(compiler, "numba_ptx", fail)
     kernel, path, _ = load(tmp_path, "Out[0] = lane")
     with pytest.raises(CompileError) as info:
         kernel.compile(target="sm_90a")

@@ -33,7 +33,7 @@ def test_example_plans_read_in_user_names_and_round_trip(module_name, name, targ
     from jittile.targets import Target
 
     for kernel in _kernels(module_name, name):
-        params = kernel._specializer.params(args or tuple(kernel._specializer.annotation_specs()))
+        params = kernel.specializer.params(args or tuple(kernel.specializer.annotation_specs()))
         lowered = lower_kernel(kernel.source, params, Target.parse(target))
         text = str(lowered.ir.plan)
         assert "__jt_" not in text and lowered.ir.sites, text

@@ -238,7 +238,7 @@ def test_the_gemm_examples_epilogue_needs_its_fence(tmp_path, monkeypatch):
     kernel = gemm_unfenced.gemm_bf16
     specs = (jittile.T.Tensor((None, None), "bfloat16"),) * 3 + (np.int32(1),) * 3
     with pytest.warns(JittileWarning, match=r"reads shared buffer '\w*S_s'") as caught:
-        lower_kernel(kernel.source, kernel._specializer.params(specs), Target.parse("sm_90a"))
+        lower_kernel(kernel.source, kernel.specializer.params(specs), Target.parse("sm_90a"))
     (message,) = [str(w.message) for w in caught if "async proxy" in str(w.message)]
     stmatrix = next(i for i, line in enumerate(source.splitlines(), 1)
                     if "T.ptx.stmatrix.sync.aligned.m8n8.x4.shared.b16(" in line)

@@ -20,10 +20,16 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def _reshaped(source: str, namespace: dict, views=None, fragments=None) -> str:
+    """The reshaped function's source; the globals it added are put in ``namespace`` for the
+    caller to look at, after checking that reshaping left its inputs as they were."""
     function = ast.parse(source).body[0]
-    reshape(function, namespace, views or {}, fragments or {})
-    compile(ast.Module(body=[function], type_ignores=[]), "<reshaped>", "exec")  # still valid
-    return ast.unparse(function)
+    before, names = ast.dump(function, include_attributes=True), dict(namespace)
+    reshaped = reshape(function, namespace, views or {}, fragments or {})
+    assert ast.dump(function, include_attributes=True) == before and namespace == names
+    module = ast.Module(body=[reshaped.function], type_ignores=[])
+    compile(module, "<reshaped>", "exec")  # still valid, every node located
+    namespace.update(reshaped.namespace)
+    return ast.unparse(reshaped.function)
 
 
 def test_constant_shared_addresses_become_one_variable_each_and_unused_views_go():
@@ -171,3 +177,40 @@ def test_the_gemm_example_hands_numba_one_accumulator_and_constant_addresses():
     assert f"{acc}_1," not in source  # 128 registers were 128 variables
     assert source.count(f"{acc} = ") >= 5  # the fill and one per wgmma of a stage
     assert not re.search(r"__jt_saddr\(\w*full, 0\)", source) and "__jt_addr0 = " in source
+
+
+def test_the_python_stage_is_the_same_on_a_fresh_compile_and_a_hit_that_lowers_again(
+        tmp_path, monkeypatch):
+    """Reshaping builds a new tree: the frontend's function (which shares nodes with the
+    kernel's parsed source) stays as it was, so a disk hit that lowers again (its lowering
+    warned) and a fresh lowering reshaped anew both show the Python of the first compile."""
+    from test_cache_hit import _load
+
+    from jittile import JittileWarning
+    from jittile.backend.compiler import compile_lowered
+    from jittile.frontend.lower import lower_kernel
+    from jittile.targets import Target
+
+    monkeypatch.setenv("JITTILE_CACHE", "1")
+    monkeypatch.setenv("JITTILE_CACHE_DIR", str(tmp_path / "cache"))
+    kernel, _ = _load(tmp_path, expect=512)  # expect_tx of 512 bytes for 1024: lowering warns
+    with pytest.warns(JittileWarning, match="expects 512 transaction bytes"):
+        fresh = kernel.compile(target="sm_90a")
+    again, _ = _load(tmp_path, expect=512)
+    with pytest.warns(JittileWarning, match="expects 512 transaction bytes"):
+        hit = again.compile(target="sm_90a")
+    assert (fresh.metadata["cache"], hit.metadata["cache"]) == ("stored", "hit")
+    assert hit.asm["python"] == fresh.asm["python"] == fresh.lowered_source == hit.lowered_source
+
+    params = again.specializer.params(again.specializer.annotation_specs())
+    with pytest.warns(JittileWarning):
+        lowered = lower_kernel(again.source, params, Target.parse("sm_90a"), None)
+    before = ast.dump(lowered.function, include_attributes=True)
+    names = dict(lowered.namespace)
+    reshaped = reshape(lowered.function, lowered.namespace, lowered.shared_views,
+                       lowered.fragments)
+    assert ast.unparse(reshaped.function) == fresh.asm["python"] != lowered.source
+    assert ast.dump(lowered.function, include_attributes=True) == before
+    assert lowered.namespace == names
+    compile_lowered(lowered, Target.parse("sm_90a"))
+    assert ast.dump(lowered.function, include_attributes=True) == before

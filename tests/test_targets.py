@@ -74,3 +74,19 @@ def test_the_shared_limit_is_the_targets_own(tmp_path):
     with pytest.raises(jittile.CompileError, match=r"99 KB\) one block may use on sm_120a") as info:
         module.big.compile(target="sm_120a")
     assert (info.value.filename, info.value.lineno) == (str(path), 8)
+
+
+def test_an_unknown_compile_target_is_reported_at_the_call_with_the_closest_name():
+    with pytest.raises(jittile.CompileError) as info:
+        tma_load.compile(target="sm_90z")  # the line reported
+    error = info.value
+    assert error.location.filename == __file__ and "did you mean target='sm_90'?" in str(error)
+    assert "tma_load.compile(target=" in open(__file__).read().splitlines()[
+        error.location.lineno - 1]
+
+
+def test_a_target_travels_typed_and_keys_as_its_name():
+    ck = tma_load.compile(target=Target.parse("sm_100a"))
+    assert ck.target == Target.parse("sm_100a") and ck.metadata["target"] == "sm_100a"
+    assert ck.metadata["key_components"]["target"] == "sm_100a"
+    assert tma_load.compile(target="sm_100a") is ck  # the same specialization, memory hit

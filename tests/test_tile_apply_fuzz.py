@@ -165,7 +165,7 @@ def load(source: str, directory) -> tuple:
 
 
 def params(kernel) -> list:
-    annotations = dict(zip(kernel._specializer.names, kernel._specializer.annotations))
+    annotations = dict(zip(kernel.specializer.names, kernel.specializer.annotations))
     return [array_param(name, annotations[name], annotations[name]) for name in "ABC"] + [
         TensorMapParam("M"), ScalarParam("r", as_dtype("int32"))]
 

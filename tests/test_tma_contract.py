@@ -132,7 +132,7 @@ def load_kernel(spec: Spec, directory):
 
 def lower(kernel, target: str):
     """Frontend lowering only (the pattern's checks and plan; no numba)."""
-    params = kernel._specializer.params(kernel._specializer.annotation_specs())
+    params = kernel.specializer.params(kernel.specializer.annotation_specs())
     return lower_kernel(kernel.source, params, Target.parse(target))
 
 

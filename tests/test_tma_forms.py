@@ -192,7 +192,7 @@ def test_rejected_forms_raise(rank, target, tmp_path):
                           'rows4 = T.alloc_shared((4, 16), "uint32", align=128)',
                           tile_call(form, pred=False)])
         kernel = load_module(kernel_source(body, params), tmp_path).kernel
-        specs = kernel._specializer.params(kernel._specializer.annotation_specs())
+        specs = kernel.specializer.params(kernel.specializer.annotation_specs())
         with pytest.raises(ContractError) as info:
             lower_kernel(kernel.source, specs, Target.parse(target))
         assert info.value.parameter == verdict(form, target), (form["text"], str(info.value))
@@ -272,7 +272,7 @@ def test_swizzled_copy_example_compiles():
 # ------------------------------------------------------------------------------- code generation
 def _lower(body: str, params: str, tmp_path, target="sm_90a", block=32):
     kernel = load_module(kernel_source(body, params, block), tmp_path).kernel
-    specs = kernel._specializer.params(kernel._specializer.annotation_specs())
+    specs = kernel.specializer.params(kernel.specializer.annotation_specs())
     return lower_kernel(kernel.source, specs, Target.parse(target))
 
 

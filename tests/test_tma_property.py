@@ -319,7 +319,7 @@ def load_kernel(source: str):
 def lower_or_contract_error(source: str, target: str):
     """The Lowered kernel, or None when the call breaks the contract; anything else fails."""
     kernel = load_kernel(source)
-    params = kernel._specializer.params(kernel._specializer.annotation_specs())
+    params = kernel.specializer.params(kernel.specializer.annotation_specs())
     try:
         return kernel, lower_kernel(kernel.source, params, Target.parse(target))
     except ContractError as error:

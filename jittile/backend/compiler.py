@@ -1,6 +1,7 @@
 """Lowered function -> numba-cuda PTX -> post-pass -> nvJitLink cubin."""
 from __future__ import annotations
 
+import ast
 import re
 import time
 import warnings
@@ -60,15 +61,15 @@ class Artifact:
     nvvm: str | None  # the NVVM IR numba-cuda handed NVVM (None where numba-cuda hides it)
 
 
-def _namespace(lowered: Lowered) -> dict:
-    ir = lowered.ir
+def _namespace(ir: KernelIR, names: dict) -> dict:
+    """The objects numba-cuda's function reads, made from the specs ``names`` gives them."""
     shared = (max(ir.shared_bytes, 1), ir.shared_align, ir.dynamic_shared)
 
     def asm_of(spec: tuple):
         return spec[1] if spec[0] == "asm" else ir.sites[spec[1]].plan[spec[2]].asm
 
     out = {}
-    for name, spec in lowered.namespace.items():
+    for name, spec in names.items():
         kind = spec[0]
         if kind == "cuda":
             out[name] = cuda
@@ -81,7 +82,7 @@ def _namespace(lowered: Lowered) -> dict:
             word = asm.comment.startswith(ptx_math.SHUFFLE_PREFIX)
             out[name] = (intrinsics.make_word_asm if word else intrinsics.make_asm)(asm)
         elif kind == "packed":  # an instruction taking a packed fragment (backend/reshape.py)
-            out[name] = intrinsics.make_asm(asm_of(lowered.namespace[spec[1]]), spec[2])
+            out[name] = intrinsics.make_asm(asm_of(names[spec[1]]), spec[2])
         elif kind == "type":
             out[name] = numba_scalar(spec[1].name)
         elif kind == "storage":
@@ -95,7 +96,7 @@ def _namespace(lowered: Lowered) -> dict:
                                                   *shared)
         elif kind == "saddr_const":  # element ``index`` of a view, plus ``extra`` bytes
             _, view, index, extra = spec
-            buf = lowered.namespace[view][1]
+            buf = names[view][1]
             itemsize = numba_storage(buf.dtype).bitwidth // 8
             out[name] = intrinsics.make_smem_address(buf.offset + index * itemsize + extra,
                                                      *shared)
@@ -141,7 +142,7 @@ def stable_entry_name(name: str) -> str:
     return "jittile_" + re.sub(r"\W", "_", name)
 
 
-def _numba_ptx(pyfunc, argtys: tuple, cc) -> tuple[str, str | None]:
+def numba_ptx(pyfunc, argtys: tuple, cc) -> tuple[str, str | None]:
     """PTX and NVVM IR of a kernel from numba-cuda: what ``cuda.compile_ptx`` does, keeping the
     code library so that its LLVM IR can be read (``compile_ptx`` returns only the PTX)."""
     from numba.cuda import compiler as numba_compiler
@@ -159,15 +160,16 @@ def compile_lowered(lowered: Lowered, target: Target, override=None) -> Artifact
     is a PTX file linked instead of the generated PTX (``JITTILE_OVERRIDE_DIR``)."""
     start = time.perf_counter()
     ir = lowered.ir
-    reshape(lowered.function, lowered.namespace, lowered.shared_views, lowered.fragments)
-    module = __import__("ast").Module(body=[lowered.function], type_ignores=[])
-    namespace = _namespace(lowered)
+    reshaped = reshape(lowered.function, lowered.namespace, lowered.shared_views,
+                       lowered.fragments)
+    module = ast.Module(body=[reshaped.function], type_ignores=[])
+    namespace = _namespace(ir, reshaped.namespace)
     code = compile(module, LOWERED_FILENAME, "exec")
     exec(code, namespace)
-    pyfunc = namespace[lowered.function.name]
+    pyfunc = namespace[reshaped.function.name]
     argtys, layout, grid_constant = _signature(ir)
     try:
-        ptx, nvvm = _numba_ptx(pyfunc, tuple(argtys), target.cc)
+        ptx, nvvm = numba_ptx(pyfunc, tuple(argtys), target.cc)
     except Exception as exc:  # numba's typing/lowering errors: told at the user's expression
         raise numba_failure(exc, lowered.positions) from exc
     entry = stable_entry_name(ir.name)
@@ -188,4 +190,5 @@ def compile_lowered(lowered: Lowered, target: Target, override=None) -> Artifact
     for advisory in toolchain.performance_advisories(linked.log):
         warn_at(f"ptxas: {advisory}", lowered.positions[1].location)
     return Artifact(ptx, linked.cubin, entry, usage, layout, time.perf_counter() - start,
-                    {**toolchain.libraries(), "linker": linked.linker}, lowered.source, nvvm)
+                    {**toolchain.libraries(), "linker": linked.linker},
+                    ast.unparse(reshaped.function), nvvm)

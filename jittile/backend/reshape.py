@@ -19,12 +19,15 @@ what the frontend's literal form makes numba redo:
   scalar form.
 
 Rewritten nodes keep the line of the node they replace, so numba's errors still point at the
-user's code; the interpreter runs the frontend's form, unchanged.
+user's code. The result is a new tree: only the nodes on a path to a change are new, every other
+node is shared with the frontend's form, which stays as it was (the interpreter runs it, and a
+re-lowering of a cached kernel reads the kernel's parsed source, which it shares nodes with).
 """
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from typing import Callable
 
 from ..frontend.emit import SHARED_ADDRESS
 from ..frontend.syntax import name as _name
@@ -34,16 +37,54 @@ PACKED_PREFIX = "__jt_pk"
 _INSTRUCTIONS = ("asm", "record", "packed")  # kinds of the instruction intrinsics
 
 
+@dataclass(frozen=True)
+class Reshaped:
+    """The function numba-cuda is given, and the globals it uses: the lowered ones and those the
+    rewrites added."""
+
+    function: ast.FunctionDef
+    namespace: dict
+
+
 def reshape(function: ast.FunctionDef, namespace: dict, shared_views: dict[str, str],
-            fragments: dict[str, tuple[str, ...]]) -> None:
-    """Rewrite ``function`` in place; the globals it then also uses are added to ``namespace``:
-    ``("saddr_const", view, index, extra_bytes)``, ``("packed", callee, groups)`` (an instruction
-    taking grouped operands, see :func:`~jittile.backend.intrinsics.make_asm`),
-    ``("fill", count)``, ``("set", index)`` and ``("splice", start, count)``."""
-    _hoist_constant_addresses(function, namespace, shared_views)
+            fragments: dict[str, tuple[str, ...]]) -> Reshaped:
+    """``function`` rewritten, leaving ``function`` and ``namespace`` as they were; the globals
+    the new function also uses are ``("saddr_const", view, index, extra_bytes)``,
+    ``("packed", callee, groups)`` (an instruction taking grouped operands, see
+    :func:`~jittile.backend.intrinsics.make_asm`), ``("fill", count)``, ``("set", index)`` and
+    ``("splice", start, count)``."""
+    namespace = dict(namespace)
+    function = _hoist_constant_addresses(function, namespace, shared_views)
     for fragment, registers in fragments.items():
-        _pack_fragment(function, namespace, f"__jt_frag_{fragment}", registers)
-    ast.fix_missing_locations(function)  # new nodes take their parent's line
+        function = _pack_fragment(function, namespace, f"__jt_frag_{fragment}", registers)
+    return Reshaped(function, namespace)
+
+
+def _shallow(node: ast.AST) -> ast.AST:
+    """A new node with ``node``'s fields and location (its children shared)."""
+    new = node.__class__.__new__(node.__class__)
+    new.__dict__.update(node.__dict__)
+    return new
+
+
+def _rebuilt(node: ast.AST, transform: Callable[[ast.AST], ast.AST]) -> ast.AST:
+    """``node`` with each child node replaced by ``transform(child)``: ``node`` itself when no
+    child changes, else a shallow copy holding the new children (path copying)."""
+    changes = {}
+    for field, value in ast.iter_fields(node):
+        if isinstance(value, ast.AST):
+            new = transform(value)
+            if new is not value:
+                changes[field] = new
+        elif isinstance(value, list):
+            new = [transform(v) if isinstance(v, ast.AST) else v for v in value]
+            if any(a is not b for a, b in zip(new, value)):
+                changes[field] = new
+    if not changes:
+        return node
+    copy = _shallow(node)
+    copy.__dict__.update(changes)
+    return copy
 
 
 def _fresh(namespace: dict, prefix: str, spec: tuple) -> str:
@@ -68,13 +109,22 @@ def _is_int(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and type(node.value) is int
 
 
-def _statement_lists(function: ast.FunctionDef):
-    """Every statement list of ``function`` (bodies and else branches), as (owner, field)."""
-    for node in ast.walk(function):
-        for field in ("body", "orelse"):
-            stmts = getattr(node, field, None)
-            if isinstance(stmts, list) and stmts and isinstance(stmts[0], ast.stmt):
-                yield node, field
+_BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case)  # the nodes that hold statements
+
+
+def _without(node: ast.AST, drop: Callable[[ast.stmt], bool]) -> ast.AST:
+    """``node`` without the statements ``drop`` selects, at any depth (bodies and else branches;
+    one emptied keeps a ``pass``), path-copied."""
+    new = _rebuilt(node, lambda child: _without(child, drop) if isinstance(child, _BLOCKS)
+                   else child)
+    for field in ("body", "orelse"):
+        stmts = getattr(new, field, None)
+        if isinstance(stmts, list) and stmts and isinstance(stmts[0], ast.stmt):
+            kept = [s for s in stmts if not drop(s)]
+            if len(kept) != len(stmts):
+                new = _shallow(new) if new is node else new
+                setattr(new, field, kept or [ast.copy_location(ast.Pass(), stmts[0])])
+    return new
 
 
 # ------------------------------------------------------------------ constant shared addresses
@@ -87,22 +137,23 @@ class _Address:
     extra: int
 
 
-class _AddressRewriter(ast.NodeTransformer):
+class _AddressRewriter:
     def __init__(self, buffers: set[str]):
         self.buffers = buffers
         self.variables: dict[_Address, str] = {}
 
-    def visit_BinOp(self, node: ast.BinOp) -> ast.expr:
-        if isinstance(node.op, ast.Add) and _is_int(node.right):
+    def rewrite(self, node: ast.AST) -> ast.AST:
+        """``node`` with each constant shared address as its variable (path-copied)."""
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and _is_int(node.right):
             address = self._address(node.left)
             if address is not None:
                 return self._use(_Address(address.buffer, address.index,
                                           address.extra + node.right.value), node)
-        return self.generic_visit(node)
-
-    def visit_Call(self, node: ast.Call) -> ast.expr:
-        address = self._address(node)
-        return self._use(address, node) if address is not None else self.generic_visit(node)
+        elif isinstance(node, ast.Call):
+            address = self._address(node)
+            if address is not None:
+                return self._use(address, node)
+        return _rebuilt(node, self.rewrite)
 
     def _address(self, node: ast.expr) -> _Address | None:
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
@@ -119,13 +170,13 @@ class _AddressRewriter(ast.NodeTransformer):
 
 
 def _hoist_constant_addresses(function: ast.FunctionDef, namespace: dict,
-                              views: dict[str, str]) -> None:
+                              views: dict[str, str]) -> ast.FunctionDef:
     stores = _stores(function)
     # A buffer variable bound once (by its allocation) always names the buffer.
     rewriter = _AddressRewriter({var for var in views if stores.get(var) == 1})
-    rewriter.visit(function)
+    rewritten = rewriter.rewrite(function)
     if not rewriter.variables:
-        return
+        return function
     first = function.body[0]
     hoisted = []
     for address, var in rewriter.variables.items():
@@ -134,12 +185,13 @@ def _hoist_constant_addresses(function: ast.FunctionDef, namespace: dict,
         stmt = ast.Assign(targets=[_name(var, ast.Store())],
                           value=ast.Call(func=_name(intrinsic), args=[], keywords=[]))
         hoisted.append(ast.fix_missing_locations(ast.copy_location(stmt, first)))
-    function.body[:0] = hoisted
-    _drop_unused_views(function, {a.buffer for a in rewriter.variables}, views)
+    rewritten.body = hoisted + rewritten.body  # ``rewritten`` is a copy: an address changed
+    return _drop_unused_views(rewritten, {a.buffer for a in rewriter.variables}, views)
 
 
-def _drop_unused_views(function: ast.FunctionDef, buffers: set[str], views: dict[str, str]) -> None:
-    """Remove ``buf = <view>()`` where ``buf`` is no longer read: numba would still type it."""
+def _drop_unused_views(function: ast.FunctionDef, buffers: set[str],
+                       views: dict[str, str]) -> ast.FunctionDef:
+    """Without ``buf = <view>()`` where ``buf`` is no longer read: numba would still type it."""
     read = {node.id for node in ast.walk(function)
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
     unused = {var for var in buffers if var not in read}
@@ -150,11 +202,7 @@ def _drop_unused_views(function: ast.FunctionDef, buffers: set[str], views: dict
                 and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Name)
                 and stmt.value.func.id == views[stmt.targets[0].id])
 
-    for owner, field in list(_statement_lists(function)):
-        stmts = getattr(owner, field)
-        kept = [s for s in stmts if not allocates(s)]
-        if len(kept) != len(stmts):
-            setattr(owner, field, kept or [ast.copy_location(ast.Pass(), stmts[0])])
+    return _without(function, allocates) if unused else function
 
 
 # ------------------------------------------------------------------ register fragments as tuples
@@ -163,17 +211,19 @@ class _Unpackable(Exception):
 
 
 def _pack_fragment(function: ast.FunctionDef, namespace: dict, packed: str,
-                   registers: tuple[str, ...]) -> None:
+                   registers: tuple[str, ...]) -> ast.FunctionDef:
     index = {r: i for i, r in enumerate(registers)}
     if not any(isinstance(n, ast.Name) and n.id in index for n in ast.walk(function)):
-        return
+        return function
     packer = _FragmentPacker(dict(namespace), packed, index)
     try:
         body = packer.statements(function.body)
     except _Unpackable:  # nothing was changed: the rewrite builds new nodes
-        return
-    function.body = body
+        return function
     namespace.update(packer.namespace)
+    new = _shallow(function)
+    new.body = body
+    return new
 
 
 class _FragmentPacker:
@@ -203,20 +253,15 @@ class _FragmentPacker:
             value = ast.BinOp(left=self.read(i, stmt.target), op=stmt.op,
                               right=self.expr(stmt.value))
             return self.set_register(stmt, i, value)
-        fields = {}
-        for field, value in ast.iter_fields(stmt):
-            if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
-                fields[field] = self.statements(value)
-            elif isinstance(value, list):
-                for v in value:
-                    self.check_no_store(v)
-                fields[field] = [self.expr(v) if isinstance(v, ast.AST) else v for v in value]
-            elif isinstance(value, ast.AST):
-                self.check_no_store(value)
-                fields[field] = self.expr(value)
-            else:
-                fields[field] = value
-        return ast.copy_location(type(stmt)(**fields), stmt)
+        return _rebuilt(stmt, self.part)
+
+    def part(self, node: ast.AST) -> ast.AST:
+        """A part of a statement: a nested statement, or an expression (or handler) that must
+        not write a register."""
+        if isinstance(node, ast.stmt):
+            return self.statement(node)
+        self.check_no_store(node)
+        return self.expr(node)
 
     def check_no_store(self, node) -> None:
         if not isinstance(node, ast.AST):
@@ -264,19 +309,7 @@ class _FragmentPacker:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
                 self.namespace.get(node.func.id, ("",))[0] in _INSTRUCTIONS:
             return self.instruction(node)
-        fields, changed = {}, False
-        for field, value in ast.iter_fields(node):
-            if isinstance(value, ast.AST):
-                new = self.expr(value)
-            elif isinstance(value, list):
-                new = [self.expr(v) if isinstance(v, ast.AST) else v for v in value]
-                if all(a is b for a, b in zip(new, value)):
-                    new = value
-            else:
-                new = value
-            changed |= new is not value
-            fields[field] = new
-        return ast.copy_location(type(node)(**fields), node) if changed else node
+        return _rebuilt(node, self.expr)
 
     def instruction(self, call: ast.Call) -> ast.Call:
         """An instruction's call with each run of consecutive registers passed as the packed
@@ -302,7 +335,8 @@ class _FragmentPacker:
                 i += 1
         func = call.func
         if tuple(groups) != tuple(existing):
-            func = _name(_fresh(self.namespace, PACKED_PREFIX, ("packed", base, tuple(groups))))
+            func = ast.copy_location(_name(_fresh(self.namespace, PACKED_PREFIX,
+                                                  ("packed", base, tuple(groups)))), call.func)
         return ast.copy_location(ast.Call(func=func, args=args, keywords=[]), call)
 
     def longest_run(self, elts: list, at: int) -> tuple[int, int] | None:

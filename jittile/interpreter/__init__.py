@@ -16,9 +16,6 @@ and anything the PTX ISA leaves undefined (it completes asynchronous copies at i
 """
 from __future__ import annotations
 
-import numpy as np
-
-from ..dtypes import DType
 from ..errors import LaunchError, public_entry
 from ..language.cuda import LaunchConfig
 from ..language.types import Tensor
@@ -27,14 +24,14 @@ from ..language.types import Tensor
 def interpret(kernel, args: tuple, kwargs: dict, config: LaunchConfig | None = None,
               cluster=None, shared_bytes: int | None = None) -> None:
     """Interpret one launch of ``kernel``; array arguments are written back in place."""
-    from ..specialize import resolve_target
+    from ..targets import DEFAULT_TARGET
     from .arguments import HostArray, bind_arguments, host_argument
     from .instructions import execute
     from .machine import Machine
     from .program import program_for
     from .threads import globals_factory
 
-    specializer = kernel._specializer
+    specializer = kernel.specializer
     args = specializer.bind(args, kwargs)
     hosts = [host_argument(a) for a in args]
     specs = [Tensor(h.data.shape, h.dtype.name) if isinstance(h, HostArray) else h for h in hosts]
@@ -43,7 +40,7 @@ def interpret(kernel, args: tuple, kwargs: dict, config: LaunchConfig | None = N
         config = LaunchConfig(grid=config.grid, block=config.block, cluster=cluster)
     key_launch = None if config is None else LaunchConfig(grid=1, block=config.block,
                                                            cluster=config.cluster)
-    target = resolve_target(kernel.target, "sm_90a")
+    target = kernel.target or DEFAULT_TARGET
     program = program_for(kernel, params, target, key_launch)
     lowered = program.lowered
     ir = lowered.ir
@@ -77,9 +74,3 @@ class Interpreting:
     @public_entry
     def __call__(self, *args, stream=None, cluster=None, shared_bytes=None, **kwargs) -> None:
         interpret(self.kernel, args, kwargs, self.config, cluster, shared_bytes)
-
-
-def storage_dtype(dtype: DType) -> np.dtype:
-    """The NumPy type memory holds ``dtype`` elements in: narrow floats as the unsigned integer
-    of their width, as the compiled kernel stores them (element accesses convert)."""
-    return np.dtype(dtype.storage.numpy)

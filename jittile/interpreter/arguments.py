@@ -12,7 +12,7 @@ import numpy as np
 from ..dtypes import DType, dtype as lookup_dtype, from_numpy
 from ..errors import LaunchError
 from ..ir import ArrayParam, ConstexprParam, KernelIR, ScalarParam, TensorMapParam
-from .memory import GlobalMemory
+from .memory import GlobalMemory, storage_dtype
 
 _SCALARS = (int, float, bool, np.generic)
 
@@ -93,7 +93,7 @@ def bind_arguments(ir: KernelIR, params: list, hosts: list):
         if isinstance(param, ArrayParam):
             buffer = memory.allocate(param.name, host.data.nbytes)
             buffer.data[:] = host.data.reshape(-1).view(np.uint8)
-            array = buffer.data.view(_storage(param.dtype)).reshape(host.data.shape)
+            array = buffer.data.view(storage_dtype(param.dtype)).reshape(host.data.shape)
             views[param.name] = DeviceView(buffer.address, array.shape, array.strides,
                                            param.dtype)
             values.append(array)
@@ -123,9 +123,3 @@ def _data_pointer(array) -> int:
     from ..runtime.arrays import device_view
 
     return device_view(array).ptr
-
-
-def _storage(dtype: DType) -> np.dtype:
-    from . import storage_dtype
-
-    return storage_dtype(dtype)

@@ -245,6 +245,7 @@ def _tcgen05_alloc(machine, opcode, per_lane, threads):
     address, ncols = per_lane[0]
     cta = threads[0].cta
     taddr = _tmem(cta).alloc(ncols)
+    cta.tmem_sites[taddr] = threads[0].line(machine.where)  # named if it leaks (machine.py)
     cta.smem.write(address, np.array([taddr], dtype=np.uint32))
     return [None] * len(threads)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
+import types
 from types import SimpleNamespace
 
 from ..errors import InterpreterError, Location
@@ -71,6 +72,7 @@ class CTA:
     mbarriers: dict = field(default_factory=dict)
     pending: list = field(default_factory=list)
     tmem: object = None
+    tmem_sites: dict = field(default_factory=dict)  # TMEM column -> where tcgen05.alloc got it
     threads: list = field(default_factory=list)
     warps: list = field(default_factory=list)  # the threads of each warp, by warp index
     sync_waiting: set = field(default_factory=set)
@@ -173,6 +175,7 @@ class Machine:
                     self._step(thread)
                     moved = True
             if all(t.done for t in threads) and not self.inflight:
+                self._check_exit(ctas)
                 return
             if not moved and not self._land() and not self._release_collectives():
                 raise self._deadlock()
@@ -188,9 +191,8 @@ class Machine:
         return bool(landed)
 
     def _start(self, thread: Thread):
-        from .program import start_thread
-
-        return start_thread(self.code, self.make_globals(self, thread), list(self.args))
+        function = types.FunctionType(self.code, self.make_globals(self, thread))
+        return function(*self.args)  # a generator: the thread's program (program.py)
 
     def _step(self, thread: Thread) -> None:
         """Run ``thread`` until it blocks or ends."""
@@ -314,6 +316,24 @@ class Machine:
                                       f"{others}; every lane must execute it together")
 
     # ------------------------------------------------------------------------------- errors
+    def _check_exit(self, ctas: list) -> None:
+        """A CTA that exits holding tensor memory leaks it (the PTX ISA: all TMEM a kernel
+        allocated must be deallocated before it exits): an error at the leaked allocation's
+        line, naming each live allocation with the line that made it."""
+        from .tmem import TmemFault
+
+        for cta in ctas:
+            if cta.tmem is None:
+                continue
+            try:
+                cta.tmem.check_exit()
+            except TmemFault as exc:
+                live = sorted(cta.tmem.allocations.items())
+                sites = [cta.tmem_sites.get(start) for start, _ in live]
+                made = "; ".join(f"columns {start}..{start + n - 1} allocated at {site}"
+                                 for (start, n), site in zip(live, sites))
+                raise InterpreterError(f"CTA {cta.index}: {exc} ({made})", sites[0]) from None
+
     def _raising_line(self, exc: BaseException) -> Location | None:
         tb = exc.__traceback__
         line = None

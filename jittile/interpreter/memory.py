@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..dtypes import DType
 from ..ptx.instructions import ASYNC_SHARED_FENCE_CALL
 
 GLOBAL_BASE = 0x7F00_0000_0000  # where the first buffer lands (like a device pointer)
@@ -23,6 +24,12 @@ GLOBAL_ALIGN = 256  # cudaMalloc's alignment
 _LINE_SHIFT = 11
 _SYNC_SHIFT = 32
 _THREAD_MASK = (1 << _LINE_SHIFT) - 1
+
+
+def storage_dtype(dtype: DType) -> np.dtype:
+    """The NumPy type memory holds ``dtype`` elements in: narrow floats as the unsigned integer
+    of their width, as the compiled kernel stores them (element accesses convert)."""
+    return np.dtype(dtype.storage.numpy)
 
 
 class MemoryFault(Exception):

@@ -64,12 +64,6 @@ def _copy(node):
     return node
 
 
-def start_thread(code: types.CodeType, globals_: dict, args: list):
-    """A new generator running the kernel body for one thread with its own globals."""
-    function = types.FunctionType(code, globals_)
-    return function(*args)
-
-
 @dataclass(frozen=True)
 class Program:
     """One specialization as the interpreter runs it: the lowering, the threads' code, and the

@@ -18,6 +18,7 @@ from ..errors import InterpreterError
 from ..frontend.emit import CUDA, GLOBAL_ADDRESS, SHARED_ADDRESS
 from .floats import conversion
 from .machine import Fault, Machine
+from .memory import storage_dtype
 
 
 class Cast:
@@ -76,8 +77,6 @@ def globals_factory(lowered, launch, direct: list[str]):
     """``make(machine, thread)`` -> the globals of one thread's copy of the kernel; the
     instruction globals in ``direct`` (those that never block) carry their instruction out when
     called."""
-    from . import storage_dtype
-
     casts = {name: Cast(spec[1].numpy) for name, spec in lowered.namespace.items()
              if spec[0] == "type"}
     casts.update({name: Cast(storage_dtype(spec[1])) for name, spec in lowered.namespace.items()

@@ -124,7 +124,7 @@ class _InstructionDoc:
     def __get__(self, instance, owner=None) -> str:
         if instance is None or not (instance._parts or instance._text):
             return self.text
-        from ..docs import opcode_help
+        from ..patterns.help import opcode_help
 
         return opcode_help(instance.opcode) or f"{instance!r}: a raw PTX instruction.\n\n{self.text}"
 

@@ -11,7 +11,8 @@ from ..errors import LaunchError
 
 
 @functools.lru_cache(maxsize=None)
-def _driver():
+def bindings():
+    """``cuda.bindings.driver``, imported on first use (``import jittile`` does not load it)."""
     from cuda.bindings import driver
 
     return driver
@@ -19,7 +20,7 @@ def _driver():
 
 def check(result, what: str):
     """Unpack a ``cuda.bindings`` result tuple, raising on a non-success status."""
-    driver = _driver()
+    driver = bindings()
     err, *rest = result if isinstance(result, tuple) else (result,)
     if err != driver.CUresult.CUDA_SUCCESS:
         _, name = driver.cuGetErrorName(err)
@@ -35,8 +36,8 @@ def check(result, what: str):
 @functools.lru_cache(maxsize=None)
 def _initialised() -> bool:
     try:
-        check(_driver().cuInit(0), "cuInit")
-        return check(_driver().cuDeviceGetCount(), "cuDeviceGetCount") > 0
+        check(bindings().cuInit(0), "cuInit")
+        return check(bindings().cuDeviceGetCount(), "cuDeviceGetCount") > 0
     except Exception:
         return False
 
@@ -51,7 +52,7 @@ def device_count() -> int:
     """How many CUDA devices the driver sees (0 without a driver)."""
     if not available():
         return 0
-    return check(_driver().cuDeviceGetCount(), "cuDeviceGetCount")
+    return check(bindings().cuDeviceGetCount(), "cuDeviceGetCount")
 
 
 @functools.lru_cache(maxsize=None)
@@ -59,7 +60,7 @@ def device_capability(device: int) -> tuple[int, int]:
     """Compute capability of device ``device`` (an ordinal)."""
     if not available():
         raise LaunchError(NO_DEVICE)
-    driver = _driver()
+    driver = bindings()
     handle = check(driver.cuDeviceGet(device), "cuDeviceGet")
     attr = driver.CUdevice_attribute
     major = check(driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
@@ -74,7 +75,7 @@ def device_name(device: int) -> str:
     """The device's name (``NVIDIA H200``): tunings are kept per device model."""
     if not available():
         raise LaunchError(NO_DEVICE)
-    driver = _driver()
+    driver = bindings()
     handle = check(driver.cuDeviceGet(device), "cuDeviceGet")
     name = check(driver.cuDeviceGetName(256, handle), "cuDeviceGetName")
     return name.split(b"\0", 1)[0].decode() if isinstance(name, bytes) else str(name)
@@ -82,7 +83,7 @@ def device_name(device: int) -> str:
 
 def current_context() -> int:
     """The current context's handle (0 when none)."""
-    return int(_driver().cuCtxGetCurrent()[1])
+    return int(bindings().cuCtxGetCurrent()[1])
 
 
 def current_device() -> int:
@@ -90,7 +91,7 @@ def current_device() -> int:
     device torch, CuPy and numba start on)."""
     if current_context() == 0:
         return 0
-    return int(check(_driver().cuCtxGetDevice(), "cuCtxGetDevice"))
+    return int(check(bindings().cuCtxGetDevice(), "cuCtxGetDevice"))
 
 
 def current_device_capability() -> tuple[int, int] | None:
@@ -113,7 +114,7 @@ def ensure_context() -> int:
     ctx = current_context()
     if ctx == 0:
         ctx = primary_context(0)
-        check(_driver().cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+        check(bindings().cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
     return ctx
 
 
@@ -127,7 +128,7 @@ def primary_context(device: int) -> int:
     if found is None:
         if not available():
             raise LaunchError(NO_DEVICE)
-        driver = _driver()
+        driver = bindings()
         handle = check(driver.cuDeviceGet(device), "cuDeviceGet")
         ctx = int(check(driver.cuDevicePrimaryCtxRetain(handle), "cuDevicePrimaryCtxRetain"))
         found = _primary_contexts.setdefault(device, ctx)
@@ -150,20 +151,20 @@ def use_context(ctx: int) -> int | None:
     previous = current_context()
     if previous == ctx:
         return None
-    check(_driver().cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+    check(bindings().cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
     return previous or None
 
 
 def restore_context(previous: int | None) -> None:
     """Undo :func:`use_context` (None: nothing was switched)."""
     if previous is not None:
-        check(_driver().cuCtxSetCurrent(previous), "cuCtxSetCurrent")
+        check(bindings().cuCtxSetCurrent(previous), "cuCtxSetCurrent")
 
 
 def pointer_device(ptr: int) -> int | None:
     """The ordinal of the device that holds ``ptr``; None when the driver does not know the
     pointer (host memory, a null pointer)."""
-    driver = _driver()
+    driver = bindings()
     err, ordinal = driver.cuPointerGetAttribute(
         driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr)
     if err != driver.CUresult.CUDA_SUCCESS:
@@ -179,7 +180,7 @@ def order_streams(producer: int, consumer: int) -> None:
     legacy = (0, 1)
     if producer == consumer or (producer in legacy and consumer in legacy):
         return
-    driver = _driver()
+    driver = bindings()
     event = check(driver.cuEventCreate(driver.CUevent_flags.CU_EVENT_DISABLE_TIMING),
                   "cuEventCreate")
     try:
@@ -193,7 +194,7 @@ def stream_capturing(stream: int) -> bool:
     """Whether work put on ``stream`` would be captured into a CUDA graph, or refused for
     breaking one: the legacy stream while another stream captures in global or thread-local
     mode answers CUDA_ERROR_STREAM_CAPTURE_IMPLICIT."""
-    driver = _driver()
+    driver = bindings()
     err, status = driver.cuStreamIsCapturing(stream)
     if err == driver.CUresult.CUDA_ERROR_STREAM_CAPTURE_IMPLICIT:
         return True
@@ -229,7 +230,7 @@ def launch_call(function, what: str):
             except RuntimeError as exc:  # CuPy's CUDADriverError names the status
                 raise LaunchError(f"{what} failed: {exc}") from None
         return launch_through_cupy
-    drv = _driver()
+    drv = bindings()
     launch, success = drv.cuLaunchKernel, drv.CUresult.CUDA_SUCCESS
 
     def launch_through_bindings(grid, block, shared: int, stream: int, params: int) -> None:
@@ -242,14 +243,14 @@ def launch_call(function, what: str):
 def driver_version() -> str | None:
     if not available():
         return None
-    version = check(_driver().cuDriverGetVersion(), "cuDriverGetVersion")
+    version = check(bindings().cuDriverGetVersion(), "cuDriverGetVersion")
     return f"{version // 1000}.{version % 1000 // 10}"
 
 
 def load_function(cubin: bytes, entry: str, dynamic_shared: int):
     """Load a cubin into the current context and return its entry function, with the dynamic
     shared-memory limit raised when the kernel needs more than 48 KB."""
-    driver = _driver()
+    driver = bindings()
     module = check(driver.cuModuleLoadData(cubin), "cuModuleLoadData")
     function = check(driver.cuModuleGetFunction(module, entry.encode()), "cuModuleGetFunction")
     if dynamic_shared > 48 * 1024:
@@ -260,21 +261,21 @@ def load_function(cubin: bytes, entry: str, dynamic_shared: int):
 
 
 def alloc(nbytes: int) -> int:
-    return int(check(_driver().cuMemAlloc(max(nbytes, 1)), "cuMemAlloc"))
+    return int(check(bindings().cuMemAlloc(max(nbytes, 1)), "cuMemAlloc"))
 
 
 def free(ptr: int) -> None:
-    check(_driver().cuMemFree(ptr), "cuMemFree")
+    check(bindings().cuMemFree(ptr), "cuMemFree")
 
 
 def copy_to_device(dst: int, src_host: int, nbytes: int) -> None:
-    check(_driver().cuMemcpyHtoD(dst, src_host, nbytes), "cuMemcpyHtoD")
+    check(bindings().cuMemcpyHtoD(dst, src_host, nbytes), "cuMemcpyHtoD")
 
 
 def copy_to_host(dst_host: int, src: int, nbytes: int) -> None:
-    check(_driver().cuMemcpyDtoH(dst_host, src, nbytes), "cuMemcpyDtoH")
+    check(bindings().cuMemcpyDtoH(dst_host, src, nbytes), "cuMemcpyDtoH")
 
 
 def synchronize(stream: int = 0) -> None:
     """Wait for the work of ``stream`` (the legacy default stream: and what it orders after)."""
-    check(_driver().cuStreamSynchronize(stream), "cuStreamSynchronize")
+    check(bindings().cuStreamSynchronize(stream), "cuStreamSynchronize")

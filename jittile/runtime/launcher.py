@@ -76,7 +76,7 @@ class ParamBuffer:
 class LoadedCubin:
     """One cubin, loaded once per CUDA context and shared by every thread that launches it."""
 
-    def __init__(self, name: str, cubin: bytes, entry: str, target: str | None,
+    def __init__(self, name: str, cubin: bytes, entry: str, target: Target | None,
                  dynamic_shared: int):
         self.name, self.cubin, self.entry, self.target = name, cubin, entry, target
         self.dynamic_shared = dynamic_shared
@@ -287,7 +287,7 @@ class Launcher:
         self.params.put_bytes(slot, data)
 
     def _launch_cluster(self, function, grid, block, shared: int, stream: int, cluster):
-        drv = driver._driver()
+        drv = driver.bindings()
         config = drv.CUlaunchConfig()
         config.gridDimX, config.gridDimY, config.gridDimZ = grid
         config.blockDimX, config.blockDimY, config.blockDimZ = block
@@ -301,12 +301,11 @@ class Launcher:
         return drv.cuLaunchKernelEx(config, function, self.params.address, 0)
 
 
-def check_device(target: str | None, capability: tuple[int, int] | None, name: str) -> None:
+def check_device(built: Target | None, capability: tuple[int, int] | None, name: str) -> None:
     """A cubin for an architecture-specific target runs only on that architecture; a generic one on
     that capability or newer. Refuse before the driver does, with a readable reason."""
-    if target is None or capability is None:
+    if built is None or capability is None:
         return
-    built = Target.parse(target)
     device = capability[0] * 10 + capability[1]
     fits = device == built.capability if built.suffix == "a" else device >= built.capability
     if built.suffix == "f":

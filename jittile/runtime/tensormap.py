@@ -124,7 +124,7 @@ def _interleaved(dims, strides, interleave: int, what):
 
 def encode(fields: TensorMapFields) -> bytes:
     """128 bytes of an encoded CUtensorMap."""
-    drv = driver._driver()
+    drv = driver.bindings()
     dtype_enum = getattr(drv.CUtensorMapDataType,
                          f"CU_TENSOR_MAP_DATA_TYPE_{_DATA_TYPES[fields.data_type]}")
     interleave = [drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
