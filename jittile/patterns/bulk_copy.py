@@ -23,6 +23,7 @@ import math
 import numbers
 from dataclasses import dataclass
 
+from ..dtypes import REDUCTIONS, reduced_dtypes
 from ..errors import ContractError
 from ..ir import ArgumentAlignment, GlobalAddress, PlanRecord, SharedAddress, Var, add, mul
 from ..layout import byte_swizzle_mode
@@ -48,25 +49,28 @@ PARAMETERS = (
 GRANULE = 16  # sizes and both addresses are multiples of 16 bytes
 MAX_BYTES = 2 ** 32 - 16  # the size operand is a 32-bit register
 
-# Reduction operator x .type with a global destination, as ptxas 13.5 accepts them for sm_90a
-# (bench/probe_bulk_reduce_types.py); .f16/.bf16 additions are spelled .add.noftz.
-REDUCTION_TYPES = {
-    "add": ("u32", "s32", "u64", "f32", "f64"),
-    "add.noftz": ("f16", "bf16"),
-    "min": ("f16", "bf16", "u32", "s32", "u64", "s64"),
-    "max": ("f16", "bf16", "u32", "s32", "u64", "s64"),
-    "inc": ("u32",),
-    "dec": ("u32",),
-    "and": ("b32", "b64"),
-    "or": ("b32", "b64"),
-    "xor": ("b32", "b64"),
-}
+# Reduction operator x .type with a global destination: the shared facts
+# (:data:`jittile.dtypes.REDUCTIONS`), exactly what ptxas 13.5 accepts for sm_90a
+# (tests/test_bulk_copy.py checks it against ptxas); .f16/.bf16 additions are spelled .add.noftz.
+_TYPES = ("u32", "s32", "u64", "s64", "b32", "b64", "f16", "bf16", "f32", "f64")
+_NOFTZ = ("f16", "bf16")
+
+
+def _reduction_spellings() -> dict[str, tuple[str, ...]]:
+    """redOp (``add.noftz`` for the 16-bit float additions) -> its .types, in ``_TYPES`` order."""
+    out = {}
+    for redop, defined in REDUCTIONS.items():
+        types = [t for t in _TYPES if t in defined]
+        out[redop] = tuple(t for t in types if not (redop == "add" and t in _NOFTZ))
+        if redop == "add":
+            out["add.noftz"] = tuple(t for t in types if t in _NOFTZ)
+    return out
+
+
+REDUCTION_TYPES = _reduction_spellings()
 # The element types each .type reads; .bN is any integer of N bits.
-TYPE_STORAGE = {"u32": ("uint32",), "s32": ("int32",), "u64": ("uint64",), "s64": ("int64",),
-                "b32": ("uint32", "int32"), "b64": ("uint64", "int64"), "f16": ("float16",),
-                "bf16": ("bfloat16",), "f32": ("float32",), "f64": ("float64",)}
-_TYPES = tuple(TYPE_STORAGE)
-_REDOPS = ("add", "min", "max", "inc", "dec", "and", "or", "xor")
+TYPE_STORAGE = {t: tuple(d.name for d in reduced_dtypes(t)) for t in _TYPES}
+_REDOPS = tuple(REDUCTIONS)
 
 _HINT = Slot("level::cache_hint", ("L2::cache_hint",), required=False)
 _MBARRIER = "mbarrier::complete_tx::bytes"

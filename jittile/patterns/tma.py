@@ -12,7 +12,7 @@ import math
 import numbers
 from dataclasses import dataclass
 
-from ..dtypes import DType, dtype as lookup_dtype
+from ..dtypes import DTYPES, REDUCTIONS, DType, dtype as lookup_dtype
 from ..errors import CompileError, ContractError
 from ..ir import HostParam, HostTensorMap, PlanRecord, SharedAddress, Var, add, mul
 from ..layout import byte_swizzle_mode
@@ -55,20 +55,30 @@ PARAMETERS = (
 
 # ----------------------------------------------------------------------- data representation
 # Reduction operator x element type (the descriptor's format) of cp.reduce.async.bulk.tensor: the
-# PTX ISA's redOp / type table, checked pair by pair on the H200 (bench/probe_reduce_types.py,
-# bench/results/probe_reduce_types.json). The hardware raises an illegal-instruction error for
-# 64-bit signed and/or/xor, signed-64 add, float32/float64 min/max and every non-uint32 inc/dec;
-# it also computes float64 add, which the table leaves out as the ISA does not list it.
-REDUCTION_TYPES = {
-    "add": {"uint32", "int32", "uint64", "float32", "float16", "bfloat16"},
-    "min": {"uint32", "int32", "uint64", "int64", "float16", "bfloat16"},
-    "max": {"uint32", "int32", "uint64", "int64", "float16", "bfloat16"},
-    "inc": {"uint32"},
-    "dec": {"uint32"},
-    "and": {"uint32", "int32", "uint64"},
-    "or": {"uint32", "int32", "uint64"},
-    "xor": {"uint32", "int32", "uint64"},
-}
+# shared facts (:data:`jittile.dtypes.REDUCTIONS`, probed pair by pair on the H200:
+# bench/probe_reduce_types.py, bench/results/probe_reduce_types.json) less what the tensor form
+# refuses. The hardware raises an illegal-instruction error for 64-bit signed and/or/xor (.b64 is
+# the unsigned descriptor type only); it computes float64 add, which the tensor table leaves out
+# as the PTX ISA does not list it.
+_TENSOR_TRAPS = {("and", "int64"), ("or", "int64"), ("xor", "int64")}
+_TENSOR_REFUSED = _TENSOR_TRAPS | {("add", "float64")}
+_REDUCIBLE = ("uint32", "int32", "uint64", "int64", "float16", "bfloat16", "float32", "float64")
+REDUCTION_TYPES = {redop: {name for name in _REDUCIBLE
+                           if DTYPES[name].reduction_type(redop) in defined
+                           and (redop, name) not in _TENSOR_REFUSED}
+                   for redop, defined in REDUCTIONS.items()}
+
+
+def tensor_reduction_type(redop: str, data_type: str) -> str | None:
+    """The PTX ``.type`` a tensor reduction ``redop`` computes on for a descriptor of format
+    ``data_type``, or None where the H200 traps (what the interpreter executes, which is more
+    than the contract accepts: float64 add computes)."""
+    element = DTYPES[data_type].reduction_type(redop) if data_type in DTYPES else None
+    if element not in REDUCTIONS[redop] or (redop, data_type) in _TENSOR_TRAPS:
+        return None
+    return element
+
+
 FLOAT_FORMATS = {"float16", "bfloat16", "float32", "float64", "tf32"}
 TMA_STORAGE = {"uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64", "float16",
                "bfloat16", "float32", "float64", "float8_e4m3fn", "float8_e5m2"}
