@@ -1,6 +1,7 @@
 """The generated sections of the language reference (docs/language.md), rendered from the code
 they describe: the ``T`` names from their signatures and docstrings, and each tile-pattern family
-from its declarations (``grammar``, ``operand_forms``, ``completions``, ``parameters``).
+from its declarations (``grammar``, ``operand_forms``, ``completions``, ``parameters``,
+``companions``).
 
     python -m jittile.docs docs/language.md           # rewrite the generated sections in place
     python -m jittile.docs --check docs/language.md   # exit 1 when they are out of date
@@ -14,7 +15,6 @@ import inspect
 import sys
 from pathlib import Path
 
-from .ir import COMPLETIONS
 from .language import T
 from .language.markers import Namespace, call_signature
 from .language.types import ScalarType
@@ -22,23 +22,6 @@ from .patterns import registry
 from .patterns.base import TilePattern
 
 SECTIONS = ("language", "patterns")
-
-# What each declared completion mechanism asks of the caller.
-COMPLETION_TEXT = {
-    "mbarrier": "completes on the `mbar=` barrier: each instruction's bytes count against the "
-                "barrier's expected transaction bytes (set them with `mbarrier.arrive.expect_tx`, "
-                "then `T.cuda.mbarrier_wait`)",
-    "bulk_group": "joins the thread's bulk async-group: `T.ptx.cp.async_.bulk.commit_group()`, "
-                  "then `T.ptx.cp.async_.bulk.wait_group(n)`",
-    "tcgen05_commit": "completes through `tcgen05.commit...mbarrier::arrive::one` on a barrier "
-                      "the caller waits on (one arrival, no transaction bytes)",
-    "wgmma_group": "joins the warpgroup's wgmma group: `T.ptx.wgmma.commit_group.sync.aligned()`, "
-                   "then `T.ptx.wgmma.wait_group.sync.aligned(n)` before the registers are read; "
-                   "`T.ptx.wgmma.fence.sync.aligned()` before the first MMA and after the kernel "
-                   "touches its registers",
-    "none": "nothing to wait for",
-}
-
 
 def marker(section: str, end: bool = False) -> str:
     if end:
@@ -78,52 +61,21 @@ def render_language() -> str:
     return "\n".join(_namespace_entries("T", T)).rstrip() + "\n"
 
 
-def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
-
-
 def render_pattern(pattern: TilePattern) -> str:
-    """One family: its opcodes, PTX grammar, operands per form, completion and parameters."""
-    prefixes = ", ".join(f"`{p}...`" for p in pattern.prefixes)
-    lines = [f"### `{pattern.family}`", "", f"Opcodes: {prefixes}. PTX ISA syntax:", "",
-             "```text", *pattern.grammar, "```", "",
-             "| form | operands, in order | completion |", "|---|---|---|"]
-    for form, roles in pattern.operand_forms.items():
-        operands = "; ".join(f"`{r.name}` ({' or '.join(r.kinds)}): {r.doc}" for r in roles)
-        completion = pattern.completions[form]
-        lines.append(f"| {form} | {_cell(operands)} | `{completion}`: "
-                     f"{_cell(COMPLETION_TEXT[completion])} |")
-    lines += ["", "| parameter | kind | meaning |", "|---|---|---|"]
-    lines += [f"| `{p.name}` | {p.kind} | {_cell(p.doc)} |" for p in pattern.parameters]
-    lines += ["", "Example:", "", "```text", pattern.example, "```"]
-    return "\n".join(lines) + "\n"
+    """One family's section: its own :meth:`~jittile.patterns.base.TilePattern.reference`."""
+    return pattern.reference()
 
 
 def opcode_help(opcode: str) -> str | None:
-    """What ``help(T.ptx[opcode])`` shows for a tile opcode: its family's forms, completions,
-    parameters (``static``: a compile-time value, ``runtime``: any value) and an example; None
-    for an opcode no family claims (a raw instruction)."""
+    """What ``help(T.ptx[opcode])`` shows for a tile opcode (its family's
+    :meth:`~jittile.patterns.base.TilePattern.help_text`); None for an opcode no family claims
+    (a raw instruction)."""
     pattern = registry.pattern_for(opcode)
-    if pattern is None:
-        return None
-    lines = [f"T.ptx[{opcode!r}]: a tile opcode of the {pattern.family} family, issued by "
-             f"T.cuda.tile.apply(T.ptx[opcode], *operands, **parameters).", "",
-             "PTX ISA syntax:", *(f"    {g}" for g in pattern.grammar), "", "Operands, per form:"]
-    for form, roles in pattern.operand_forms.items():
-        operands = ", ".join(role.name for role in roles)
-        lines.append(f"    {form}: ({operands}); {COMPLETION_TEXT[pattern.completions[form]]}")
-        lines += [f"        {r.name} ({' or '.join(r.kinds)}): {r.doc}" for r in roles]
-    width = max(len(p.name) for p in pattern.parameters)
-    lines += ["", "Parameters (T.ptx[opcode].parameters):"]
-    lines += [f"    {p.name:<{width}}  {p.kind:<7}  {' '.join(p.doc.split())}"
-              for p in pattern.parameters]
-    lines += ["", "Example:", *(f"    {line}" for line in pattern.example.splitlines())]
-    return "\n".join(lines)
+    return None if pattern is None else pattern.help_text(opcode)
 
 
 def render_patterns() -> str:
     """Every registered tile-pattern family, in registration order."""
-    assert set(COMPLETION_TEXT) == set(COMPLETIONS), "describe every completion mechanism"
     return "\n".join(render_pattern(p) for p in registry.patterns())
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from .ir import KernelIR, Plan
 from .stages import pack_text
 from .frontend.source import KernelSource
+from .patterns import registry
 from .targets import Target
 
 
@@ -138,7 +139,7 @@ def decode(metadata: dict, cubin: bytes, ptx: str, source: KernelSource, params:
     meta = dict(metadata)
     try:
         layout = [tuple(p) for p in meta["param_layout"]]
-        ir = KernelIR.restore(meta["kernel_ir"], params, source.locate)
+        ir = KernelIR.restore(meta["kernel_ir"], params, source.locate, registry.plan_schema())
         lowered_source = meta["lowered_source"]
         if (not isinstance(meta["entry"], str) or meta.get("key") != key or not cubin
                 or not isinstance(lowered_source, str)):

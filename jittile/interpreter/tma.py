@@ -35,7 +35,7 @@ import numpy as np
 
 from ..dtypes import DTYPES, REDUCTIONS
 from ..patterns.tma import tensor_reduction_type
-from ..ptx.opcodes import BulkTensorOpcode
+from ..patterns.tma_opcodes import BulkTensorOpcode
 from ..runtime.tensormap import TensorMapFields
 from .memory import GlobalMemory, SharedMemory
 

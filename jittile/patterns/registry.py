@@ -3,14 +3,17 @@
 Everything else is derived from the modules' declarations (:class:`~.base.TilePattern`): which
 opcodes a family claims (the longest declared prefix that matches whole qualifiers wins, so
 ``cp.async.bulk`` and ``cp.async.bulk.tensor`` coexist), and through :func:`pattern_for` which
-raw-PTX opcodes are tile-pattern opcodes instead. Modules load on the first lookup, not at
-``import jittile``.
+raw-PTX opcodes are tile-pattern opcodes instead; the raw instructions families bring along
+(:func:`companions`); the completion mechanisms (:func:`completions`); what restoring a recorded
+plan needs (:func:`plan_schema`); the interpreter's dispatch and the generated reference. Modules
+load on the first lookup, not at ``import jittile``.
 """
 from __future__ import annotations
 
 import importlib
 
-from .base import TilePattern, check_completions
+from ..ir import PlanSchema
+from .base import NO_COMPLETION, Companion, Completion, TilePattern, check_declarations
 
 FAMILY_MODULES = (
     "tma",
@@ -29,7 +32,7 @@ def patterns() -> list[TilePattern]:
         loaded = []
         for module in FAMILY_MODULES:
             pattern = importlib.import_module(f"{__package__}.{module}").PATTERN
-            check_completions(pattern)
+            check_declarations(pattern)
             loaded.append(pattern)
         _patterns = loaded
     return _patterns
@@ -68,3 +71,31 @@ def closest_family(opcode: str) -> str | None:
 def family_names() -> list[str]:
     """The opcode prefixes tile calls accept, for error messages."""
     return [prefix for pattern in patterns() for prefix in pattern.prefixes]
+
+
+def family(name: str) -> TilePattern:
+    """The registered family called ``name`` (a plan site's ``family``); KeyError otherwise."""
+    for pattern in patterns():
+        if pattern.family == name:
+            return pattern
+    raise KeyError(name)
+
+
+def completions() -> dict[str, Completion]:
+    """Every completion mechanism a family declares, by name, in registration order."""
+    found = {NO_COMPLETION.name: NO_COMPLETION}
+    for pattern in patterns():
+        for completion in pattern.completions.values():
+            found.setdefault(completion.name, completion)
+    return found
+
+
+def companions() -> list[tuple[TilePattern, Companion]]:
+    """Every family's raw instructions, with their family."""
+    return [(pattern, companion) for pattern in patterns() for companion in pattern.companions]
+
+
+def plan_schema() -> PlanSchema:
+    """What :meth:`jittile.ir.KernelIR.restore` needs: each family's plan fields, the
+    completions."""
+    return PlanSchema({p.family: p.fields_type for p in patterns()}, frozenset(completions()))

@@ -14,12 +14,13 @@ from dataclasses import dataclass
 
 from ..dtypes import DTYPES, REDUCTIONS, DType, dtype as lookup_dtype
 from ..errors import CompileError, ContractError
-from ..ir import HostParam, HostTensorMap, PlanRecord, SharedAddress, Var, add, mul
+from ..ir import HostParam, HostTensorMap, PlanFields, PlanRecord, SharedAddress, Var, add, mul
 from ..layout import byte_swizzle_mode
 from ..ptx.asm import AsmCall
-from ..ptx.opcodes import BulkTensorOpcode, parse_bulk_tensor
+from .tma_opcodes import BulkTensorOpcode, parse_bulk_tensor
 from ..targets import satisfies
-from .base import (SCOPE_GROUP_AXES, CallSite, GlobalRegion, Lowering, LoweringContext,
+from .bulk_copy import BULK_GROUP
+from .base import (MBARRIER, SCOPE_GROUP_AXES, CallSite, GlobalRegion, Lowering, LoweringContext,
                    OperandRole, Parameter, SharedRegion, TensorMapOperand, TilePattern,
                    runtime_index_step, static_tuple)
 from .rewrites import (SHARED_ORIGIN_ALIGN, alloc_text, buffer_mode, one_axis_multiple,
@@ -119,6 +120,14 @@ _GLOBAL = OperandRole("global", ("global", "tensormap"), "a global tensor (or a 
                                                          "axis), or a caller's jittile.TensorMap")
 
 
+@dataclass(frozen=True)
+class TmaFields(PlanFields):
+    """A TMA instruction's plan fields: its box (outer to inner, as written) and swizzle mode."""
+
+    box: tuple[int, ...]
+    swizzle: int
+
+
 class TmaPattern(TilePattern):
     family = "cp.async.bulk.tensor"
     prefixes = ("cp.async.bulk.tensor", "cp.reduce.async.bulk.tensor")
@@ -132,7 +141,9 @@ class TmaPattern(TilePattern):
     operand_forms = {"load": (_SHARED, _GLOBAL), "store": (_GLOBAL, _SHARED),
                      "reduce": (_GLOBAL, _SHARED)}
     parameters = PARAMETERS
-    completions = {"load": "mbarrier", "store": "bulk_group", "reduce": "bulk_group"}
+    completions = {"load": MBARRIER, "store": BULK_GROUP, "reduce": BULK_GROUP}
+    fields_type = TmaFields
+    interpreter = "jittile.interpreter.families.tma"
     example = (
         'shared = T.alloc_shared((2, 8, 16), "uint32", layout="default", align=128)\n'
         'T.cuda.tile.apply(\n'
@@ -142,6 +153,9 @@ class TmaPattern(TilePattern):
 
     def claims(self, opcode: str) -> bool:
         return any(opcode == p or opcode.startswith(p + ".") for p in self.prefixes)
+
+    def parse(self, opcode: str, location=None) -> BulkTensorOpcode:
+        return parse_bulk_tensor(opcode, location)
 
     def form(self, opcode: str) -> str:
         return parse_bulk_tensor(opcode).kind
@@ -355,8 +369,8 @@ class TmaPattern(TilePattern):
                 opcode=op.native_text, instance=tuple(instance), coords=tuple(ptx_coords),
                 shared_offset=shared.buffer.offset + offset, bytes=rep.payload_bytes,
                 operands=_operands_for(op, smem, tensormap, ptx_coords, operands), asm=asm,
-                completion=self.completions[op.kind], barrier=operands.get("mbar"),
-                fields={"box": d["box"], "swizzle": d["swizzle"]}))
+                completion=self.completions[op.kind].name, barrier=operands.get("mbar"),
+                fields=TmaFields(d["box"], d["swizzle"])))
         return Lowering(plan=plan, predicate=pred)
 
     def _runtime_operands(self, site: CallSite, op: BulkTensorOpcode, rank: int,
