@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from .ir import KernelIR, Plan
 from .stages import pack_text
 from .frontend.source import KernelSource
-from .patterns import registry
 from .targets import Target
 
 
@@ -136,6 +135,8 @@ def decode(metadata: dict, cubin: bytes, ptx: str, source: KernelSource, params:
     A kernel whose lowering warned is lowered again, so that the warnings are issued again, at
     the kernel's current lines.
     """
+    from .patterns import registry
+
     meta = dict(metadata)
     try:
         layout = [tuple(p) for p in meta["param_layout"]]

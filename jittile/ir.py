@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields as dataclass_fields
 from enum import Enum
+from collections.abc import Sequence
 from typing import Callable, Union
 
 from .dtypes import DType
@@ -300,18 +301,59 @@ class PlanFields:
 
 @dataclass(frozen=True)
 class PlanSchema:
-    """What restoring recorded plans needs to know of the registered families: each family's
-    :class:`PlanFields` class and every completion mechanism's name."""
+    """What restoring a recorded plan needs to know of the registered families: their names, and
+    ``facts(family)``: its :class:`PlanFields` class and the names of its completion mechanisms
+    (which may load the family's module, so :class:`RecordedPlan` asks only on first use)."""
 
-    fields: dict[str, type[PlanFields]]
-    completions: frozenset[str]
+    families: frozenset[str]
+    facts: Callable[[str], tuple[type[PlanFields], frozenset[str]]]
 
     def record(self, data: dict, family: str) -> "PlanRecord":
-        if family not in self.fields:
+        """The record :meth:`PlanRecord.to_json` wrote for a site of ``family``; ValueError where
+        the family is not registered or does not complete that way."""
+        if family not in self.families:
             raise ValueError(f"no family {family!r} is registered")
-        if data["completion"] not in self.completions:
-            raise ValueError(f"unknown completion {data['completion']!r}")
-        return PlanRecord.from_json(data, self.fields[family])
+        fields, completions = self.facts(family)
+        if data["completion"] not in completions | {"none"}:
+            raise ValueError(f"unknown completion {data['completion']!r} for {family}")
+        return PlanRecord.from_json(data, fields)
+
+
+class RecordedPlan(Sequence):
+    """A site's plan as a cache entry recorded it, decoded by its family (:class:`PlanSchema`)
+    on first use, so that a disk hit that only launches loads no family module. It reads, and
+    compares, as the list of :class:`PlanRecord` s it decodes to."""
+
+    def __init__(self, data: list, family: str, schema: PlanSchema):
+        if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
+            raise ValueError(f"not a recorded plan: {data!r}")
+        if family not in schema.families:
+            raise ValueError(f"no family {family!r} is registered")
+        self._data, self._family, self._schema = data, family, schema
+        self._records: list | None = None
+
+    def records(self) -> list["PlanRecord"]:
+        if self._records is None:
+            try:
+                self._records = [self._schema.record(r, self._family) for r in self._data]
+            except (KeyError, TypeError, ValueError) as exc:
+                raise JittileError(f"a cached plan of the {self._family} family does not decode "
+                                   f"({exc}); remove the entry (jittile cache clear)") from None
+        return self._records
+
+    def __getitem__(self, index):
+        return self.records()[index]
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __eq__(self, other) -> bool:
+        return self.records() == (other.records() if isinstance(other, RecordedPlan) else other)
+
+    __hash__ = None  # as a list's
+
+    def __repr__(self) -> str:
+        return repr(self.records())
 
 
 @dataclass(frozen=True)
@@ -450,13 +492,14 @@ def _tuples(value):
 
 @dataclass(frozen=True)
 class SiteRecord:
-    """One tile call site after checking: its location, opcode, family and instruction plan;
+    """One tile call site after checking: its location, opcode, family and instruction plan (a
+    list of :class:`PlanRecord` s; a :class:`RecordedPlan` when restored from a cache entry);
     ``predicate`` (a runtime bool) gates every instruction of the site."""
 
     location: Location
     opcode: str
     family: str
-    plan: list
+    plan: Sequence
     predicate: Expr | None = None
 
     def __getitem__(self, key: str):
@@ -680,7 +723,7 @@ class KernelIR:
             recorded = Location(_str(s["location"][0]), _int(s["location"][1]),
                                 _int(s["location"][2]))
             return SiteRecord(locate(s["node"], recorded), _str(s["opcode"]), _str(s["family"]),
-                              [schema.record(r, s["family"]) for r in s["plan"]],
+                              RecordedPlan(s["plan"], _str(s["family"]), schema),
                               None if s["predicate"] is None else expr_from_json(s["predicate"]))
 
         return cls(

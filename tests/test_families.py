@@ -12,12 +12,15 @@ import ast
 import dataclasses
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from jittile.interpreter import instructions
-from jittile.ir import PlanFields
+from jittile.errors import JittileError
+from jittile.ir import PlanFields, RecordedPlan
 from jittile.patterns import registry
 from jittile.ptx.instructions import INSTRUCTIONS
 
@@ -128,10 +131,41 @@ def test_plan_fields_round_trip_through_json(pattern):
 
 
 def test_the_schema_refuses_an_unknown_family_or_completion():
-    schema = registry.plan_schema()
     assert {"mbarrier", "bulk_group", "tcgen05_commit", "wgmma_group", "none"} == \
-        set(schema.completions)
+        set(registry.completions())
+    schema = registry.plan_schema()
     with pytest.raises(ValueError, match="no family"):
         schema.record({"completion": "none"}, "mma.sync")
-    with pytest.raises(ValueError, match="unknown completion"):
-        schema.record({"completion": "eventually"}, registry.patterns()[0].family)
+    with pytest.raises(ValueError, match="unknown completion 'eventually'"):
+        schema.record({"completion": "eventually"}, "cp.async.bulk")
+    with pytest.raises(ValueError, match="unknown completion 'wgmma_group' for cp.async.bulk"):
+        schema.record({"completion": "wgmma_group"}, "cp.async.bulk")
+
+
+def test_every_registered_module_declares_the_family_it_is_registered_as():
+    assert [p.family for p in registry.patterns()] == list(registry.FAMILY_MODULES)
+
+
+def test_a_cache_hit_decodes_a_plan_only_when_it_is_read():
+    # A restored site keeps its recorded plan until it is read; reading it loads the family.
+    code = ("import jittile.ir as ir, sys\n"
+            "from jittile.patterns import registry\n"
+            "data = [{'opcode': 'x', 'instance': [], 'coords': [], 'shared_offset': 0, 'bytes': 16,"
+            " 'operands': [], 'asm': None, 'completion': 'none', 'barrier': None,"
+            " 'fields': {'runtime_alignment_check': True}, 'results': []}]\n"
+            "plan = ir.RecordedPlan(data, 'cp.async.bulk', registry.plan_schema())\n"
+            "assert len(plan) == 1 and 'jittile.patterns.bulk_copy' not in sys.modules\n"
+            "assert plan[0].fields.runtime_alignment_check is True\n"
+            "assert 'jittile.patterns.bulk_copy' in sys.modules\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=PACKAGE.parent)
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_recorded_plan_that_does_not_decode_is_a_jittile_error():
+    schema = registry.plan_schema()
+    with pytest.raises(ValueError, match="no family"):
+        RecordedPlan([], "mma.sync", schema)
+    plan = RecordedPlan([{"completion": "wgmma_group"}], "cp.async.bulk", schema)
+    with pytest.raises(JittileError, match="cp.async.bulk family does not decode"):
+        plan[0]

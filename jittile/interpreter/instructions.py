@@ -1,10 +1,12 @@
 """What each instruction of a lowered kernel does, for the interpreter.
 
 Tile-pattern instructions are the plan records themselves (``__jt_rS_K`` -> ``ir.sites[S].plan[K]``):
-their operands arrive in the record's role order, their completion (mbarrier transaction bytes,
-bulk group, tcgen05 commit) is the record's. Raw PTX and the language's built-ins arrive as their
-asm statement, named by the opcode it issues. Asynchronous copies and wgmma MMAs complete when
-issued.
+the registry names the family of each site, the family its interpreter module
+(:mod:`.families`), which gets the record, its opcode parsed by the family and its operands in the
+record's role order; their completion (mbarrier transaction bytes, bulk group, tcgen05 commit) is
+the record's. Raw PTX and the language's built-ins arrive as their asm statement, named by the
+opcode it issues (:data:`RAW`, and the families' companion instructions). Asynchronous copies and
+wgmma MMAs complete when issued.
 """
 from __future__ import annotations
 
