@@ -301,10 +301,10 @@ class TilePattern:
       and the interpreter take from here;
     - ``fields_type``: its :class:`~jittile.ir.PlanFields` dataclass (what its records'
       ``fields`` are, and what a cache entry's are restored as);
-    - ``interpreter``: the module of ``jittile.interpreter`` whose ``execute(machine, thread,
-      record, op, operands)`` carries out one of its records (``op`` the parsed opcode,
-      ``operands`` a dict role -> value, or with ``register_operands`` the values as the kernel
-      holds them, in the record's role order);
+    - ``interpreter``: its module of ``jittile/interpreter/families/`` (dotted path), whose
+      ``execute(machine, thread, record, op, operands)`` carries out one of its records (``op``
+      the parsed opcode, ``operands`` a dict role -> value, or with ``register_operands`` the
+      values as the kernel holds them, in the record's role order); patterns never import it;
     - ``accepts_transposed``: whether its shared operands may be transposed regions (``buf.T``);
     - ``example``: one call, as a kernel writes it (``help(T.ptx[opcode])`` shows it);
     - ``async_reads``: per form, the operand roles its instructions read through the async proxy
