@@ -1,6 +1,7 @@
 """The generated sections of the language reference (docs/language.md), rendered from the code
 they describe: the ``T`` names from their signatures and docstrings, and each tile-pattern family
-from its declarations (``grammar``, ``operand_forms``, ``completions``, ``parameters``).
+from its declarations (``grammar``, ``operand_forms``, ``completions``, ``parameters``,
+``companions``).
 
     python -m jittile.docs docs/language.md           # rewrite the generated sections in place
     python -m jittile.docs --check docs/language.md   # exit 1 when they are out of date
@@ -14,13 +15,11 @@ import inspect
 import sys
 from pathlib import Path
 
-from .ir import COMPLETIONS
 from .language import T
 from .language.markers import Namespace, call_signature
 from .language.types import ScalarType
 from .patterns import registry
 from .patterns.base import TilePattern
-from .patterns.help import COMPLETION_TEXT
 
 SECTIONS = ("language", "patterns")
 
@@ -63,30 +62,13 @@ def render_language() -> str:
     return "\n".join(_namespace_entries("T", T)).rstrip() + "\n"
 
 
-def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
-
-
 def render_pattern(pattern: TilePattern) -> str:
-    """One family: its opcodes, PTX grammar, operands per form, completion and parameters."""
-    prefixes = ", ".join(f"`{p}...`" for p in pattern.prefixes)
-    lines = [f"### `{pattern.family}`", "", f"Opcodes: {prefixes}. PTX ISA syntax:", "",
-             "```text", *pattern.grammar, "```", "",
-             "| form | operands, in order | completion |", "|---|---|---|"]
-    for form, roles in pattern.operand_forms.items():
-        operands = "; ".join(f"`{r.name}` ({' or '.join(r.kinds)}): {r.doc}" for r in roles)
-        completion = pattern.completions[form]
-        lines.append(f"| {form} | {_cell(operands)} | `{completion}`: "
-                     f"{_cell(COMPLETION_TEXT[completion])} |")
-    lines += ["", "| parameter | kind | meaning |", "|---|---|---|"]
-    lines += [f"| `{p.name}` | {p.kind} | {_cell(p.doc)} |" for p in pattern.parameters]
-    lines += ["", "Example:", "", "```text", pattern.example, "```"]
-    return "\n".join(lines) + "\n"
+    """One family's section: its own :meth:`~jittile.patterns.base.TilePattern.reference`."""
+    return pattern.reference()
 
 
 def render_patterns() -> str:
     """Every registered tile-pattern family, in registration order."""
-    assert set(COMPLETION_TEXT) == set(COMPLETIONS), "describe every completion mechanism"
     return "\n".join(render_pattern(p) for p in registry.patterns())
 
 

@@ -1,4 +1,5 @@
-"""Element types by name: sizes, NumPy equivalents and the spellings the kernel language accepts."""
+"""Element types by name: sizes, NumPy equivalents, PTX spellings, the spellings the kernel language
+accepts, and the reduction facts every family and the interpreter share (:data:`REDUCTIONS`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ class DType:
     bits: int
     kind: str  # "int", "uint", "float"
     numpy: str | None  # NumPy dtype name, None where NumPy has none (tf32, fp4)
+    ptx: str | None = None  # the PTX ISA's ``.type`` spelling (``u32``, ``bf16``, ``e4m3``...)
 
     @property
     def bytes(self) -> int:
@@ -30,6 +32,17 @@ class DType:
         return self.name in CONVERTED
 
     @property
+    def bit_type(self) -> str:
+        """The PTX untyped-bits spelling of the type's width (``b32``): what bitwise
+        reductions name."""
+        return f"b{self.bits}"
+
+    def reduction_type(self, redop: str) -> str | None:
+        """The PTX ``.type`` a reduction ``redop`` over elements of this type names: the bits
+        type for the bitwise operators, else the type's own spelling."""
+        return self.bit_type if redop in BITWISE_REDUCTIONS and self.kind != "float" else self.ptx
+
+    @property
     def storage(self) -> "DType":
         """The type memory holds the elements in: for floats narrower than float32 (and tf32),
         the unsigned integer of their width, whose bits are the format's; else the type itself."""
@@ -39,21 +52,50 @@ class DType:
 
 
 _ALL = [
-    DType("int8", 8, "int", "int8"), DType("uint8", 8, "uint", "uint8"),
-    DType("int16", 16, "int", "int16"), DType("uint16", 16, "uint", "uint16"),
-    DType("int32", 32, "int", "int32"), DType("uint32", 32, "uint", "uint32"),
-    DType("int64", 64, "int", "int64"), DType("uint64", 64, "uint", "uint64"),
-    DType("float16", 16, "float", "float16"), DType("bfloat16", 16, "float", None),
-    DType("float32", 32, "float", "float32"), DType("float64", 64, "float", "float64"),
-    DType("tf32", 32, "float", None),
-    DType("float8_e4m3fn", 8, "float", None), DType("float8_e5m2", 8, "float", None),
-    DType("float4_e2m1fn", 4, "float", None),
-    DType("bool", 8, "uint", "bool"),
+    DType("int8", 8, "int", "int8", "s8"), DType("uint8", 8, "uint", "uint8", "u8"),
+    DType("int16", 16, "int", "int16", "s16"), DType("uint16", 16, "uint", "uint16", "u16"),
+    DType("int32", 32, "int", "int32", "s32"), DType("uint32", 32, "uint", "uint32", "u32"),
+    DType("int64", 64, "int", "int64", "s64"), DType("uint64", 64, "uint", "uint64", "u64"),
+    DType("float16", 16, "float", "float16", "f16"), DType("bfloat16", 16, "float", None, "bf16"),
+    DType("float32", 32, "float", "float32", "f32"), DType("float64", 64, "float", "float64", "f64"),
+    DType("tf32", 32, "float", None, "tf32"),
+    DType("float8_e4m3fn", 8, "float", None, "e4m3"), DType("float8_e5m2", 8, "float", None, "e5m2"),
+    DType("float4_e2m1fn", 4, "float", None, "e2m1"),
+    DType("bool", 8, "uint", "bool", "pred"),
 ]
 DTYPES = {d.name: d for d in _ALL}
 # Element types whose loads and stores convert as floats (the rest of the narrow floats are
 # reachable only as raw bits: ``buf.bits[i]``).
 CONVERTED = frozenset({"float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"})
+BY_PTX = {d.ptx: d for d in _ALL}
+
+# Reduction operator -> the PTX ``.type`` s it is defined for, in the PTX ISA's redOp / type
+# tables of cp.reduce.async.bulk{.tensor} and as the H200 computes them (each operator x type
+# pair probed: bench/probe_reduce_types.py, bench/results/probe_reduce_types.json; add.f64 is in
+# the non-tensor table only, but computes either way). A family's contract may accept fewer.
+REDUCTIONS = {
+    "add": frozenset({"u32", "s32", "u64", "f16", "bf16", "f32", "f64"}),
+    "min": frozenset({"u32", "s32", "u64", "s64", "f16", "bf16"}),
+    "max": frozenset({"u32", "s32", "u64", "s64", "f16", "bf16"}),
+    "inc": frozenset({"u32"}),
+    "dec": frozenset({"u32"}),
+    "and": frozenset({"b32", "b64"}),
+    "or": frozenset({"b32", "b64"}),
+    "xor": frozenset({"b32", "b64"}),
+}
+BITWISE_REDUCTIONS = frozenset({"and", "or", "xor"})
+
+
+def reduced_dtypes(ptx_type: str) -> tuple[DType, ...]:
+    """The element types a reduction over PTX ``.type`` ``ptx_type`` reads: the type itself, or
+    for ``.bN`` every integer type of N bits (unsigned first)."""
+    if ptx_type.startswith("b") and ptx_type[1:].isdigit():
+        bits = int(ptx_type[1:])
+        return tuple(sorted((d for d in _ALL if d.kind in ("uint", "int") and d.bits == bits
+                             and d.name != "bool"), key=lambda d: d.kind != "uint"))
+    return (BY_PTX[ptx_type],)
+
+
 _ALIASES = {"float": "float32", "int": "int32", "half": "float16", "bf16": "bfloat16",
             "fp16": "float16", "fp32": "float32", "fp64": "float64", "double": "float64"}
 

@@ -135,10 +135,12 @@ def decode(metadata: dict, cubin: bytes, ptx: str, source: KernelSource, params:
     A kernel whose lowering warned is lowered again, so that the warnings are issued again, at
     the kernel's current lines.
     """
+    from .patterns import registry
+
     meta = dict(metadata)
     try:
         layout = [tuple(p) for p in meta["param_layout"]]
-        ir = KernelIR.restore(meta["kernel_ir"], params, source.locate)
+        ir = KernelIR.restore(meta["kernel_ir"], params, source.locate, registry.plan_schema())
         lowered_source = meta["lowered_source"]
         if (not isinstance(meta["entry"], str) or meta.get("key") != key or not cubin
                 or not isinstance(lowered_source, str)):

@@ -17,8 +17,10 @@ it. So a plan value is typed data, never a string of code:
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Union
+from dataclasses import asdict, dataclass, field, fields as dataclass_fields
+from enum import Enum
+from collections.abc import Sequence
+from typing import Callable, Union
 
 from .dtypes import DType
 from .errors import JittileError, Location
@@ -257,8 +259,101 @@ class Asm:
         return ",".join(parts)
 
 
-# How an asynchronous instruction completes (the pattern declares it per opcode).
-COMPLETIONS = ("mbarrier", "bulk_group", "tcgen05_commit", "wgmma_group", "none")
+@dataclass(frozen=True)
+class PlanFields:
+    """The static descriptor facts of one family's instructions, the family's own frozen
+    dataclass (this base has none: a record of no family). A field is a JSON scalar, a tuple of
+    them or a string :class:`~enum.Enum`; one at its default is absent: not shown, not stored.
+    ``record.fields["box"]`` reads a field mapping-style, as the ``fields`` dict of plans before
+    they were typed did (deprecated alias)."""
+
+    def items(self) -> list[tuple[str, object]]:
+        """The present fields, in declaration order."""
+        return [(f.name, getattr(self, f.name)) for f in dataclass_fields(self)
+                if getattr(self, f.name) != f.default]
+
+    def to_json(self) -> dict:
+        return {name: _jsonable(value) for name, value in self.items()}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "PlanFields":
+        """The inverse of :meth:`to_json`; raises ValueError on a field the class lacks."""
+        known = {f.name for f in dataclass_fields(cls)}
+        if not isinstance(data, dict) or not set(data) <= known:
+            raise ValueError(f"not recorded {cls.__name__}: {data!r}")
+        return cls(**{name: cls.decode(name, _tuples(value)) for name, value in data.items()})
+
+    @classmethod
+    def decode(cls, name: str, value):
+        """A field's typed value from its JSON (lists already tuples); subclasses with Enum
+        fields turn their strings back into members here."""
+        return value
+
+    def __getitem__(self, key: str):
+        present = dict(self.items())
+        if key not in present:
+            raise KeyError(key)
+        return present[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in dict(self.items())
+
+
+@dataclass(frozen=True)
+class PlanSchema:
+    """What restoring a recorded plan needs to know of the registered families: their names, and
+    ``facts(family)``: its :class:`PlanFields` class and the names of its completion mechanisms
+    (which may load the family's module, so :class:`RecordedPlan` asks only on first use)."""
+
+    families: frozenset[str]
+    facts: Callable[[str], tuple[type[PlanFields], frozenset[str]]]
+
+    def record(self, data: dict, family: str) -> "PlanRecord":
+        """The record :meth:`PlanRecord.to_json` wrote for a site of ``family``; ValueError where
+        the family is not registered or does not complete that way."""
+        if family not in self.families:
+            raise ValueError(f"no family {family!r} is registered")
+        fields, completions = self.facts(family)
+        if data["completion"] not in completions | {"none"}:
+            raise ValueError(f"unknown completion {data['completion']!r} for {family}")
+        return PlanRecord.from_json(data, fields)
+
+
+class RecordedPlan(Sequence):
+    """A site's plan as a cache entry recorded it, decoded by its family (:class:`PlanSchema`)
+    on first use, so that a disk hit that only launches loads no family module. It reads, and
+    compares, as the list of :class:`PlanRecord` s it decodes to."""
+
+    def __init__(self, data: list, family: str, schema: PlanSchema):
+        if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
+            raise ValueError(f"not a recorded plan: {data!r}")
+        if family not in schema.families:
+            raise ValueError(f"no family {family!r} is registered")
+        self._data, self._family, self._schema = data, family, schema
+        self._records: list | None = None
+
+    def records(self) -> list["PlanRecord"]:
+        if self._records is None:
+            try:
+                self._records = [self._schema.record(r, self._family) for r in self._data]
+            except (KeyError, TypeError, ValueError) as exc:
+                raise JittileError(f"a cached plan of the {self._family} family does not decode "
+                                   f"({exc}); remove the entry (jittile cache clear)") from None
+        return self._records
+
+    def __getitem__(self, index):
+        return self.records()[index]
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __eq__(self, other) -> bool:
+        return self.records() == (other.records() if isinstance(other, RecordedPlan) else other)
+
+    __hash__ = None  # as a list's
+
+    def __repr__(self) -> str:
+        return repr(self.records())
 
 
 @dataclass(frozen=True)
@@ -268,9 +363,10 @@ class PlanRecord:
     ``operands`` are the instruction's inputs in asm order, as ``(role, value)`` pairs; ``asm``
     issues them. ``coords`` are the TMA/TMEM coordinates in PTX order (innermost first),
     ``shared_offset`` the static byte offset of its shared operand from the shared block base,
-    ``bytes`` its payload. ``completion`` says how it completes and ``barrier`` is the mbarrier
-    whose transaction count it completes (``completion == "mbarrier"``). ``fields`` are the static
-    descriptor facts of its family (JSON scalars and lists). ``results`` are the kernel variables
+    ``bytes`` its payload. ``completion`` names how it completes (a completion mechanism its family
+    declares) and ``barrier`` is the mbarrier whose transaction count it completes
+    (``completion == "mbarrier"``). ``fields`` are the static descriptor facts of its family (the
+    family's :class:`PlanFields`). ``results`` are the kernel variables
     the instruction writes (register fragments), in the asm's output order."""
 
     opcode: str
@@ -282,7 +378,7 @@ class PlanRecord:
     asm: Asm | None = None
     completion: str = "none"
     barrier: Expr | None = None
-    fields: dict = field(default_factory=dict)
+    fields: PlanFields = PlanFields()
     results: tuple = ()
 
     def operand(self, role: str) -> Expr:
@@ -341,14 +437,14 @@ class PlanRecord:
                     "comment": self.asm.comment},
                 "completion": self.completion,
                 "barrier": None if self.barrier is None else expr_to_json(self.barrier),
-                "fields": _jsonable(self.fields),
+                "fields": self.fields.to_json(),
                 "results": [expr_to_json(v) for v in self.results]}
 
     @classmethod
-    def from_json(cls, data: dict) -> PlanRecord:
+    def from_json(cls, data: dict, fields: type[PlanFields] = PlanFields) -> PlanRecord:
+        """The record :meth:`to_json` wrote, its fields of class ``fields`` (the family's;
+        :meth:`PlanSchema.record` also checks the completion)."""
         asm = data["asm"]
-        if data["completion"] not in COMPLETIONS:
-            raise ValueError(f"unknown completion {data['completion']!r}")
         return cls(
             opcode=_str(data["opcode"]), instance=tuple(_int(i) for i in data["instance"]),
             coords=tuple(expr_from_json(c) for c in data["coords"]),
@@ -359,7 +455,7 @@ class PlanRecord:
                 tuple(map(_str, asm["inputs"])), bool(asm["memory"]), _str(asm["comment"])),
             completion=data["completion"],
             barrier=None if data["barrier"] is None else expr_from_json(data["barrier"]),
-            fields=_tuples(data["fields"]),
+            fields=fields.from_json(data["fields"]),
             results=tuple(expr_from_json(v) for v in data.get("results", ())))
 
 
@@ -370,6 +466,8 @@ def _int(value) -> int:
 
 
 def _field_text(value) -> str:
+    if isinstance(value, Enum):
+        return str(value.value)
     if isinstance(value, tuple):
         return "(" + ", ".join(_field_text(v) for v in value) + ("," if len(value) == 1 else "") + ")"
     return str(value)
@@ -380,7 +478,7 @@ def _jsonable(value):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (tuple, list)):
         return [_jsonable(v) for v in value]
-    return value
+    return value.value if isinstance(value, Enum) else value
 
 
 def _tuples(value):
@@ -394,13 +492,14 @@ def _tuples(value):
 
 @dataclass(frozen=True)
 class SiteRecord:
-    """One tile call site after checking: its location, opcode, family and instruction plan;
+    """One tile call site after checking: its location, opcode, family and instruction plan (a
+    list of :class:`PlanRecord` s; a :class:`RecordedPlan` when restored from a cache entry);
     ``predicate`` (a runtime bool) gates every instruction of the site."""
 
     location: Location
     opcode: str
     family: str
-    plan: list
+    plan: Sequence
     predicate: Expr | None = None
 
     def __getitem__(self, key: str):
@@ -613,17 +712,18 @@ class KernelIR:
         }
 
     @classmethod
-    def restore(cls, data: dict, params: list, locate) -> KernelIR:
+    def restore(cls, data: dict, params: list, locate: Callable, schema: PlanSchema) -> KernelIR:
         """The IR :meth:`record` wrote, for ``params`` (equal to those it was lowered for: they are
         part of the cache key); ``locate(node_index, recorded_location)`` gives a site's current
-        location. Raises ValueError, KeyError or TypeError on data it did not write."""
+        location; ``schema`` (``patterns.registry.plan_schema()``) the families' plan fields.
+        Raises ValueError, KeyError or TypeError on data it did not write."""
         launch = data["launch"]
 
         def site(s: dict) -> SiteRecord:
             recorded = Location(_str(s["location"][0]), _int(s["location"][1]),
                                 _int(s["location"][2]))
             return SiteRecord(locate(s["node"], recorded), _str(s["opcode"]), _str(s["family"]),
-                              [PlanRecord.from_json(r) for r in s["plan"]],
+                              RecordedPlan(s["plan"], _str(s["family"]), schema),
                               None if s["predicate"] is None else expr_from_json(s["predicate"]))
 
         return cls(

@@ -232,7 +232,8 @@ def test_plan_reads_in_the_users_words_and_round_trips(tmp_path):
     assert "barrier mbar.ptr_to([0])" in text and "global &A[lane % 4, 0]" in text
     assert "shared address &s[+((lane % 2) * 1024) B]" in text and "1024 B" in text
     record = lowered.ir.record(kernel.source.node_indices())
-    assert KernelIR.restore(record, lowered.ir.params, kernel.source.locate) == lowered.ir
+    assert KernelIR.restore(record, lowered.ir.params, kernel.source.locate,
+                            registry.plan_schema()) == lowered.ir
     assert lowered.ir.alignments == [ArgumentAlignment("A", 16, lowered.ir.alignments[0].why)]
 
 

@@ -16,6 +16,7 @@ from jittile import JittileWarning, T
 from jittile.cache.store import metadata_digest
 from jittile.frontend import lower as frontend_lower
 from jittile.ir import KernelIR
+from jittile.patterns import registry
 from jittile.frontend.lower import lower_kernel
 from jittile.targets import Target
 
@@ -60,7 +61,7 @@ def _lowered(kernel, args, target: str):
 def test_ir_record_restores_the_same_ir(kernel, args, target):
     lowered, params = _lowered(kernel, args, target)
     record = json.loads(json.dumps(lowered.ir.record(kernel.source.node_indices())))  # plain JSON
-    restored = KernelIR.restore(record, params, kernel.source.locate)
+    restored = KernelIR.restore(record, params, kernel.source.locate, registry.plan_schema())
     assert restored == lowered.ir
     assert restored.sites and all(s.plan for s in restored.sites)
     assert str(restored.plan) == str(lowered.ir.plan) and "__jt_" not in str(restored.plan)

@@ -18,7 +18,7 @@ from jittile.interpreter.memory import GlobalMemory, MemoryFault, SharedMemory
 from jittile.interpreter.tma import (TmaFault, bfloat16_bits, reduce_values, round_tf32, tma_load,
                                      tma_store)
 from jittile.patterns.tma import representation
-from jittile.ptx.opcodes import parse_bulk_tensor
+from jittile.patterns.tma_opcodes import parse_bulk_tensor
 from jittile.runtime.tensormap import TensorMapFields
 
 RNG = np.random.default_rng(7)

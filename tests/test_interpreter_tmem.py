@@ -11,7 +11,7 @@ from jittile.interpreter.memory import MemoryFault, SharedMemory
 from jittile.interpreter.tmem import TensorMemory, TmemFault, decode_smem_descriptor
 from jittile.layout import resolve_layout, swizzle
 from jittile.patterns.descriptors import SmemDescriptor, derive_walk
-from jittile.ptx.opcodes import parse_tcgen05_cp
+from jittile.patterns.tmem_copy_opcodes import parse_tcgen05_cp
 
 VERSION = 1 << 46  # bits 46-48 = 0b001
 

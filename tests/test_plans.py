@@ -6,6 +6,7 @@ import json
 import pytest
 
 from jittile import T
+from jittile.patterns import registry
 from jittile.ir import (BinOp, GlobalAddress, HostParam, KernelIR, SharedAddress, Special, Var,
                         add, expr_from_json, expr_to_json, mul)
 
@@ -38,7 +39,7 @@ def test_example_plans_read_in_user_names_and_round_trip(module_name, name, targ
         text = str(lowered.ir.plan)
         assert "__jt_" not in text and lowered.ir.sites, text
         record = json.loads(json.dumps(lowered.ir.record(kernel.source.node_indices())))
-        assert KernelIR.restore(record, params, kernel.source.locate) == lowered.ir
+        assert KernelIR.restore(record, params, kernel.source.locate, registry.plan_schema()) == lowered.ir
 
 
 def test_seed_example_plan_shows_each_instruction():

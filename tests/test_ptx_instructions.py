@@ -22,7 +22,8 @@ from jittile.ptx.asm import AsmCall
 from jittile.language.markers import opcode_from_attributes
 from jittile.ptx.instructions import (INSTRUCTIONS, InstructionSpec, OperandKind, check_operands,
                                       lookup)
-from jittile.ptx.opcodes import BulkTensorOpcode, parse_bulk_tensor, parse_tcgen05_cp
+from jittile.patterns.tma_opcodes import BulkTensorOpcode, parse_bulk_tensor
+from jittile.patterns.tmem_copy_opcodes import parse_tcgen05_cp
 from jittile.targets import satisfies
 
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 import pytest
 
 from jittile.errors import ContractError, Location
-from jittile.ptx.opcodes import (BulkTensorOpcode, Tcgen05CpOpcode, check_target, parse_bulk_tensor,
-                                 parse_tcgen05_cp)
+from jittile.patterns.tma_opcodes import BulkTensorOpcode, parse_bulk_tensor
+from jittile.patterns.tmem_copy_opcodes import Tcgen05CpOpcode, parse_tcgen05_cp
+from jittile.ptx.opcodes import check_target
 
 LOAD = "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
 GATHER = "cp.async.bulk.tensor.2d.shared::cta.global.tile::gather4.mbarrier::complete_tx::bytes"

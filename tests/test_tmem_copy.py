@@ -25,7 +25,7 @@ from jittile.ir import BinOp, SharedAddress, Special, Var
 from jittile.patterns.base import CallSite, SharedBuffer, SharedRegion, TmemRegion
 from jittile.patterns.descriptors import SmemDescriptor, derive_walk
 from jittile.patterns.tmem_copy import PATTERN, atom_lane, atom_replicas
-from jittile.ptx.opcodes import parse_tcgen05_cp
+from jittile.patterns.tmem_copy_opcodes import parse_tcgen05_cp
 from jittile.targets import Target
 from lines import line_of
 

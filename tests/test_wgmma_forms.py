@@ -58,7 +58,7 @@ def _instantiate(asm) -> str:
 def _statements():
     for opcode, n in _forms():
         site = _site(opcode)
-        op = parse_wgmma(opcode, site)
+        op = parse_wgmma(opcode, site.location)
         check_types(site, op)  # the contract accepts it
         variants = [("K", "K", 1, 1)]  # scale-d 1: each MMA reads the previous one's registers
         if n == 64:  # the other operand forms on one N per type

@@ -58,7 +58,7 @@ from typing import Any, Callable
 from ..errors import JittileError, JittileWarning, debug_requested, user_stacklevel
 from .keys import make_key, normalize
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4  # 4: plan fields are each family's typed dataclass (wgmma majors per operand)
 USAGE_FILE = "usage.json"
 PARTS = ("cubin", "ptx", "json")
 DIGEST_FIELD = "digest"

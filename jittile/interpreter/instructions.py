@@ -1,26 +1,28 @@
 """What each instruction of a lowered kernel does, for the interpreter.
 
 Tile-pattern instructions are the plan records themselves (``__jt_rS_K`` -> ``ir.sites[S].plan[K]``):
-their operands arrive in the record's role order, their completion (mbarrier transaction bytes,
-bulk group, tcgen05 commit) is the record's. Raw PTX and the language's built-ins arrive as their
-asm statement, named by the opcode it issues. Asynchronous copies and wgmma MMAs complete when
-issued.
+the registry names the family of each site, the family its interpreter module
+(:mod:`.families`), which gets the record, its opcode parsed by the family and its operands in the
+record's role order; their completion (mbarrier transaction bytes, bulk group, tcgen05 commit) is
+the record's. Raw PTX and the language's built-ins arrive as their asm statement, named by the
+opcode it issues (:data:`RAW`, and the families' companion instructions). Asynchronous copies and
+wgmma MMAs complete when issued.
 """
 from __future__ import annotations
 
-import contextlib
+import importlib
 import struct
 
 import numpy as np
 
-from ..ir import PlanRecord
+from ..patterns import registry
 from ..ptx.instructions import ASYNC_SHARED_FENCE, INSTRUCTIONS
 from ..ptx.math import SHUFFLE_PREFIX
-from ..ptx.opcodes import parse_bulk_tensor, parse_tcgen05_cp
 from . import math
-from .memory import AsyncReader, MemoryFault
-from .machine import MBarrier, Block, Fault, Pending
+from .asynchronous import arrive, barrier_at, maybe_complete
+from .machine import Block, Fault, MBarrier
 from .tma import round_to_bfloat16
+from .tmem import tensor_memory
 
 
 def execute(machine, thread, name: str, args: tuple):
@@ -37,10 +39,15 @@ def blocks(ir, namespace: dict, name: str) -> bool:
     scheduler would run the thread on after it anyway, so the order is the same)."""
     spec = namespace[name]
     if spec[0] == "record":
-        run = RECORD_FAMILIES[ir.sites[spec[1]].family]
+        run = _semantics(registry.family(ir.sites[spec[1]].family))
     else:
-        run = next((run for head, run in RAW if spec[1].comment.startswith(head)), None)
+        run = next((run for head, run in raw() if spec[1].comment.startswith(head)), None)
     return getattr(run, "blocks", False)
+
+
+def _semantics(pattern):
+    """The ``execute`` of the interpreter module the family declares."""
+    return importlib.import_module(pattern.interpreter).execute
 
 
 def _blocking(run):
@@ -58,15 +65,16 @@ def _handler(machine, name: str):
     if spec[0] == "record":
         site = machine.ir.sites[spec[1]]
         record = site.plan[spec[2]]
-        family = RECORD_FAMILIES[site.family]
+        pattern = registry.family(site.family)
+        execute, op = _semantics(pattern), pattern.parse(record.opcode)
         roles = [role for role, _ in record.operands]
-        if site.family in REGISTER_FAMILIES:
-            return lambda machine, thread, args: family(machine, thread, record, args)
-        return lambda machine, thread, args: family(machine, thread, record,
-                                                    dict(zip(roles, map(_plain, args))))
+        if pattern.register_operands:
+            return lambda machine, thread, args: execute(machine, thread, record, op, args)
+        return lambda machine, thread, args: execute(machine, thread, record, op,
+                                                     dict(zip(roles, map(_plain, args))))
     asm = spec[1]
     opcode = asm.comment
-    for head, run in RAW:
+    for head, run in raw():
         if opcode.startswith(head):
             convert = list if getattr(run, "typed", False) else lambda a: list(map(_plain, a))
             return lambda machine, thread, args: run(machine, thread, opcode, convert(args),
@@ -84,36 +92,6 @@ def _plain(value):
 
 
 # ---------------------------------------------------------------------------------- mbarriers
-def _barrier(cta, address: int) -> MBarrier:
-    barrier = cta.mbarriers.get(address)
-    if barrier is None:
-        raise Fault(f"no mbarrier was initialised at shared {address:#x} of CTA {cta.index}")
-    return barrier
-
-
-def arrive(machine, cta, address: int, count: int = 1) -> None:
-    barrier = _barrier(cta, address)
-    barrier.pending -= count
-    _maybe_complete(cta, address, barrier)
-
-
-def complete_tx(machine, cta, address: int, nbytes: int) -> None:
-    barrier = _barrier(cta, address)
-    barrier.tx -= nbytes
-    _maybe_complete(cta, address, barrier)
-
-
-def _maybe_complete(cta, address: int, barrier: MBarrier) -> None:
-    if barrier.pending < 0:
-        raise Fault(f"mbarrier at shared {address:#x} received more arrivals than its count "
-                    f"({barrier.count}) in phase {barrier.phase}")
-    if barrier.pending == 0 and barrier.tx == 0:
-        barrier.phase += 1
-        cta.syncs += 1
-        barrier.pending = barrier.count
-        cta.pending = [p for p in cta.pending if p.barrier != address]
-
-
 def _mbarrier_init(machine, thread, opcode, values, name):
     address, count = values
     if address % 8:
@@ -127,22 +105,22 @@ def _mbarrier_init(machine, thread, opcode, values, name):
 def _mbarrier_arrive(machine, thread, opcode, values, name):
     address = values[0]
     if ".expect_tx" in opcode:
-        _barrier(thread.cta, address).tx += values[1]
+        barrier_at(thread.cta, address).tx += values[1]
     arrive(machine, thread.cta, address)
 
 
 def _mbarrier_expect_tx(machine, thread, opcode, values, name):
     address, count = values
-    barrier = _barrier(thread.cta, address)
+    barrier = barrier_at(thread.cta, address)
     barrier.tx += count
-    _maybe_complete(thread.cta, address, barrier)
+    maybe_complete(thread.cta, address, barrier)
 
 
 @_blocking
 def _mbarrier_wait(machine, thread, opcode, values, name):
     """``try_wait`` returns once the phase completed (it may wait as long as it likes)."""
     address, parity = values
-    barrier = _barrier(thread.cta, address)
+    barrier = barrier_at(thread.cta, address)
     done = 1 if opcode.startswith("mbarrier") else None
     if barrier.completed(parity):
         return done
@@ -193,30 +171,6 @@ def _generic_write(thread, address: int, nbytes: int) -> None:
                                   thread.cta.syncs)
 
 
-@contextlib.contextmanager
-def _async_read(machine, thread, what: str):
-    """While the block runs, every shared access of ``thread``'s CTA is an async-proxy read of
-    ``what``, which must not see an unfenced generic write."""
-    cta = thread.cta
-
-    def describe(writer: int, line: int) -> str:
-        t = cta.threads[writer]
-        return f"thread {t.index} (warp {t.warp}, lane {t.lane}) at {machine.where(line)}"
-
-    def name(address: int) -> str:
-        buffers = (spec[1] for spec in machine.namespace.values() if spec[0] == "smem")
-        for buffer in buffers:
-            if buffer.offset <= address < buffer.offset + buffer.nbytes:
-                return f"byte {address - buffer.offset} of {buffer.name!r} (shared {address:#x})"
-        return f"shared {address:#x}"
-
-    cta.smem.reader = AsyncReader(what, describe, name)
-    try:
-        yield
-    finally:
-        cta.smem.reader = None
-
-
 def _policy(machine, thread, opcode, values, name):
     return 0  # an opaque 64-bit cache policy: caches are not modelled
 
@@ -233,18 +187,10 @@ def _cluster_barrier(machine, thread, opcode, values, name):
 
 
 # ------------------------------------------------------------------------------ tcgen05
-def _tmem(cta):
-    if cta.tmem is None:
-        from .tmem import TensorMemory
-
-        cta.tmem = TensorMemory()
-    return cta.tmem
-
-
 def _tcgen05_alloc(machine, opcode, per_lane, threads):
     address, ncols = per_lane[0]
     cta = threads[0].cta
-    taddr = _tmem(cta).alloc(ncols)
+    taddr = tensor_memory(cta).alloc(ncols)
     cta.tmem_sites[taddr] = threads[0].line(machine.where)  # named if it leaks (machine.py)
     cta.smem.write(address, np.array([taddr], dtype=np.uint32))
     return [None] * len(threads)
@@ -252,18 +198,18 @@ def _tcgen05_alloc(machine, opcode, per_lane, threads):
 
 def _tcgen05_dealloc(machine, opcode, per_lane, threads):
     taddr, ncols = per_lane[0]
-    _tmem(threads[0].cta).dealloc(taddr, ncols)
+    tensor_memory(threads[0].cta).dealloc(taddr, ncols)
     return [None] * len(threads)
 
 
 def _tcgen05_relinquish(machine, opcode, per_lane, threads):
-    _tmem(threads[0].cta).relinquish()
+    tensor_memory(threads[0].cta).relinquish()
     return [None] * len(threads)
 
 
 def _tcgen05_ld(machine, opcode, per_lane, threads):
     shape, num, pack = _ldst_form(opcode)
-    tmem = _tmem(threads[0].cta)
+    tmem = tensor_memory(threads[0].cta)
     out = [None] * len(threads)
     for taddr, members in _by_address(per_lane).items():
         loaded = tmem.load_warp(shape, num, pack, taddr, threads[0].warp,
@@ -275,7 +221,7 @@ def _tcgen05_ld(machine, opcode, per_lane, threads):
 
 def _tcgen05_st(machine, opcode, per_lane, threads):
     shape, num, pack = _ldst_form(opcode)
-    tmem = _tmem(threads[0].cta)
+    tmem = tensor_memory(threads[0].cta)
     for taddr, members in _by_address(per_lane).items():
         tmem.store_warp(shape, num, pack, taddr, threads[0].warp,
                         [threads[i].lane for i in members],
@@ -307,114 +253,6 @@ def _tcgen05_commit(machine, thread, opcode, values, name):
         targets = [machine.cta_of_rank(r) for r in range(16) if values[1] >> r & 1]
     for cta in targets:
         arrive(machine, cta, address)
-
-
-def _tcgen05_cp(machine, thread, record: PlanRecord, ops: dict):
-    op = parse_tcgen05_cp(record.opcode)
-    with _async_read(machine, thread, record.opcode):
-        _tmem(thread.cta).copy_from_shared(op, ops["taddr"], ops["descriptor"], thread.cta.smem)
-
-
-# --------------------------------------------------------------------------------- copies
-def _destinations(machine, thread, ops: dict) -> list:
-    if "cta_mask" in ops:
-        mask = ops["cta_mask"]
-        return [machine.cta_of_rank(r) for r in range(16) if mask >> r & 1]
-    return [thread.cta]
-
-
-def _tma(machine, thread, record: PlanRecord, ops: dict):
-    from .tma import PACKED, tma_load, tma_store
-
-    op = parse_bulk_tensor(record.opcode)
-    count = op.rank if op.mode != "tile::gather4" and op.mode != "tile::scatter4" else 5
-    coords = tuple(ops[f"coord{i}"] for i in range(count))
-    rows = None
-    if op.mode in ("tile::gather4", "tile::scatter4"):
-        coords, rows = coords[:1], coords[1:]
-    fields = ops["tensormap"]
-    footprint = record.bytes * (2 if fields.data_type in PACKED else 1)
-    if op.kind != "load":
-        with _async_read(machine, thread, record.opcode):
-            thread.cta.smem.check(ops["shared"], footprint)
-        tma_store(fields, op, coords, rows, machine.memory, thread.cta.smem, ops["shared"])
-        return None
-    for cta in _destinations(machine, thread, ops):
-        write = (lambda cta=cta: tma_load(fields, op, coords, rows, machine.memory, cta.smem,
-                                          ops["shared"]))
-        _issue_load(machine, thread, cta, ops["shared"], footprint, ops["barrier"], record, write)
-    return None
-
-
-def _issue_load(machine, thread, cta, address: int, footprint: int, barrier: int, record,
-                write) -> None:
-    """An asynchronous load into ``cta``'s shared memory: its bytes are unreadable until the
-    barrier phase completes; it lands (``write()`` -> bytes) and completes its transaction
-    bytes only when no thread can move without it (as late as the GPU may)."""
-    phase = _barrier(cta, barrier).phase
-    line = thread.line(machine.where)
-    cta.pending.append(Pending(address, address + footprint, barrier, phase,
-                               f"{record.opcode} at {line}"))
-
-    def land() -> None:
-        nbytes = write()
-        cta.smem.async_write(address, footprint)
-        complete_tx(machine, cta, barrier, nbytes)
-
-    machine.inflight.append(land)
-
-
-def _bulk(machine, thread, record: PlanRecord, ops: dict):
-    size = ops["size"]
-    words = record.opcode.split(".")
-    if words[:4] == ["cp", "async", "bulk", "prefetch"]:
-        machine.memory.read(ops["global"], size)  # faults like the GPU on a bad address
-        return None
-    _check_granule(ops["global"], "global")
-    _check_granule(ops["shared"], "shared")
-    if words[3] == "global" or words[1] == "reduce":
-        with _async_read(machine, thread, record.opcode):
-            data = thread.cta.smem.read(ops["shared"], size).copy()
-        if words[1] == "reduce":
-            from .tma import reduce_values
-
-            redop, type_ = record.fields["reduction"].rsplit(".", 1)
-            old = machine.memory.read(ops["global"], size).copy()
-            data = reduce_values(redop.split(".")[0], type_, old, data)
-        machine.memory.write(ops["global"], data)
-        return None
-    data = machine.memory.read(ops["global"], size).copy()
-
-    def write(cta) -> int:
-        cta.smem.write(ops["shared"], data)
-        return size
-
-    for cta in _destinations(machine, thread, ops):
-        cta.smem.check(ops["shared"], size)
-        _issue_load(machine, thread, cta, ops["shared"], size, ops["barrier"], record,
-                    lambda cta=cta: write(cta))
-    return None
-
-
-def _check_granule(address: int, what: str) -> None:
-    if address % 16:
-        raise Fault(f"bulk copy {what} address {address:#x} is not 16-byte aligned")
-
-
-@_blocking
-def _wgmma(machine, thread, record: PlanRecord, values: tuple):
-    from .wgmma import wgmma
-
-    kind, key, run, operands = wgmma(machine, thread, record, values).reason
-
-    def product(per_lane, threads):  # the warp's product reads A and B through the async proxy
-        with _async_read(machine, threads[0], record.opcode):
-            try:
-                return run(per_lane, threads)
-            except MemoryFault as exc:
-                raise machine.error(threads[0], str(exc)) from None
-
-    return Block((kind, key, product, operands))
 
 
 def _cvt_packed(machine, thread, opcode, values, name):
@@ -488,14 +326,8 @@ def _stmatrix(machine, opcode, per_lane, threads):
     return [None] * len(threads)
 
 
-# Families whose operands are registers: they get the values as the kernel holds them, a tuple
-# in the record's role order (float32 scalars stay float32); the others a dict role -> value
-# with Python integers for addresses and counts.
-REGISTER_FAMILIES = frozenset({"wgmma.mma_async"})
-RECORD_FAMILIES = {"cp.async.bulk.tensor": _tma, "cp.async.bulk": _bulk, "tcgen05.cp": _tcgen05_cp,
-                   "wgmma.mma_async": _wgmma}
-
-# Raw PTX and built-ins by opcode prefix (longest first where prefixes overlap).
+# Raw PTX and built-ins by opcode prefix (longest first where prefixes overlap); the families'
+# companion instructions follow (:func:`raw`).
 RAW = [
     ("mbarrier.init", _mbarrier_init),
     ("mbarrier.inval", _mbarrier_inval),
@@ -509,8 +341,6 @@ RAW = [
     ("fence.proxy.async", _proxy_fence),
     ("fence.", _nothing),
     ("prefetch.tensormap", _nothing),
-    ("cp.async.bulk.commit_group", _nothing),
-    ("cp.async.bulk.wait_group", _nothing),
     ("createpolicy.", _policy),
     ("elect.sync", _warp_collective(_elect, mask=0)),
     (SHUFFLE_PREFIX, _warp_collective(math.shuffle, mask=3, typed=True)),
@@ -523,9 +353,6 @@ RAW = [
     ("tcgen05.commit", _tcgen05_commit),
     ("tcgen05.wait", _nothing),
     ("tcgen05.fence", _nothing),
-    ("wgmma.fence", _nothing),  # an MMA completes at issue: nothing to order or wait for
-    ("wgmma.commit_group", _nothing),
-    ("wgmma.wait_group", _nothing),
     ("setmaxnreg.", _nothing),  # registers are not a resource here
     ("cvt.rn.", _cvt_packed),
     ("st.shared.", _st_shared),
@@ -533,3 +360,16 @@ RAW = [
     ("bar.sync", _named_barrier),
     ("bar.arrive", _named_barrier),
 ]
+
+# The semantics a family may give its companion instructions (Companion.interpreted).
+COMPANION_SEMANTICS = {"at issue": _nothing}  # the family's instructions completed when issued
+_raw: list | None = None
+
+
+def raw() -> list:
+    """:data:`RAW` and every family's companion instructions, with their semantics."""
+    global _raw
+    if _raw is None:
+        _raw = RAW + [(companion.opcode, COMPANION_SEMANTICS[companion.interpreted])
+                      for _, companion in registry.companions()]
+    return _raw

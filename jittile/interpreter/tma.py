@@ -33,8 +33,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..dtypes import DTYPES
-from ..ptx.opcodes import BulkTensorOpcode
+from ..dtypes import DTYPES, REDUCTIONS
+from ..patterns.tma import tensor_reduction_type
+from ..patterns.tma_opcodes import BulkTensorOpcode
 from ..runtime.tensormap import TensorMapFields
 from .memory import GlobalMemory, SharedMemory
 
@@ -50,25 +51,10 @@ PACKED_GROUP = 16  # 4-bit values per unit: 8 global bytes, a 16-byte shared blo
 NAN_FILL = np.array([0xF7, 0x7F], np.uint8)  # the OOB-NaN: 0x7FF7 little-endian
 FLOAT_DESCRIPTORS = frozenset({"float16", "bfloat16", "float32", "float64", "tf32"})
 
-# Element type of each reduction's arithmetic per descriptor format; and/or/xor read the bits
-# (the H200 raises an illegal instruction for 64-bit signed ones: bench/results/probe_reduce_types).
-_ARITHMETIC_TYPES = {"uint32": "u32", "int32": "s32", "uint64": "u64", "int64": "s64",
-                     "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64"}
-_BITWISE_TYPES = {"uint32": "b32", "int32": "b32", "uint64": "b64"}
-# Reduction operator -> element types it is defined for (PTX ISA cp.reduce.async.bulk{.tensor};
-# add.f64, absent from the tensor table, computes on the H200).
-REDUCTIONS = {
-    "add": frozenset({"u32", "s32", "u64", "f16", "bf16", "f32", "f64"}),
-    "min": frozenset({"u32", "s32", "u64", "s64", "f16", "bf16"}),
-    "max": frozenset({"u32", "s32", "u64", "s64", "f16", "bf16"}),
-    "inc": frozenset({"u32"}),
-    "dec": frozenset({"u32"}),
-    "and": frozenset({"b32", "b64"}),
-    "or": frozenset({"b32", "b64"}),
-    "xor": frozenset({"b32", "b64"}),
-}
-_INTEGERS = {"u32": np.uint32, "s32": np.int32, "b32": np.uint32, "u64": np.uint64,
-             "s64": np.int64, "b64": np.uint64}
+# The NumPy type of each integer PTX type reductions compute on (.bN as unsigned N bits).
+_WORDS = [d for d in DTYPES.values() if d.kind in ("uint", "int") and d.bits in (32, 64)]
+_INTEGERS = {**{d.ptx: np.dtype(d.numpy).type for d in _WORDS},
+             **{d.bit_type: np.dtype(d.numpy).type for d in _WORDS if d.kind == "uint"}}
 _INTEGER_OPS = {"add": np.add, "min": np.minimum, "max": np.maximum, "and": np.bitwise_and,
                 "or": np.bitwise_or, "xor": np.bitwise_xor}
 
@@ -250,9 +236,8 @@ def tma_store(fields: TensorMapFields, op: BulkTensorOpcode, coords: tuple[int, 
     walk = _walk(fields, op, coords, rows, int(address))
     source = _shared_bytes(walk, smem, fields.swizzle, op.native_text)
     if op.kind == "reduce":
-        types = _BITWISE_TYPES if op.redop in ("and", "or", "xor") else _ARITHMETIC_TYPES
-        element = types.get(fields.data_type)
-        if element not in REDUCTIONS[op.redop]:
+        element = tensor_reduction_type(op.redop, fields.data_type)
+        if element is None:
             raise TmaFault(f"{op.native_text}: .{op.redop} is not defined for a "
                            f"{fields.data_type} descriptor (the H200 raises an illegal "
                            f"instruction)")

@@ -18,7 +18,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..ptx.opcodes import Tcgen05CpOpcode
+from ..patterns.tmem_copy_opcodes import Tcgen05CpOpcode
 from .memory import MemoryFault, SharedMemory
 
 LANES = 128
@@ -105,7 +105,7 @@ def _check_copy_descriptor(desc: int, fields: dict) -> None:
                         f"(3, 5 and 7 are reserved)")
     if fields["swizzle"] == 1:
         raise TmemFault(f"{where}: swizzle code 1 (128B with 32B atomicity) has no K-major swizzle "
-                        f"atom (PTX ISA Table 53), and tcgen05.cp reads its source K-major")
+                        f"atom (PTX ISA Table 53), and the copy reads its source K-major")
     if fields["lbo_mode"]:
         raise TmemFault(f"{where}: bit 52 selects the absolute leading-dimension address mode, "
                         f"which only sm_103a supports")
@@ -153,7 +153,7 @@ def _decompress(chunks: np.ndarray, src_fmt: str) -> np.ndarray:
                            (b1 >> 4) | ((b2 & 0x03) << 4),
                            b2 >> 2], axis=-1).reshape(*lead, 16)
         return (values << 1).astype(np.uint8)
-    raise ValueError(f"unknown tcgen05.cp source format {src_fmt!r}")
+    raise ValueError(f"unknown decompression source format {src_fmt!r}")
 
 
 def _copy_lanes(op: Tcgen05CpOpcode) -> np.ndarray:
@@ -410,3 +410,10 @@ class TensorMemory:
         if unpack16:
             regs = np.stack([regs & 0xFFFF, regs >> 16], axis=-1)
         self.cells[rows[..., None], columns] = regs.reshape(columns.shape)
+
+
+def tensor_memory(cta) -> TensorMemory:
+    """``cta``'s tensor memory, made on its first use."""
+    if cta.tmem is None:
+        cta.tmem = TensorMemory()
+    return cta.tmem

@@ -22,29 +22,28 @@ from operator import itemgetter
 
 from ..fragment import WARPGROUP_THREADS, FragmentLayout, wgmma_a, wgmma_accumulator
 from ..ir import PlanRecord
-from ..patterns.matrix_descriptors import MatrixDescriptor, MatrixWalk
-from ..patterns.wgmma import ACCUMULATOR_ELEMENTS, INPUT_TYPES, element_bytes
+from ..patterns.matrix_descriptors import Major, MatrixDescriptor, MatrixWalk
+from ..patterns.wgmma import ACCUMULATOR_ELEMENTS, InputType, WgmmaOpcode, element_bytes
 from .machine import Block
 from .operand_maps import fragment_elements, matrix_addresses
 from .tma import half_values
 
 
-def wgmma(machine, thread, record: PlanRecord, values: tuple):
-    """Issue: wait for the warp's 32 lanes, then compute (see the module's docstring);
-    ``values`` are the thread's operands in the record's role order."""
+def wgmma(machine, thread, record: PlanRecord, op: WgmmaOpcode, values: tuple):
+    """Issue: wait for the warp's 32 lanes, then compute (see the module's docstring); ``op`` is
+    the record's parsed opcode, ``values`` the thread's operands in the record's role order."""
     key = (record.opcode, thread.instruction())
-    return Block(("warp", key, lambda per_lane, threads: _warp_product(threads[0].cta, record,
+    return Block(("warp", key, lambda per_lane, threads: _warp_product(threads[0].cta, record, op,
                                                                         per_lane, threads),
                   values))
 
 
-def _warp_product(cta, record: PlanRecord, per_lane: list, threads: list) -> list:
-    words = record.opcode.split(".")
-    shape, dtype, a_type, b_type = [w for w in words[4:] if w != "satfinite"]
-    n, k = (int(x) for x in shape[shape.index("n") + 1:].split("k"))
-    a_major, b_major = record.fields["majors"]
-    scale_a, scale_b = record.fields.get("scales", (1, 1))
-    accumulator = ACCUMULATOR_ELEMENTS[dtype]
+def _warp_product(cta, record: PlanRecord, op: WgmmaOpcode, per_lane: list,
+                  threads: list) -> list:
+    n, k = op.n, op.k
+    fields = record.fields
+    scale_a, scale_b = fields.scales
+    accumulator = ACCUMULATOR_ELEMENTS[op.dtype]
     position = {role: i for i, (role, _) in enumerate(record.operands)}
     first = per_lane[0]
     lanes = np.array([t.linear % WARPGROUP_THREADS for t in threads], dtype=np.int64)
@@ -52,17 +51,15 @@ def _warp_product(cta, record: PlanRecord, per_lane: list, threads: list) -> lis
     count = len(record.results)
     d = _gather(per_lane, lanes, [position[f"d[{j}]"] for j in range(count)],
                 wgmma_accumulator, accumulator, (64, n))
-    if a_major == "registers":
+    if fields.a_major is None:  # A from registers
         a_positions = [i for role, i in position.items() if role.startswith("a[")]
-        a = _gather(per_lane, lanes, a_positions, wgmma_a, INPUT_TYPES[a_type].elements[0],
-                    (64, k))
+        a = _gather(per_lane, lanes, a_positions, wgmma_a, op.atype.elements[0], (64, k))
     else:
-        a = _read_matrix(cta, first[position["a_desc"]], a_major, a_type, 64, k)
-    b = _read_matrix(cta, first[position["b_desc"]], b_major, b_type, n, k).T  # (K, N)
+        a = _read_matrix(cta, first[position["a_desc"]], fields.a_major, op.atype, 64, k)
+    b = _read_matrix(cta, first[position["b_desc"]], fields.b_major, op.btype, n, k).T  # (K, N)
     rows = slice(warp_rows, warp_rows + 16)
     product = (scale_a * scale_b) * (a[rows] @ b)
-    scale_d = (first[position["scale_d"]] if "scale_d" in position
-               else record.fields.get("scale_d", 1))
+    scale_d = first[position["scale_d"]] if "scale_d" in position else fields.scale_d
     d[rows] = product + (d[rows] if scale_d else 0)
     return _scatter(d, lanes, count, accumulator)
 
@@ -117,11 +114,11 @@ def _pack(values: np.ndarray, dtype: str) -> list:
     return (halves[..., 0] | halves[..., 1] << 16).tolist()
 
 
-def _read_matrix(cta, descriptor: int, major: str, ptx_type: str, mn: int, k: int) -> np.ndarray:
+def _read_matrix(cta, descriptor: int, major: Major, itype: InputType, mn: int,
+                 k: int) -> np.ndarray:
     """The (mn, k) operand the descriptor walks, decoded to float64."""
     fields = MatrixDescriptor.decode(int(descriptor))
     walk = MatrixWalk(major, fields.swizzle, fields.start_address, fields.lbo, fields.sbo)
-    itype = INPUT_TYPES[ptx_type]
     size = element_bytes(itype)
     addresses = matrix_addresses(walk, mn, k, size)
     for extreme in (addresses.min(), addresses.max()):

@@ -19,19 +19,23 @@ Forms (PTX ISA, "cp.async.bulk", "cp.reduce.async.bulk", "cp.async.bulk.prefetch
 """
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from dataclasses import dataclass
 
+from ..dtypes import REDUCTIONS, reduced_dtypes
 from ..errors import ContractError
-from ..ir import ArgumentAlignment, GlobalAddress, PlanRecord, SharedAddress, Var, add, mul
+from ..ir import ArgumentAlignment, GlobalAddress, PlanFields, PlanRecord, SharedAddress, Var, add, mul
 from ..layout import byte_swizzle_mode
 from ..ptx.asm import AsmCall, scoped
 from ..ptx.grammar import Slot, match_slots, split_opcode
 from ..ptx.opcodes import MULTICAST_ADVISED_TARGETS, check_target
 from ..targets import satisfies
-from .base import (CallSite, GlobalRegion, Lowering, LoweringContext, OperandRole, Parameter,
-                   SharedRegion, TilePattern, runtime_index_step)
+from ..ptx.operands import OperandKind
+from .base import (MBARRIER, NO_COMPLETION, CallSite, Companion, Completion, GlobalRegion, Lowering,
+                   LoweringContext, OperandRole, Parameter, SharedRegion, TilePattern,
+                   runtime_index_step)
 
 # ---------------------------------------------------------------------------- call parameters
 PARAMETERS = (
@@ -48,25 +52,28 @@ PARAMETERS = (
 GRANULE = 16  # sizes and both addresses are multiples of 16 bytes
 MAX_BYTES = 2 ** 32 - 16  # the size operand is a 32-bit register
 
-# Reduction operator x .type with a global destination, as ptxas 13.5 accepts them for sm_90a
-# (bench/probe_bulk_reduce_types.py); .f16/.bf16 additions are spelled .add.noftz.
-REDUCTION_TYPES = {
-    "add": ("u32", "s32", "u64", "f32", "f64"),
-    "add.noftz": ("f16", "bf16"),
-    "min": ("f16", "bf16", "u32", "s32", "u64", "s64"),
-    "max": ("f16", "bf16", "u32", "s32", "u64", "s64"),
-    "inc": ("u32",),
-    "dec": ("u32",),
-    "and": ("b32", "b64"),
-    "or": ("b32", "b64"),
-    "xor": ("b32", "b64"),
-}
+# Reduction operator x .type with a global destination: the shared facts
+# (:data:`jittile.dtypes.REDUCTIONS`), exactly what ptxas 13.5 accepts for sm_90a
+# (tests/test_bulk_copy.py checks it against ptxas); .f16/.bf16 additions are spelled .add.noftz.
+_TYPES = ("u32", "s32", "u64", "s64", "b32", "b64", "f16", "bf16", "f32", "f64")
+_NOFTZ = ("f16", "bf16")
+
+
+def _reduction_spellings() -> dict[str, tuple[str, ...]]:
+    """redOp (``add.noftz`` for the 16-bit float additions) -> its .types, in ``_TYPES`` order."""
+    out = {}
+    for redop, defined in REDUCTIONS.items():
+        types = [t for t in _TYPES if t in defined]
+        out[redop] = tuple(t for t in types if not (redop == "add" and t in _NOFTZ))
+        if redop == "add":
+            out["add.noftz"] = tuple(t for t in types if t in _NOFTZ)
+    return out
+
+
+REDUCTION_TYPES = _reduction_spellings()
 # The element types each .type reads; .bN is any integer of N bits.
-TYPE_STORAGE = {"u32": ("uint32",), "s32": ("int32",), "u64": ("uint64",), "s64": ("int64",),
-                "b32": ("uint32", "int32"), "b64": ("uint64", "int64"), "f16": ("float16",),
-                "bf16": ("bfloat16",), "f32": ("float32",), "f64": ("float64",)}
-_TYPES = tuple(TYPE_STORAGE)
-_REDOPS = ("add", "min", "max", "inc", "dec", "and", "or", "xor")
+TYPE_STORAGE = {t: tuple(d.name for d in reduced_dtypes(t)) for t in _TYPES}
+_REDOPS = tuple(REDUCTIONS)
 
 _HINT = Slot("level::cache_hint", ("L2::cache_hint",), required=False)
 _MBARRIER = "mbarrier::complete_tx::bytes"
@@ -88,6 +95,28 @@ _GRAMMARS = {
 }
 
 
+# ------------------------------------------------------------------------ completion
+BULK_GROUP = Completion(
+    "bulk_group", "joins the thread's bulk async-group: `T.ptx.cp.async_.bulk.commit_group()`, "
+                  "then `T.ptx.cp.async_.bulk.wait_group(n)`")
+# The bulk async-group's instructions (PTX 8.0, sm_90; the group count an immediate), which TMA
+# stores and reductions complete through too.
+COMPANIONS = (
+    Companion("cp.async.bulk.commit_group"),
+    Companion("cp.async.bulk.wait_group", "{op} $0;", (("n", OperandKind.IMM),)),
+    Companion("cp.async.bulk.wait_group.read", "{op} $0;", (("n", OperandKind.IMM),)),
+)
+
+
+@dataclass(frozen=True)
+class BulkCopyFields(PlanFields):
+    """A bulk copy's plan fields: its reduction (``add.u32``...) and whether the instruction
+    checks its global address' alignment at run time."""
+
+    reduction: str | None = None
+    runtime_alignment_check: bool = False
+
+
 @dataclass(frozen=True)
 class BulkOpcode:
     """A parsed bulk-copy opcode."""
@@ -100,7 +129,13 @@ class BulkOpcode:
     redop: str | None  # "add", "add.noftz", "min"... for reductions
     type: str | None
 
+    @property
+    def operator(self) -> str | None:
+        """The reduction's operator without its ``.noftz`` spelling (``add``, ``min``...)."""
+        return None if self.redop is None else self.redop.split(".")[0]
 
+
+@functools.lru_cache(maxsize=None)
 def parse_bulk(text: str, location=None) -> BulkOpcode:
     """Parse a bulk-copy opcode in the PTX ISA's qualifier order (ContractError otherwise)."""
     words = split_opcode(text, location)
@@ -142,9 +177,15 @@ class BulkCopyPattern(TilePattern):
         'buf = T.alloc_shared((256,), "uint32", layout="default", align=128)\n'
         'T.cuda.tile.apply(T.ptx["cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes"],\n'
         '                  buf, A[row, 0:256], mbar=mbar.ptr_to([0]))')
-    completions = {"load": "mbarrier", "store": "bulk_group", "reduce": "bulk_group",
-                   "prefetch": "none"}
+    completions = {"load": MBARRIER, "store": BULK_GROUP, "reduce": BULK_GROUP,
+                   "prefetch": NO_COMPLETION}
+    companions = COMPANIONS
+    fields_type = BulkCopyFields
+    interpreter = "jittile.interpreter.families.bulk_copy"
     async_reads = {"store": ("shared",), "reduce": ("shared",)}
+
+    def parse(self, opcode: str, location=None) -> BulkOpcode:
+        return parse_bulk(opcode, location)
 
     def form(self, opcode: str) -> str:
         return parse_bulk(opcode).kind
@@ -287,9 +328,8 @@ class BulkCopyPattern(TilePattern):
         return PlanRecord(
             opcode=op.text, instance=(), coords=(), shared_offset=static_offset, bytes=size,
             operands=tuple(pairs), asm=_asm(op, [role for role, _ in pairs], guard),
-            completion=self.completions[op.kind], barrier=operands.get("mbar"),
-            fields={**({"reduction": f"{op.redop}.{op.type}"} if op.kind == "reduce" else {}),
-                    **({"runtime_alignment_check": True} if guard else {})})
+            completion=self.completions[op.kind].name, barrier=operands.get("mbar"),
+            fields=BulkCopyFields(f"{op.redop}.{op.type}" if op.kind == "reduce" else None, guard))
 
 
 # ------------------------------------------------------------------------ legality helpers

@@ -28,6 +28,7 @@ The physical address is the swizzle of that linear address relative to a period-
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Callable
 
 from .descriptors import DescriptorError, check_address_field, check_descriptor_fields
@@ -43,7 +44,14 @@ from .swizzle import SWIZZLE_SPAN, inverse_swizzled_origin, swizzle_address, swi
 SWIZZLE_FIELD = {0: 0, 3: 1, 2: 2, 1: 3}  # jittile mode (none/32B/64B/128B) -> bits 62-63
 _FIELD_SWIZZLE = {v: k for k, v in SWIZZLE_FIELD.items()}
 START_ADDRESS_MASK = 0x3FFF
-MAJORS = ("K", "MN")
+class Major(StrEnum):
+    """Which of a matrix operand's axes is contiguous in its core matrices."""
+
+    K = "K"
+    MN = "MN"
+
+
+MAJORS = tuple(Major)
 
 
 @dataclass(frozen=True)
@@ -83,7 +91,7 @@ class MatrixWalk:
     """A canonical layout: majorness, swizzle mode, linear origin (bytes from the allocation
     base), LBO and SBO."""
 
-    major: str
+    major: Major
     swizzle: int
     origin: int
     lbo: int
@@ -117,7 +125,7 @@ def walk_address(walk: MatrixWalk, mn: int, k: int, element_bytes: int) -> int:
     return swizzle_address(walk.origin + walk_offset(walk, mn, k, element_bytes), walk.swizzle)
 
 
-def _candidate(major: str, mode: int, address_of: Callable[[int, int], int], mn_extent: int,
+def _candidate(major: Major, mode: int, address_of: Callable[[int, int], int], mn_extent: int,
                k_extent: int, element_bytes: int) -> MatrixWalk:
     """The only walk of ``(major, mode)`` that can match: origin and strides read off the
     addresses of three elements. A stride the region never crosses gets the compact value (it
@@ -159,7 +167,7 @@ def _check_rules(walk: MatrixWalk, base_align: int) -> None:
 
 def derive_matrix_walk(address_of: Callable[[int, int], int], mn_extent: int, k_extent: int,
                        element_bytes: int, *, base_align: int,
-                       majors: tuple[str, ...] = MAJORS) -> MatrixWalk:
+                       majors: tuple[Major, ...] = MAJORS) -> MatrixWalk:
     """The canonical walk that reads exactly ``address_of(mn, k)`` (physical bytes from the
     allocation base, which is ``base_align``-aligned) for every element of the
     ``mn_extent x k_extent`` matrix; only ``majors`` are tried. Raises ``DescriptorError``

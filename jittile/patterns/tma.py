@@ -12,14 +12,15 @@ import math
 import numbers
 from dataclasses import dataclass
 
-from ..dtypes import DType, dtype as lookup_dtype
+from ..dtypes import DTYPES, REDUCTIONS, DType, dtype as lookup_dtype
 from ..errors import CompileError, ContractError
-from ..ir import HostParam, HostTensorMap, PlanRecord, SharedAddress, Var, add, mul
+from ..ir import HostParam, HostTensorMap, PlanFields, PlanRecord, SharedAddress, Var, add, mul
 from ..layout import byte_swizzle_mode
 from ..ptx.asm import AsmCall
-from ..ptx.opcodes import BulkTensorOpcode, parse_bulk_tensor
+from .tma_opcodes import BulkTensorOpcode, parse_bulk_tensor
 from ..targets import satisfies
-from .base import (SCOPE_GROUP_AXES, CallSite, GlobalRegion, Lowering, LoweringContext,
+from .bulk_copy import BULK_GROUP
+from .base import (MBARRIER, SCOPE_GROUP_AXES, CallSite, GlobalRegion, Lowering, LoweringContext,
                    OperandRole, Parameter, SharedRegion, TensorMapOperand, TilePattern,
                    runtime_index_step, static_tuple)
 from .rewrites import (SHARED_ORIGIN_ALIGN, alloc_text, buffer_mode, one_axis_multiple,
@@ -55,20 +56,30 @@ PARAMETERS = (
 
 # ----------------------------------------------------------------------- data representation
 # Reduction operator x element type (the descriptor's format) of cp.reduce.async.bulk.tensor: the
-# PTX ISA's redOp / type table, checked pair by pair on the H200 (bench/probe_reduce_types.py,
-# bench/results/probe_reduce_types.json). The hardware raises an illegal-instruction error for
-# 64-bit signed and/or/xor, signed-64 add, float32/float64 min/max and every non-uint32 inc/dec;
-# it also computes float64 add, which the table leaves out as the ISA does not list it.
-REDUCTION_TYPES = {
-    "add": {"uint32", "int32", "uint64", "float32", "float16", "bfloat16"},
-    "min": {"uint32", "int32", "uint64", "int64", "float16", "bfloat16"},
-    "max": {"uint32", "int32", "uint64", "int64", "float16", "bfloat16"},
-    "inc": {"uint32"},
-    "dec": {"uint32"},
-    "and": {"uint32", "int32", "uint64"},
-    "or": {"uint32", "int32", "uint64"},
-    "xor": {"uint32", "int32", "uint64"},
-}
+# shared facts (:data:`jittile.dtypes.REDUCTIONS`, probed pair by pair on the H200:
+# bench/probe_reduce_types.py, bench/results/probe_reduce_types.json) less what the tensor form
+# refuses. The hardware raises an illegal-instruction error for 64-bit signed and/or/xor (.b64 is
+# the unsigned descriptor type only); it computes float64 add, which the tensor table leaves out
+# as the PTX ISA does not list it.
+_TENSOR_TRAPS = {("and", "int64"), ("or", "int64"), ("xor", "int64")}
+_TENSOR_REFUSED = _TENSOR_TRAPS | {("add", "float64")}
+_REDUCIBLE = ("uint32", "int32", "uint64", "int64", "float16", "bfloat16", "float32", "float64")
+REDUCTION_TYPES = {redop: {name for name in _REDUCIBLE
+                           if DTYPES[name].reduction_type(redop) in defined
+                           and (redop, name) not in _TENSOR_REFUSED}
+                   for redop, defined in REDUCTIONS.items()}
+
+
+def tensor_reduction_type(redop: str, data_type: str) -> str | None:
+    """The PTX ``.type`` a tensor reduction ``redop`` computes on for a descriptor of format
+    ``data_type``, or None where the H200 traps (what the interpreter executes, which is more
+    than the contract accepts: float64 add computes)."""
+    element = DTYPES[data_type].reduction_type(redop) if data_type in DTYPES else None
+    if element not in REDUCTIONS[redop] or (redop, data_type) in _TENSOR_TRAPS:
+        return None
+    return element
+
+
 FLOAT_FORMATS = {"float16", "bfloat16", "float32", "float64", "tf32"}
 TMA_STORAGE = {"uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64", "float16",
                "bfloat16", "float32", "float64", "float8_e4m3fn", "float8_e5m2"}
@@ -109,6 +120,14 @@ _GLOBAL = OperandRole("global", ("global", "tensormap"), "a global tensor (or a 
                                                          "axis), or a caller's jittile.TensorMap")
 
 
+@dataclass(frozen=True)
+class TmaFields(PlanFields):
+    """A TMA instruction's plan fields: its box (outer to inner, as written) and swizzle mode."""
+
+    box: tuple[int, ...]
+    swizzle: int
+
+
 class TmaPattern(TilePattern):
     family = "cp.async.bulk.tensor"
     prefixes = ("cp.async.bulk.tensor", "cp.reduce.async.bulk.tensor")
@@ -122,7 +141,9 @@ class TmaPattern(TilePattern):
     operand_forms = {"load": (_SHARED, _GLOBAL), "store": (_GLOBAL, _SHARED),
                      "reduce": (_GLOBAL, _SHARED)}
     parameters = PARAMETERS
-    completions = {"load": "mbarrier", "store": "bulk_group", "reduce": "bulk_group"}
+    completions = {"load": MBARRIER, "store": BULK_GROUP, "reduce": BULK_GROUP}
+    fields_type = TmaFields
+    interpreter = "jittile.interpreter.families.tma"
     example = (
         'shared = T.alloc_shared((2, 8, 16), "uint32", layout="default", align=128)\n'
         'T.cuda.tile.apply(\n'
@@ -132,6 +153,9 @@ class TmaPattern(TilePattern):
 
     def claims(self, opcode: str) -> bool:
         return any(opcode == p or opcode.startswith(p + ".") for p in self.prefixes)
+
+    def parse(self, opcode: str, location=None) -> BulkTensorOpcode:
+        return parse_bulk_tensor(opcode, location)
 
     def form(self, opcode: str) -> str:
         return parse_bulk_tensor(opcode).kind
@@ -345,8 +369,8 @@ class TmaPattern(TilePattern):
                 opcode=op.native_text, instance=tuple(instance), coords=tuple(ptx_coords),
                 shared_offset=shared.buffer.offset + offset, bytes=rep.payload_bytes,
                 operands=_operands_for(op, smem, tensormap, ptx_coords, operands), asm=asm,
-                completion=self.completions[op.kind], barrier=operands.get("mbar"),
-                fields={"box": d["box"], "swizzle": d["swizzle"]}))
+                completion=self.completions[op.kind].name, barrier=operands.get("mbar"),
+                fields=TmaFields(d["box"], d["swizzle"])))
         return Lowering(plan=plan, predicate=pred)
 
     def _runtime_operands(self, site: CallSite, op: BulkTensorOpcode, rank: int,

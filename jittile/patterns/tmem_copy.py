@@ -12,10 +12,10 @@ import itertools
 from dataclasses import dataclass, replace
 
 from ..errors import CompileError, ContractError
-from ..ir import BinOp, PlanRecord, SharedAddress, add, mul
+from ..ir import BinOp, PlanFields, PlanRecord, SharedAddress, add, mul
 from ..ptx.asm import AsmCall
-from ..ptx.opcodes import Tcgen05CpOpcode, parse_tcgen05_cp
-from .base import (SCOPE_GROUP_AXES, CallSite, Lowering, LoweringContext, OperandRole, Parameter,
+from .tmem_copy_opcodes import Tcgen05CpOpcode, parse_tcgen05_cp
+from .base import (SCOPE_GROUP_AXES, CallSite, Completion, Lowering, LoweringContext, OperandRole, Parameter,
                    SharedRegion, TilePattern, TmemRegion, operand_kind)
 from .descriptors import DescriptorError, DescriptorWalk, SmemDescriptor, derive_walk
 from .rewrites import descriptor_layout
@@ -68,6 +68,28 @@ class Instance:
 
 
 # ------------------------------------------------------------------------------ the pattern
+# tcgen05.cp completes through tcgen05.commit, which arrives once on a barrier the caller waits on.
+TCGEN05_COMMIT = Completion(
+    "tcgen05_commit", "completes through `tcgen05.commit...mbarrier::arrive::one` on a barrier "
+                      "the caller waits on (one arrival, no transaction bytes)")
+
+
+@dataclass(frozen=True)
+class TmemCopyFields(PlanFields):
+    """A tcgen05.cp's plan fields: its source walk's LDO, SDO and swizzle, the descriptor's
+    constant bits (hex), the atom's replicas, its CTA group and decompression, and per group
+    axis the (lane, column, shared byte) step of one index."""
+
+    ldo: int
+    sdo: int
+    swizzle: int
+    descriptor: str
+    replicas: tuple[int, ...]
+    cta_group: int
+    decompress: str | None = None
+    group_steps: tuple = ()
+
+
 class TmemCopyPattern(TilePattern):
     family = "tcgen05.cp"
     prefixes = ("tcgen05.cp",)
@@ -79,7 +101,9 @@ class TmemCopyPattern(TilePattern):
                                                "(*group, *repeat) axes; its descriptor comes "
                                                "from the layout"))}
     parameters = PARAMETERS
-    completions = {"copy": "tcgen05_commit"}
+    completions = {"copy": TCGEN05_COMMIT}
+    fields_type = TmemCopyFields
+    interpreter = "jittile.interpreter.families.tmem_copy"
     example = (
         'shared = T.alloc_shared((128, 4), "uint32", layout="default", align=16)\n'
         'mem = T.cuda.decl_tmem(address[0], ty_args=[T.Tensor((128, 4), "uint32", scope="tmem",\n'
@@ -87,8 +111,11 @@ class TmemCopyPattern(TilePattern):
         'T.cuda.tile.apply(T.ptx["tcgen05.cp.cta_group::1.128x128b"], mem, shared)')
     async_reads = {"copy": ("src_shared",)}
 
+    def parse(self, opcode: str, location=None) -> Tcgen05CpOpcode:
+        return parse_tcgen05_cp(opcode, location)
+
     def claims(self, opcode: str) -> bool:
-        return opcode == "tcgen05.cp" or opcode.startswith("tcgen05.cp.")
+        return any(opcode == p or opcode.startswith(p + ".") for p in self.prefixes)
 
     def lower(self, site: CallSite, ctx: LoweringContext) -> Lowering:
         op = self._opcode(site)
@@ -317,12 +344,11 @@ class TmemCopyPattern(TilePattern):
                 opcode=op.native_text, instance=inst.repeat, coords=(inst.lane, inst.column),
                 shared_offset=shared.buffer.offset + inst.walk.origin,
                 bytes=op.rows * op.bits // 8, operands=(("taddr", taddr), ("descriptor", sdesc)),
-                asm=asm, completion=self.completions["copy"],
-                fields={"ldo": inst.walk.ldo, "sdo": inst.walk.sdo, "swizzle": inst.walk.swizzle,
-                        "descriptor": hex(constant), "replicas": replicas,
-                        "cta_group": op.cta_group, "decompress": op.decompress,
-                        **({"group_steps": tuple(zip(lane_step, col_step, smem_step))}
-                           if groups else {})}))
+                asm=asm, completion=self.completions["copy"].name,
+                fields=TmemCopyFields(inst.walk.ldo, inst.walk.sdo, inst.walk.swizzle,
+                                      hex(constant), replicas, op.cta_group, op.decompress,
+                                      tuple(zip(lane_step, col_step, smem_step)) if groups
+                                      else ())))
         return Lowering(plan=plan, predicate=pred)
 
     @staticmethod

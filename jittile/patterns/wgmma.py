@@ -10,21 +10,25 @@ through them), along N one per ``N`` of the opcode (each on its own accumulator 
 Sections follow the tile-pattern documents: parameters, data representation (opcode forms and
 types), operand specification (fragments; shared descriptors derived from the layouts), legality,
 code generation. The pattern issues the MMAs only: ``wgmma.fence``, ``commit_group`` and
-``wait_group`` are the kernel's (raw PTX), as the PTX ISA makes them.
+``wait_group`` are the kernel's (raw PTX), as the PTX ISA makes them: the family's companion
+instructions (:data:`COMPANIONS`), whose order :func:`check_order` checks.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
-from ..errors import CompileError, ContractError
+from ..errors import CompileError, ContractError, Location
 from ..fragment import FragmentLayout
-from ..ir import Asm, BinOp, PlanRecord, SharedAddress, Var, add, mul
+from ..ir import Asm, BinOp, PlanFields, PlanRecord, SharedAddress, Var, add, mul
 from ..ptx.grammar import did_you_mean, split_opcode
 from ..ptx.opcodes import check_target
-from .base import (CallSite, FragmentRegion, Lowering, LoweringContext, OperandRole, OrderFinding,
-                   Parameter, SharedRegion, TilePattern, operand_kind, runtime_index_step)
+from ..ptx.operands import OperandKind
+from .base import (CallSite, Companion, Completion, FragmentRegion, Lowering, LoweringContext,
+                   OperandRole, OrderFinding, Parameter, SharedRegion, TilePattern, operand_kind,
+                   runtime_index_step)
 from .descriptors import DescriptorError
-from .matrix_descriptors import START_ADDRESS_MASK, MatrixWalk, derive_matrix_walk
+from .matrix_descriptors import MAJORS, START_ADDRESS_MASK, Major, MatrixWalk, derive_matrix_walk
 from .swizzle import swizzle_period
 
 # ---------------------------------------------------------------------------- call parameters
@@ -92,41 +96,45 @@ def element_bytes(itype: InputType) -> int:
     return 32 // itype.k
 
 
-def parse_wgmma(text: str, site: CallSite) -> WgmmaOpcode:
+@functools.lru_cache(maxsize=None)
+def parse_wgmma(text: str, location: Location | None = None) -> WgmmaOpcode:
     """Parse ``wgmma.mma_async.sync.aligned.m64nNkK{.satfinite}.dtype.atype.btype``."""
-    words = split_opcode(text, site.location)
+    words = split_opcode(text, location)
     head = HEAD.split(".")
     form = f"{HEAD}.m64nNkK{{.satfinite}}.dtype.atype.btype"
+
+    def fail(message: str) -> ContractError:
+        return ContractError(message, location, opcode=text, parameter="opcode")
+
     if words[:len(head)] != head:
-        raise site.error(f"is not a dense wgmma opcode: expected {form}", "opcode")
+        raise fail(f"is not a dense wgmma opcode: expected {form}")
     rest = words[len(head):]
     satfinite = "satfinite" in rest
     if satfinite:
         rest = [w for w in rest if w != "satfinite"]
     if len(rest) != 4:
-        raise site.error(f"expected {form} (shape, accumulator type, A type, B type), got "
-                         f"{'.'.join(rest)!r} after {HEAD}", "opcode")
+        raise fail(f"expected {form} (shape, accumulator type, A type, B type), got "
+                   f"{'.'.join(rest)!r} after {HEAD}")
     shape, dtype, a, b = rest
     for word, known, what in ((dtype, ACCUMULATOR_ELEMENTS, "accumulator"),
                               (a, INPUT_TYPES, "A"), (b, INPUT_TYPES, "B")):
         if word not in known:
-            raise site.error(f"'.{word}' is not a wgmma {what} type; known: "
-                             f"{', '.join(known)}{did_you_mean(word, known)}", "opcode")
+            raise fail(f"'.{word}' is not a wgmma {what} type; known: "
+                       f"{', '.join(known)}{did_you_mean(word, known)}")
     atype, btype = INPUT_TYPES[a], INPUT_TYPES[b]
-    n, k = _shape(site, shape)
+    n, k = _shape(fail, shape)
     return WgmmaOpcode(".".join(words), n, k, dtype, atype, btype, satfinite)
 
 
-def _shape(site: CallSite, shape: str) -> tuple[int, int]:
+def _shape(fail, shape: str) -> tuple[int, int]:
     import re
 
     match = re.fullmatch(r"m(\d+)n(\d+)k(\d+)", shape)
     if match is None:
-        raise site.error(f"'.{shape}' is not a wgmma shape: expected m64nNkK (e.g. m64n128k16)",
-                         "opcode")
+        raise fail(f"'.{shape}' is not a wgmma shape: expected m64nNkK (e.g. m64n128k16)")
     m, n, k = map(int, match.groups())
     if m != M:
-        raise site.error(f"wgmma shapes have M = 64 (one warpgroup), got m{m}", "opcode")
+        raise fail(f"wgmma shapes have M = 64 (one warpgroup), got m{m}")
     return n, k
 
 
@@ -241,6 +249,43 @@ def shared_operand(site: CallSite, operand, index: int, role: str,
 
 
 
+# ------------------------------------------------------------------------------ completion
+FENCE = "wgmma.fence.sync.aligned"
+COMMIT = "wgmma.commit_group.sync.aligned"
+WAIT = "wgmma.wait_group.sync.aligned"
+# The warpgroup's MMA group instructions: PTX 8.0, sm_90a; wait_group's count is an immediate.
+COMPANIONS = (
+    Companion(FENCE, target=TARGET),
+    Companion(COMMIT, target=TARGET),
+    Companion(WAIT, "{op} $0;", (("n", OperandKind.IMM),), target=TARGET,
+              immediate_range=(0, 7, 1)),
+)
+WGMMA_GROUP = Completion(
+    "wgmma_group", f"joins the warpgroup's wgmma group: `T.ptx.{COMMIT}()`, then "
+                   f"`T.ptx.{WAIT}(n)` before the registers are read; `T.ptx.{FENCE}()` before "
+                   f"the first MMA and after the kernel touches its registers")
+
+
+@dataclass(frozen=True)
+class WgmmaFields(PlanFields):
+    """One MMA's plan fields: the accumulator registers it chains, the B (and shared A) walks in
+    words, the operands' majorness (what the interpreter reads the descriptors with: their values
+    carry the rest; ``a_major`` None where A is registers), the imm-scales and a compile-time
+    ``scale_d`` (a runtime one is an operand)."""
+
+    accumulator: str
+    b: str
+    b_major: Major
+    a: str | None = None
+    a_major: Major | None = None
+    scales: tuple[int, int] = (1, 1)
+    scale_d: int = 1  # a compile-time 0 lives in the asm text alone: the interpreter reads it here
+
+    @classmethod
+    def decode(cls, name: str, value):
+        return Major(value) if name in ("a_major", "b_major") else value
+
+
 # ------------------------------------------------------------------------------ the pattern
 class WgmmaPattern(TilePattern):
     family = "wgmma.mma_async"
@@ -259,13 +304,20 @@ class WgmmaPattern(TilePattern):
         OperandRole("B", ("shared",), "a (K, N) shared region (buf.T for a buffer stored "
                                       "(N, K)); its descriptor is derived from the layout"))}
     parameters = PARAMETERS
-    completions = {"mma": "wgmma_group"}
+    completions = {"mma": WGMMA_GROUP}
+    companions = COMPANIONS
+    fields_type = WgmmaFields
+    interpreter = "jittile.interpreter.families.wgmma"
+    register_operands = True  # the accumulator and A fragments are the kernel's registers
     example = (
         'acc = T.alloc_local((64, 256), "float32", layout=wgmma_accumulator)\n'
         'T.cuda.tile.apply(T.ptx["wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"],\n'
         '                  acc, A_s[s, half], B_s[s].T, scale_d=kt)')
     async_reads = {"mma": ("A", "B")}  # through their matrix descriptors
     accepts_transposed = True
+
+    def parse(self, opcode: str, location: Location | None = None) -> WgmmaOpcode:
+        return parse_wgmma(opcode, location)
 
     def claims(self, opcode: str) -> bool:
         return opcode.startswith(self.prefixes[0] + ".")
@@ -282,7 +334,7 @@ class WgmmaPattern(TilePattern):
             raise site.error("wgmma is always issued by a whole warpgroup; it takes no scope",
                              "scope")
         self.check_parameter_names(site)
-        op = parse_wgmma(site.opcode, site)
+        op = self.parse(site.opcode, site.location)
         check_types(site, op)
         scale_d, scale_a, scale_b = check_scales(site, op)
         check_launch(site, ctx)
@@ -293,11 +345,6 @@ class WgmmaPattern(TilePattern):
 
 
 # --------------------------------------------------------------- ordering (the kernel's code)
-FENCE = "wgmma.fence.sync.aligned"
-COMMIT = "wgmma.commit_group.sync.aligned"
-WAIT = "wgmma.wait_group.sync.aligned"
-
-
 def check_order(events: list) -> list[OrderFinding]:
     """The PTX ISA's wgmma discipline, in program order: a ``wgmma.fence`` before the first MMA
     and between the kernel touching a fragment and an MMA using it; a ``commit_group`` after the
@@ -388,7 +435,7 @@ def plan_instructions(site: CallSite, op: WgmmaOpcode, scale_d, scale_a: int,
 def _walk(site: CallSite, op: WgmmaOpcode, operand: SharedOperand, mn0: int, k0: int,
           mn_extent: int, index: int) -> MatrixWalk:
     itype = op.atype if operand.role == "A" else op.btype
-    majors = ("K", "MN") if itype.transposable else ("K",)
+    majors = MAJORS if itype.transposable else (Major.K,)
     buffer = operand.region.buffer
     element_bytes = operand.region.dtype.bytes
     try:
@@ -413,7 +460,7 @@ def _descriptor(region: SharedRegion, walk: MatrixWalk, site: CallSite):
     return BinOp("|", BinOp("&", BinOp(">>", start, 4), START_ADDRESS_MASK), constant_bits)
 
 
-def instruction_asm(op: WgmmaOpcode, a_major: str | None, b_major: str, scale_d,
+def instruction_asm(op: WgmmaOpcode, a_major: Major | None, b_major: Major, scale_d,
                     scale_a: int = 1, scale_b: int = 1) -> Asm:
     """The inline asm of one wgmma: accumulator registers as outputs tied to inputs, then A (a
     descriptor, or four registers where ``a_major`` is None), B's descriptor, and ``scale_d``
@@ -452,20 +499,15 @@ def _record(site: CallSite, op: WgmmaOpcode, instance: tuple, d_registers: tuple
     scale_operand = () if isinstance(scale_d, int) else (("scale_d", scale_d),)
     operands = tuple((f"d[{j}]", v) for j, v in enumerate(d_registers)) + a_inputs + \
         (("b_desc", _descriptor(b.region, b_walk, site)),) + scale_operand
-    fields = {"accumulator": accumulator, "b": _walk_text(b_walk)}
-    if a_walk is not None:
-        fields["a"] = _walk_text(a_walk)
-    # what the interpreter reads the descriptors with (their values carry the rest)
-    fields["majors"] = ("registers" if a_walk is None else a_walk.major, b_walk.major)
-    if (scale_a, scale_b) != (1, 1):
-        fields["scales"] = (scale_a, scale_b)
-    if scale_d == 0:  # a compile-time 0 is in the asm alone: the interpreter reads it here
-        fields["scale_d"] = 0
+    fields = WgmmaFields(accumulator, _walk_text(b_walk), b_walk.major,
+                         None if a_walk is None else _walk_text(a_walk),
+                         None if a_walk is None else a_walk.major, (scale_a, scale_b),
+                         0 if scale_d == 0 else 1)
     read = ((0 if a_walk is None else M * op.k) * element_bytes(op.atype)
             + op.n * op.k * element_bytes(op.btype))
     return PlanRecord(opcode=op.text, instance=instance, coords=(),
                       shared_offset=b.region.buffer.offset + b_walk.origin, bytes=read,
-                      operands=operands, asm=asm, completion="wgmma_group", fields=fields,
+                      operands=operands, asm=asm, completion=WGMMA_GROUP.name, fields=fields,
                       results=d_registers)
 
 

@@ -14,47 +14,16 @@ from __future__ import annotations
 import difflib
 from functools import partial
 from dataclasses import dataclass
-from enum import Enum
 from itertools import groupby, product
 from types import MappingProxyType
 from typing import Iterable, Mapping
 
 from ..errors import ContractError, Location
 from ..targets import Target
-from .asm import CONSTRAINT_BITS, AsmCall, operand_list, scoped
+from .asm import AsmCall, operand_list, scoped
 from .grammar import did_you_mean, split_opcode
 from .opcodes import check_target
-
-
-class OperandKind(Enum):
-    """What a raw PTX operand is, which fixes its register class."""
-
-    SHARED_ADDR = "32-bit shared-window address"
-    GENERIC_PTR = "64-bit generic address"
-    U16 = "u16"
-    U32 = "u32"
-    B32 = "b32"
-    S32 = "s32"
-    U64 = "u64"
-    B64 = "b64"
-    F32 = "f32"
-    IMM = "compile-time integer"
-
-    @property
-    def constraint(self) -> str:
-        """The LLVM inline-asm constraint letter."""
-        return _CONSTRAINTS[self]
-
-    @property
-    def bits(self) -> int:
-        return CONSTRAINT_BITS[self.constraint]
-
-
-_CONSTRAINTS = {
-    OperandKind.SHARED_ADDR: "r", OperandKind.GENERIC_PTR: "l", OperandKind.U16: "h",
-    OperandKind.U32: "r", OperandKind.B32: "r", OperandKind.S32: "r",
-    OperandKind.U64: "l", OperandKind.B64: "l", OperandKind.F32: "f", OperandKind.IMM: "n",
-}
+from .operands import OperandKind
 
 
 @dataclass(frozen=True)
@@ -193,11 +162,6 @@ def _fences_and_groups() -> None:
         _add(_dotted("fence.proxy.async", space), "{op};", ptx=(8, 0), target="sm_90",
              proxy=None if space == "global" else ASYNC_SHARED_FENCE)
     _add("fence.mbarrier_init.release.cluster", "{op};", ptx=(8, 0), target="sm_90")
-    # Bulk async-groups: PTX 8.0, sm_90; the group count is an immediate.
-    _add("cp.async.bulk.commit_group", "{op};", ptx=(8, 0), target="sm_90")
-    for read in ("", "read"):
-        _add(_dotted("cp.async.bulk.wait_group", read), "{op} $0;", [("n", _IMM)], ptx=(8, 0),
-             target="sm_90")
     _add("prefetch.tensormap", "{op} [$0];", [("tensormap", _GP)], ptx=(8, 0), target="sm_90")
     # createpolicy.fractional (fraction 1.0 by default): the 64-bit L2 cache-policy operand of
     # .L2::cache_hint forms. PTX 7.4, sm_80.
@@ -256,11 +220,7 @@ def _tcgen05() -> None:
 
 
 def _warpgroups_and_registers() -> None:
-    # wgmma.fence / commit_group / wait_group (the group count an immediate): PTX 8.0, sm_90a.
     add = partial(_add, ptx=(8, 0), target="sm_90a")
-    add("wgmma.fence.sync.aligned", "{op};")
-    add("wgmma.commit_group.sync.aligned", "{op};")
-    add("wgmma.wait_group.sync.aligned", "{op} $0;", [("n", _IMM)], immediate_range=(0, 7, 1))
     # setmaxnreg: a warpgroup's per-thread register budget (24..256, a multiple of 8), PTX 8.0,
     # sm_90a; ptxas needs the kernel's block size (.maxntid) to use it.
     for direction in ("inc", "dec"):
@@ -294,6 +254,18 @@ _mbarrier()
 _fences_and_groups()
 _tcgen05()
 _warpgroups_and_registers()
+
+
+def _companions() -> None:
+    """The raw instructions the opcode families declare (their fences, commits and waits)."""
+    from ..patterns import registry
+
+    for _, companion in registry.companions():
+        _add(companion.opcode, companion.template, companion.inputs, ptx=companion.ptx,
+             target=companion.target, immediate_range=companion.immediate_range)
+
+
+_companions()
 
 INSTRUCTIONS: Mapping[str, InstructionSpec] = MappingProxyType(_TABLE)
 
