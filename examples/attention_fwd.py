@@ -85,8 +85,8 @@ def softmax_step(s_acc, top_max, bottom_max, top_sum, bottom_sum, scale, kv0, q0
 
 @jittile.func
 def multiply_qk(s_acc, q_s, k_s, half, stage, DH):
-    """``S = Q K^T`` of the warpgroup's 64 rows against K's ``stage`` (fenced, committed)."""
-    T.ptx.wgmma.fence.sync.aligned()
+    """``S = Q K^T`` of the warpgroup's 64 rows against K's ``stage`` (committed; the caller
+    fences)."""
     for d in T.unroll(DH):
         T.cuda.tile.apply(T.ptx[QK], s_acc, q_s[d, half, 0, 0], k_s[stage, d, 0, 0].T,
                           scale_d=d)
@@ -94,12 +94,12 @@ def multiply_qk(s_acc, q_s, k_s, half, stage, DH):
 
 
 @jittile.func
-def multiply_pv(o_lo, o_hi, p_frag, v_s, stage, DH):
-    """``O += P V`` from the bf16 P fragment and V's ``stage``, 64 columns of D per MMA; commits."""
-    T.cuda.tile.apply(T.ptx[PV], o_lo, p_frag, v_s[stage, 0, 0, 0], scale_d=1)
+def multiply_pv(o_lo, o_hi, p_frag, v_s, stage, DH, accumulate):
+    """``O += P V`` (``O = P V`` unless ``accumulate``) from the bf16 P fragment and V's
+    ``stage``, 64 columns of D per MMA; the caller fences and commits."""
+    T.cuda.tile.apply(T.ptx[PV], o_lo, p_frag, v_s[stage, 0, 0, 0], scale_d=accumulate)
     if DH == 2:
-        T.cuda.tile.apply(T.ptx[PV], o_hi, p_frag, v_s[stage, 1, 0, 0], scale_d=1)
-    T.ptx.wgmma.commit_group.sync.aligned()
+        T.cuda.tile.apply(T.ptx[PV], o_hi, p_frag, v_s[stage, 1, 0, 0], scale_d=accumulate)
 
 
 @jittile.func
@@ -189,30 +189,42 @@ def attention_fwd(Q: T.Tensor((None, None, None, None), "bfloat16"),
         T.cuda.mbarrier_wait(qfull.ptr_to([0]), 0)
         top_max, bottom_max = T.float32(NEG), T.float32(NEG)
         top_sum, bottom_sum = T.float32(0.0), T.float32(0.0)
+        # FlashAttention-3's intra-warpgroup overlap: each turn at the tensor cores issues this
+        # block's S = Q K^T and the previous block's O += P V, and the softmax runs after
+        # wait_group(1) (Q K^T done) while P V is still in flight. Block 0's P V has no block
+        # before it: it runs on whatever the registers and V's other stage hold, and block 1's
+        # (or the last) P V overwrites O (scale_d 0), so no branch divides the MMAs (a branch
+        # would make ptxas serialize them).
         for block in range(blocks):
-            # this warpgroup's turn at the tensor cores: issue S = Q K^T, then hand them to the
-            # other warpgroup, whose MMAs run under this softmax
             stage = block % STAGES
-            phase = (block // STAGES) & 1
-            T.cuda.mbarrier_wait(kfull.ptr_to([stage]), phase)
+            previous = (block + STAGES - 1) % STAGES
+            T.cuda.mbarrier_wait(kfull.ptr_to([stage]), (block // STAGES) & 1)
+            if block > 0:
+                T.cuda.mbarrier_wait(vfull.ptr_to([previous]), ((block - 1) // STAGES) & 1)
             T.ptx.bar.sync(PINGPONG + half, 256)
+            T.ptx.wgmma.fence.sync.aligned()
             multiply_qk(s_acc, Q_s, K_s, half, stage, DH)
+            multiply_pv(o_lo, o_hi, p_frag, V_s, previous, DH, block > 1)
+            T.ptx.wgmma.commit_group.sync.aligned()
             if half == 0 or block + 1 < blocks:
                 T.ptx.bar.arrive(PINGPONG + 1 - half, 256)
-            T.ptx.wgmma.wait_group.sync.aligned(0)
+            T.ptx.wgmma.wait_group.sync.aligned(1)
             top_max, bottom_max, top_sum, bottom_sum, top_alpha, bottom_alpha = softmax_step(
                 s_acc, top_max, bottom_max, top_sum, bottom_sum, scale, block * BN, q0, seq,
                 CAUSAL)
-            scale_rows(o_lo, top_alpha, bottom_alpha)
+            T.ptx.wgmma.wait_group.sync.aligned(0)
+            if leader and block > 0:
+                T.ptx.mbarrier.arrive.shared.b64(empty.ptr_to([previous]))
+            scale_rows(o_lo, top_alpha, bottom_alpha)  # before the first P V: O is overwritten
             if DH == 2:
                 scale_rows(o_hi, top_alpha, bottom_alpha)
             to_bf16_a(s_acc, p_frag)
-            T.cuda.mbarrier_wait(vfull.ptr_to([stage]), phase)
-            T.ptx.wgmma.fence.sync.aligned()
-            multiply_pv(o_lo, o_hi, p_frag, V_s, stage, DH)
-            T.ptx.wgmma.wait_group.sync.aligned(0)
-            if leader:
-                T.ptx.mbarrier.arrive.shared.b64(empty.ptr_to([stage]))
+        last = T.int64((blocks - 1) % STAGES)  # 64-bit: it feeds a 64-bit descriptor
+        T.cuda.mbarrier_wait(vfull.ptr_to([last]), ((blocks - 1) // STAGES) & 1)
+        T.ptx.wgmma.fence.sync.aligned()
+        multiply_pv(o_lo, o_hi, p_frag, V_s, last, DH, blocks > 1)
+        T.ptx.wgmma.commit_group.sync.aligned()
+        T.ptx.wgmma.wait_group.sync.aligned(0)
         top_sum = quad_sum(top_sum)
         bottom_sum = quad_sum(bottom_sum)
         top_inv = T.rcp(top_sum, approx=True)
