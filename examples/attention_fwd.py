@@ -19,14 +19,19 @@ One CTA computes a 128-row block of one head's queries (grid ``(ceil(S / 128), H
   to a bf16 A fragment in registers and ``O += P V`` with ``wgmma.m64n64k16`` (V's MN-major
   descriptor; one accumulator per 64 columns of D);
 - ping-pong: the consumers take turns at the tensor cores (named barriers 3 and 4): each issues
-  its ``Q K^T`` in its turn and hands the turn over, so one warpgroup's softmax runs under the
+  its MMAs in its turn and hands the turn over, so one warpgroup's softmax runs under the
   other's MMAs;
+- FlashAttention-3's intra-warpgroup overlap: a turn issues block ``j``'s ``Q K^T`` together
+  with block ``j - 1``'s ``P V``; ``wait_group(1)`` waits for ``Q K^T`` only, so block ``j``'s
+  softmax also runs while this warpgroup's own ``P V`` is in flight (block 0 issues a ``P V``
+  whose result block 1's, with ``scale_d`` 0, overwrites: a branch around the MMAs would make
+  ptxas serialize them);
 - the epilogue divides by the row sums, stores bf16 pairs with ``stmatrix`` into shared memory
   and writes them with a TMA store; the LSE goes out with element stores.
 
-Not (yet) FlashAttention-3: the intra-warpgroup overlap (issuing the next ``Q K^T`` and this
-block's ``P V`` before this softmax) costs D=128 spills in this form; D=256 (128x80 tiles) and a
-persistent tile scheduler are missing. The fragment helpers come from ``jittile.fragment_algebra``.
+Not (yet) FlashAttention-3: D=256 (128x80 tiles), FA3's wider key blocks (128x176 at D=128,
+192x128 at D=64), ``P V`` as one n=D MMA, separate K and V release, and a persistent tile
+scheduler are missing. The fragment helpers come from ``jittile.fragment_algebra``.
 """
 from __future__ import annotations
 
