@@ -9,8 +9,8 @@ every row's scaled scores, float32 ``(B, H, S)``.
 One CTA computes a 128-row block of one head's queries (grid ``(ceil(S / 128), H, B)``):
 
 - a *producer* warpgroup, its register budget lowered by ``setmaxnreg`` to 24, whose first thread
-  loads the Q block once and streams 128-row K and V blocks into a two-stage ring of 128B-swizzled
-  shared buffers with TMA (``kfull`` / ``vfull`` barriers per stage, with transaction bytes, and an
+  loads the Q block once and streams 128-row K and V blocks into a ring (4 stages at D=64, 2 at
+  D=128) of 128B-swizzled shared buffers with TMA (``kfull`` / ``vfull`` barriers per stage, with transaction bytes, and an
   ``empty`` one the consumers release);
 - two *consumer* warpgroups (budget raised to 240), each owning 64 query rows: ``S = Q K^T`` with
   ``wgmma.m64n128k16`` from shared memory, the online softmax in registers (row maxima across the
@@ -46,7 +46,7 @@ from jittile.fragment_algebra import exp2_rows, quad_sum, row_max, scale_rows, t
 from jittile.layout import swizzle, wgmma_a, wgmma_accumulator
 
 BM, BN = 128, 128  # query rows per CTA (64 per consumer warpgroup), key rows per pipeline stage
-STAGES = 2
+RING_BYTES = 131072  # shared bytes of the K/V ring: 2 stages at D=128, 4 at D=64
 LOAD = "cp.async.bulk.tensor.4d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
 STORE = "cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group"
 QK = f"wgmma.mma_async.sync.aligned.m64n{BN}k16.f32.bf16.bf16"
@@ -130,6 +130,7 @@ def attention_fwd(Q: T.Tensor((None, None, None, None), "bfloat16"),
                   D: T.constexpr, CAUSAL: T.constexpr):
     T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=384))
     DH = D // 64  # 64-column blocks of the head dimension (one 128-byte swizzle atom each)
+    STAGES = RING_BYTES // (2 * BN * D * 2)  # K and V blocks per stage
     tid = T.cuda.thread_idx("x")
     warpgroup = T.cuda.warp_id() // 4
     m0 = T.cuda.block_idx("x") * BM

@@ -17,7 +17,8 @@ def _inputs(heads: int, kv_heads: int, seq: int, head_dim: int, seed: int = 0):
 
 
 @pytest.mark.parametrize("head_dim, causal, heads, kv_heads, seq", [
-    (64, False, 2, 1, 200), (64, True, 1, 1, 200), (128, True, 2, 1, 140)])
+    (64, False, 2, 1, 200), (64, True, 1, 1, 200), (128, True, 2, 1, 140),
+    (64, True, 1, 1, 520)])  # 5 key blocks: D=64's 4-stage ring wraps around
 def test_interpreted_attention_matches_float32(head_dim, causal, heads, kv_heads, seq):
     q, k, v = _inputs(heads, kv_heads, seq, head_dim)
     o, lse = attn.attention(q, k, v, causal=causal, return_lse=True)
