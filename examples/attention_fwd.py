@@ -11,7 +11,8 @@ One CTA computes a 128-row block of one head's queries (grid ``(ceil(S / 128), H
 - a *producer* warpgroup, its register budget lowered by ``setmaxnreg`` to 24, whose first thread
   loads the Q block once and streams 128-row K and V blocks into a ring (4 stages at D=64, 2 at
   D=128) of 128B-swizzled shared buffers with TMA (``kfull`` / ``vfull`` barriers per stage, with transaction bytes, and an
-  ``empty`` one the consumers release);
+  ``kfree`` / ``vfree`` ones the consumers release: K as soon as its ``Q K^T`` is done, V after
+  its ``P V``);
 - two *consumer* warpgroups (budget raised to 240), each owning 64 query rows: ``S = Q K^T`` with
   ``wgmma.m64n128k16`` from shared memory, the online softmax in registers (row maxima across the
   quad by ``shfl.sync.bfly``, ``ex2.approx`` with the scale folded into log2(e), the running sum
@@ -30,8 +31,7 @@ One CTA computes a 128-row block of one head's queries (grid ``(ceil(S / 128), H
   and writes them with a TMA store; the LSE goes out with element stores.
 
 Not (yet) FlashAttention-3: D=256 (128x80 tiles), FA3's wider key blocks (128x176 at D=128,
-192x128 at D=64), ``P V`` as one n=D MMA, separate K and V release, and a persistent tile
-scheduler are missing. The fragment helpers come from ``jittile.fragment_algebra``.
+192x128 at D=64), ``P V`` as one n=D MMA and a persistent tile scheduler are missing. The fragment helpers come from ``jittile.fragment_algebra``.
 """
 from __future__ import annotations
 
@@ -146,13 +146,15 @@ def attention_fwd(Q: T.Tensor((None, None, None, None), "bfloat16"),
     qfull = T.alloc_shared((1,), "uint64")
     kfull = T.alloc_shared((STAGES,), "uint64")
     vfull = T.alloc_shared((STAGES,), "uint64")
-    empty = T.alloc_shared((STAGES,), "uint64")
+    kfree = T.alloc_shared((STAGES,), "uint64")
+    vfree = T.alloc_shared((STAGES,), "uint64")
     if tid == 0:
         T.ptx.mbarrier.init.shared.b64(qfull.ptr_to([0]), T.uint32(1))
         for s in T.unroll(STAGES):
             T.ptx.mbarrier.init.shared.b64(kfull.ptr_to([s]), T.uint32(1))
             T.ptx.mbarrier.init.shared.b64(vfull.ptr_to([s]), T.uint32(1))
-            T.ptx.mbarrier.init.shared.b64(empty.ptr_to([s]), T.uint32(2))
+            T.ptx.mbarrier.init.shared.b64(kfree.ptr_to([s]), T.uint32(2))
+            T.ptx.mbarrier.init.shared.b64(vfree.ptr_to([s]), T.uint32(2))
         T.ptx.fence.proxy.async_.shared__cta()
     T.cuda.cta_sync()
     kv_end = seq
@@ -169,12 +171,14 @@ def attention_fwd(Q: T.Tensor((None, None, None, None), "bfloat16"),
                               mbar=qfull.ptr_to([0]))
             for load in range(blocks):
                 stage = load % STAGES
-                T.cuda.mbarrier_wait(empty.ptr_to([stage]), ((load // STAGES) & 1) ^ 1)
+                free_phase = ((load // STAGES) & 1) ^ 1
+                T.cuda.mbarrier_wait(kfree.ptr_to([stage]), free_phase)
                 T.ptx.mbarrier.arrive.expect_tx.shared.b64(kfull.ptr_to([stage]),
                                                           T.uint32(BN * D * 2))
                 T.cuda.tile.apply(T.ptx[LOAD], K_s[stage], K, box=(1, 1, BN, 64),
                                   coords=(batch, kv_head, load * BN, 0),
                                   coord_steps=((0, 0, 0, 64),), swizzle=3, mbar=kfull.ptr_to([stage]))
+                T.cuda.mbarrier_wait(vfree.ptr_to([stage]), free_phase)
                 T.ptx.mbarrier.arrive.expect_tx.shared.b64(vfull.ptr_to([stage]),
                                                           T.uint32(BN * D * 2))
                 T.cuda.tile.apply(T.ptx[LOAD], V_s[stage], V, box=(1, 1, BN, 64),
@@ -215,12 +219,14 @@ def attention_fwd(Q: T.Tensor((None, None, None, None), "bfloat16"),
             if half == 0 or block + 1 < blocks:
                 T.ptx.bar.arrive(PINGPONG + 1 - half, 256)
             T.ptx.wgmma.wait_group.sync.aligned(1)
+            if leader:
+                T.ptx.mbarrier.arrive.shared.b64(kfree.ptr_to([stage]))
             top_max, bottom_max, top_sum, bottom_sum, top_alpha, bottom_alpha = softmax_step(
                 s_acc, top_max, bottom_max, top_sum, bottom_sum, scale, block * BN, q0, seq,
                 CAUSAL)
             T.ptx.wgmma.wait_group.sync.aligned(0)
             if leader and block > 0:
-                T.ptx.mbarrier.arrive.shared.b64(empty.ptr_to([previous]))
+                T.ptx.mbarrier.arrive.shared.b64(vfree.ptr_to([previous]))
             scale_rows(o_lo, top_alpha, bottom_alpha)  # before the first P V: O is overwritten
             if DH == 2:
                 scale_rows(o_hi, top_alpha, bottom_alpha)
