@@ -31,7 +31,8 @@ One CTA computes a 128-row block of one head's queries (grid ``(ceil(S / 128), H
   and writes them with a TMA store; the LSE goes out with element stores.
 
 Not (yet) FlashAttention-3: D=256 (128x80 tiles), FA3's wider key blocks (128x176 at D=128,
-192x128 at D=64), ``P V`` as one n=D MMA and a persistent tile scheduler are missing. The fragment helpers come from ``jittile.fragment_algebra``.
+192x128 at D=64), ``P V`` as one n=D MMA and a persistent tile scheduler are missing. The
+fragment helpers come from ``jittile.fragment_algebra``.
 """
 from __future__ import annotations
 
