@@ -347,6 +347,7 @@ def _two_groups(read: str):
     return overlap
 
 
+@pytest.mark.filterwarnings("ignore:.*ptxas. wgmma.mma_async instructions are serialized")
 def test_wait_group_1_completes_all_but_the_newest_group():
     import warnings
 
