@@ -9,9 +9,10 @@ every row's scaled scores, float32 ``(B, H, S)``.
 One CTA computes a 128-row block of one head's queries (grid ``(ceil(S / 128), H, B)``):
 
 - a *producer* warpgroup, its register budget lowered by ``setmaxnreg`` to 24, whose first thread
-  loads the Q block once and streams 128-row K and V blocks into a two-stage ring of 128B-swizzled
-  shared buffers with TMA (``kfull`` / ``vfull`` barriers per stage, with transaction bytes, and an
-  ``empty`` one the consumers release);
+  loads the Q block once and streams 128-row K and V blocks into a ring (4 stages at D=64, 2 at
+  D=128) of 128B-swizzled shared buffers with TMA (``kfull`` / ``vfull`` barriers per stage, with transaction bytes, and an
+  ``kfree`` / ``vfree`` ones the consumers release: K as soon as its ``Q K^T`` is done, V after
+  its ``P V``);
 - two *consumer* warpgroups (budget raised to 240), each owning 64 query rows: ``S = Q K^T`` with
   ``wgmma.m64n128k16`` from shared memory, the online softmax in registers (row maxima across the
   quad by ``shfl.sync.bfly``, ``ex2.approx`` with the scale folded into log2(e), the running sum
@@ -19,14 +20,19 @@ One CTA computes a 128-row block of one head's queries (grid ``(ceil(S / 128), H
   to a bf16 A fragment in registers and ``O += P V`` with ``wgmma.m64n64k16`` (V's MN-major
   descriptor; one accumulator per 64 columns of D);
 - ping-pong: the consumers take turns at the tensor cores (named barriers 3 and 4): each issues
-  its ``Q K^T`` in its turn and hands the turn over, so one warpgroup's softmax runs under the
+  its MMAs in its turn and hands the turn over, so one warpgroup's softmax runs under the
   other's MMAs;
+- FlashAttention-3's intra-warpgroup overlap: a turn issues block ``j``'s ``Q K^T`` together
+  with block ``j - 1``'s ``P V``; ``wait_group(1)`` waits for ``Q K^T`` only, so block ``j``'s
+  softmax also runs while this warpgroup's own ``P V`` is in flight (block 0 issues a ``P V``
+  whose result block 1's, with ``scale_d`` 0, overwrites: a branch around the MMAs would make
+  ptxas serialize them);
 - the epilogue divides by the row sums, stores bf16 pairs with ``stmatrix`` into shared memory
   and writes them with a TMA store; the LSE goes out with element stores.
 
-Not (yet) FlashAttention-3: the intra-warpgroup overlap (issuing the next ``Q K^T`` and this
-block's ``P V`` before this softmax) costs D=128 spills in this form; D=256 (128x80 tiles) and a
-persistent tile scheduler are missing. The fragment helpers come from ``jittile.fragment_algebra``.
+Not (yet) FlashAttention-3: D=256 (128x80 tiles), FA3's wider key blocks (128x176 at D=128,
+192x128 at D=64), ``P V`` as one n=D MMA and a persistent tile scheduler are missing. The
+fragment helpers come from ``jittile.fragment_algebra``.
 """
 from __future__ import annotations
 
@@ -41,7 +47,7 @@ from jittile.fragment_algebra import exp2_rows, quad_sum, row_max, scale_rows, t
 from jittile.layout import swizzle, wgmma_a, wgmma_accumulator
 
 BM, BN = 128, 128  # query rows per CTA (64 per consumer warpgroup), key rows per pipeline stage
-STAGES = 2
+RING_BYTES = 131072  # shared bytes of the K/V ring: 2 stages at D=128, 4 at D=64
 LOAD = "cp.async.bulk.tensor.4d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
 STORE = "cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group"
 QK = f"wgmma.mma_async.sync.aligned.m64n{BN}k16.f32.bf16.bf16"
@@ -85,8 +91,8 @@ def softmax_step(s_acc, top_max, bottom_max, top_sum, bottom_sum, scale, kv0, q0
 
 @jittile.func
 def multiply_qk(s_acc, q_s, k_s, half, stage, DH):
-    """``S = Q K^T`` of the warpgroup's 64 rows against K's ``stage`` (fenced, committed)."""
-    T.ptx.wgmma.fence.sync.aligned()
+    """``S = Q K^T`` of the warpgroup's 64 rows against K's ``stage`` (committed; the caller
+    fences)."""
     for d in T.unroll(DH):
         T.cuda.tile.apply(T.ptx[QK], s_acc, q_s[d, half, 0, 0], k_s[stage, d, 0, 0].T,
                           scale_d=d)
@@ -94,12 +100,12 @@ def multiply_qk(s_acc, q_s, k_s, half, stage, DH):
 
 
 @jittile.func
-def multiply_pv(o_lo, o_hi, p_frag, v_s, stage, DH):
-    """``O += P V`` from the bf16 P fragment and V's ``stage``, 64 columns of D per MMA; commits."""
-    T.cuda.tile.apply(T.ptx[PV], o_lo, p_frag, v_s[stage, 0, 0, 0], scale_d=1)
+def multiply_pv(o_lo, o_hi, p_frag, v_s, stage, DH, accumulate):
+    """``O += P V`` (``O = P V`` unless ``accumulate``) from the bf16 P fragment and V's
+    ``stage``, 64 columns of D per MMA; the caller fences and commits."""
+    T.cuda.tile.apply(T.ptx[PV], o_lo, p_frag, v_s[stage, 0, 0, 0], scale_d=accumulate)
     if DH == 2:
-        T.cuda.tile.apply(T.ptx[PV], o_hi, p_frag, v_s[stage, 1, 0, 0], scale_d=1)
-    T.ptx.wgmma.commit_group.sync.aligned()
+        T.cuda.tile.apply(T.ptx[PV], o_hi, p_frag, v_s[stage, 1, 0, 0], scale_d=accumulate)
 
 
 @jittile.func
@@ -125,6 +131,7 @@ def attention_fwd(Q: T.Tensor((None, None, None, None), "bfloat16"),
                   D: T.constexpr, CAUSAL: T.constexpr):
     T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=384))
     DH = D // 64  # 64-column blocks of the head dimension (one 128-byte swizzle atom each)
+    STAGES = RING_BYTES // (2 * BN * D * 2)  # K and V blocks per stage
     tid = T.cuda.thread_idx("x")
     warpgroup = T.cuda.warp_id() // 4
     m0 = T.cuda.block_idx("x") * BM
@@ -140,13 +147,15 @@ def attention_fwd(Q: T.Tensor((None, None, None, None), "bfloat16"),
     qfull = T.alloc_shared((1,), "uint64")
     kfull = T.alloc_shared((STAGES,), "uint64")
     vfull = T.alloc_shared((STAGES,), "uint64")
-    empty = T.alloc_shared((STAGES,), "uint64")
+    kfree = T.alloc_shared((STAGES,), "uint64")
+    vfree = T.alloc_shared((STAGES,), "uint64")
     if tid == 0:
         T.ptx.mbarrier.init.shared.b64(qfull.ptr_to([0]), T.uint32(1))
         for s in T.unroll(STAGES):
             T.ptx.mbarrier.init.shared.b64(kfull.ptr_to([s]), T.uint32(1))
             T.ptx.mbarrier.init.shared.b64(vfull.ptr_to([s]), T.uint32(1))
-            T.ptx.mbarrier.init.shared.b64(empty.ptr_to([s]), T.uint32(2))
+            T.ptx.mbarrier.init.shared.b64(kfree.ptr_to([s]), T.uint32(2))
+            T.ptx.mbarrier.init.shared.b64(vfree.ptr_to([s]), T.uint32(2))
         T.ptx.fence.proxy.async_.shared__cta()
     T.cuda.cta_sync()
     kv_end = seq
@@ -163,12 +172,14 @@ def attention_fwd(Q: T.Tensor((None, None, None, None), "bfloat16"),
                               mbar=qfull.ptr_to([0]))
             for load in range(blocks):
                 stage = load % STAGES
-                T.cuda.mbarrier_wait(empty.ptr_to([stage]), ((load // STAGES) & 1) ^ 1)
+                free_phase = ((load // STAGES) & 1) ^ 1
+                T.cuda.mbarrier_wait(kfree.ptr_to([stage]), free_phase)
                 T.ptx.mbarrier.arrive.expect_tx.shared.b64(kfull.ptr_to([stage]),
                                                           T.uint32(BN * D * 2))
                 T.cuda.tile.apply(T.ptx[LOAD], K_s[stage], K, box=(1, 1, BN, 64),
                                   coords=(batch, kv_head, load * BN, 0),
                                   coord_steps=((0, 0, 0, 64),), swizzle=3, mbar=kfull.ptr_to([stage]))
+                T.cuda.mbarrier_wait(vfree.ptr_to([stage]), free_phase)
                 T.ptx.mbarrier.arrive.expect_tx.shared.b64(vfull.ptr_to([stage]),
                                                           T.uint32(BN * D * 2))
                 T.cuda.tile.apply(T.ptx[LOAD], V_s[stage], V, box=(1, 1, BN, 64),
@@ -189,30 +200,44 @@ def attention_fwd(Q: T.Tensor((None, None, None, None), "bfloat16"),
         T.cuda.mbarrier_wait(qfull.ptr_to([0]), 0)
         top_max, bottom_max = T.float32(NEG), T.float32(NEG)
         top_sum, bottom_sum = T.float32(0.0), T.float32(0.0)
+        # FlashAttention-3's intra-warpgroup overlap: each turn at the tensor cores issues this
+        # block's S = Q K^T and the previous block's O += P V, and the softmax runs after
+        # wait_group(1) (Q K^T done) while P V is still in flight. Block 0's P V has no block
+        # before it: it runs on whatever the registers and V's other stage hold, and block 1's
+        # (or the last) P V overwrites O (scale_d 0), so no branch divides the MMAs (a branch
+        # would make ptxas serialize them).
         for block in range(blocks):
-            # this warpgroup's turn at the tensor cores: issue S = Q K^T, then hand them to the
-            # other warpgroup, whose MMAs run under this softmax
             stage = block % STAGES
-            phase = (block // STAGES) & 1
-            T.cuda.mbarrier_wait(kfull.ptr_to([stage]), phase)
+            previous = (block + STAGES - 1) % STAGES
+            T.cuda.mbarrier_wait(kfull.ptr_to([stage]), (block // STAGES) & 1)
+            if block > 0:
+                T.cuda.mbarrier_wait(vfull.ptr_to([previous]), ((block - 1) // STAGES) & 1)
             T.ptx.bar.sync(PINGPONG + half, 256)
+            T.ptx.wgmma.fence.sync.aligned()
             multiply_qk(s_acc, Q_s, K_s, half, stage, DH)
+            multiply_pv(o_lo, o_hi, p_frag, V_s, previous, DH, block > 1)
+            T.ptx.wgmma.commit_group.sync.aligned()
             if half == 0 or block + 1 < blocks:
                 T.ptx.bar.arrive(PINGPONG + 1 - half, 256)
-            T.ptx.wgmma.wait_group.sync.aligned(0)
+            T.ptx.wgmma.wait_group.sync.aligned(1)
+            if leader:
+                T.ptx.mbarrier.arrive.shared.b64(kfree.ptr_to([stage]))
             top_max, bottom_max, top_sum, bottom_sum, top_alpha, bottom_alpha = softmax_step(
                 s_acc, top_max, bottom_max, top_sum, bottom_sum, scale, block * BN, q0, seq,
                 CAUSAL)
-            scale_rows(o_lo, top_alpha, bottom_alpha)
+            T.ptx.wgmma.wait_group.sync.aligned(0)
+            if leader and block > 0:
+                T.ptx.mbarrier.arrive.shared.b64(vfree.ptr_to([previous]))
+            scale_rows(o_lo, top_alpha, bottom_alpha)  # before the first P V: O is overwritten
             if DH == 2:
                 scale_rows(o_hi, top_alpha, bottom_alpha)
             to_bf16_a(s_acc, p_frag)
-            T.cuda.mbarrier_wait(vfull.ptr_to([stage]), phase)
-            T.ptx.wgmma.fence.sync.aligned()
-            multiply_pv(o_lo, o_hi, p_frag, V_s, stage, DH)
-            T.ptx.wgmma.wait_group.sync.aligned(0)
-            if leader:
-                T.ptx.mbarrier.arrive.shared.b64(empty.ptr_to([stage]))
+        last = T.int64((blocks - 1) % STAGES)  # 64-bit: it feeds a 64-bit descriptor
+        T.cuda.mbarrier_wait(vfull.ptr_to([last]), ((blocks - 1) // STAGES) & 1)
+        T.ptx.wgmma.fence.sync.aligned()
+        multiply_pv(o_lo, o_hi, p_frag, V_s, last, DH, blocks > 1)
+        T.ptx.wgmma.commit_group.sync.aligned()
+        T.ptx.wgmma.wait_group.sync.aligned(0)
         top_sum = quad_sum(top_sum)
         bottom_sum = quad_sum(bottom_sum)
         top_inv = T.rcp(top_sum, approx=True)

@@ -23,7 +23,7 @@ def _reference(torch, q, k, v, causal):
 
 @pytest.mark.parametrize("batch, heads, kv_heads, seq, head_dim", [
     (2, 4, 4, 512, 128), (1, 4, 4, 1000, 128), (2, 4, 4, 384, 64), (1, 8, 2, 333, 64),
-    (1, 8, 2, 777, 128), (1, 2, 2, 64, 64)])
+    (1, 8, 2, 777, 128), (1, 2, 2, 64, 64), (1, 2, 2, 4096, 128), (1, 2, 1, 4000, 64)])
 @pytest.mark.parametrize("causal", [False, True])
 def test_attention_matches_float32(batch, heads, kv_heads, seq, head_dim, causal):
     torch = pytest.importorskip("torch")

@@ -319,6 +319,45 @@ def test_touching_registers_out_of_order_is_a_warning(broken, match):
         _lower(_ordered(**broken))
 
 
+def _two_groups(read: str):
+    """Two committed groups (``first`` then ``second``), ``wait_group(1)``, then ``read`` is read:
+    the older group is complete, the newer may not be (FlashAttention-3's softmax overlap)."""
+    @jittile.kernel
+    def overlap(D: T.Tensor((64, None), "float32")):
+        T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=128))
+        A_s = T.alloc_shared((64, 64), "bfloat16", layout=swizzle(3, (64, 64), "bfloat16"),
+                             align=1024)
+        B_s = T.alloc_shared((64, 64), "bfloat16", layout=swizzle(3, (64, 64), "bfloat16"),
+                             align=1024)
+        first = T.alloc_local((64, 64), "float32", layout=wgmma_accumulator)
+        second = T.alloc_local((64, 64), "float32", layout=wgmma_accumulator)
+        T.ptx.wgmma.fence.sync.aligned()
+        T.cuda.tile.apply(T.ptx[MMA], first, A_s, B_s.T)
+        T.ptx.wgmma.commit_group.sync.aligned()
+        T.cuda.tile.apply(T.ptx[MMA], second, A_s, B_s.T)
+        T.ptx.wgmma.commit_group.sync.aligned()
+        T.ptx.wgmma.wait_group.sync.aligned(1)
+        if read == "first":
+            D[0, 0] = first[0]
+        else:
+            D[0, 0] = second[0]
+        T.ptx.wgmma.wait_group.sync.aligned(0)
+        D[first.row(0), first.col(0)] = first[0] + second[0]
+
+    return overlap
+
+
+@pytest.mark.filterwarnings("ignore:.*ptxas. wgmma.mma_async instructions are serialized")
+def test_wait_group_1_completes_all_but_the_newest_group():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", jittile.JittileWarning)
+        assert _lower(_two_groups("first")).plan
+    with pytest.warns(jittile.JittileWarning, match="'second' while the wgmma at"):
+        _lower(_two_groups("second"))
+
+
 def test_a_launch_with_a_partial_warpgroup_is_refused_at_compile_time():
     kernel = _kernel(block=128)
     with pytest.raises(jittile.ContractError, match="whole warpgroups") as info:

@@ -348,18 +348,26 @@ class WgmmaPattern(TilePattern):
 def check_order(events: list) -> list[OrderFinding]:
     """The PTX ISA's wgmma discipline, in program order: a ``wgmma.fence`` before the first MMA
     and between the kernel touching a fragment and an MMA using it; a ``commit_group`` after the
-    MMAs; a ``wait_group`` between an MMA and the kernel reading its accumulator. A missing
+    MMAs; a ``wait_group`` between an MMA and the kernel reading its fragments (``wait_group(N)``
+    completes all but the N most recently committed groups). A missing
     instruction is an error; an access that only textual order puts in the wrong place (loops
     may make it right) is a warning."""
     findings = []
     fenced = False  # a fence since the kernel last touched a fragment
     touched: dict[str, object] = {}  # fragment -> where plain code last touched it
-    in_flight: dict[str, tuple] = {}  # fragment -> (location, opcode) of an MMA not waited on
+    pending: dict[str, tuple] = {}  # fragment -> (location, opcode) of an uncommitted MMA
+    groups: list[dict[str, tuple]] = []  # committed groups, oldest first, not yet waited on
     for index, event in enumerate(events):
+        in_flight = {name: where for group in (*groups, pending) for name, where in group.items()}
         if event.kind == "ptx" and event.opcode == FENCE:
             fenced, touched = True, {}
-        elif event.kind == "ptx" and event.opcode == WAIT and event.immediate == 0:
-            in_flight = {}
+        elif event.kind == "ptx" and event.opcode == COMMIT:
+            groups, pending = groups + [pending], {}
+        elif event.kind == "ptx" and event.opcode == WAIT and isinstance(event.immediate, int):
+            # wait_group(N): all but the N most recent committed groups are complete (N = 0
+            # also clears MMAs not yet committed; a missing commit is reported on the MMA)
+            groups = groups[max(0, len(groups) - event.immediate):] if event.immediate else []
+            pending = pending if event.immediate else {}
         elif event.kind == "access":
             (name,) = event.fragments
             if name in in_flight:
@@ -371,7 +379,7 @@ def check_order(events: list) -> list[OrderFinding]:
             touched[name] = event.location
         elif event.kind == "tile" and event.opcode.startswith(HEAD):
             findings += _check_mma(event, events[index + 1:], fenced, touched)
-            in_flight.update({name: (event.location, event.opcode) for name in event.fragments})
+            pending.update({name: (event.location, event.opcode) for name in event.fragments})
     return findings
 
 
