@@ -446,9 +446,21 @@ def block_of(meta) -> int:
 
 
 def workspace_for(space: Space, c, m: int, n: int, k: int):
-    """The fp32 split-K workspace (M, N) where a candidate splits, else a 1x4 placeholder."""
+    """The fp32 split-K workspace (M, N) where a candidate splits, else a 1x4 placeholder: made
+    once per shape and device, as a launch's host work must stay small (each split-K launch
+    zeroes it first; launches on concurrent streams would need their own)."""
     splits = any(cfg.kwargs["SPLIT"] > 1 for cfg in space.candidates(m, n, k))
-    shape = (m, n) if splits else (1, 4)
+    key = ((m, n) if splits else (1, 4), str(getattr(c, "device", "host")))
+    found = WORKSPACES.get(key)
+    if found is None:
+        found = WORKSPACES[key] = _new_workspace(c, key[0])
+    return found
+
+
+WORKSPACES: dict = {}  # (shape, device) -> fp32 workspace; split-K only where the output is small
+
+
+def _new_workspace(c, shape: tuple):
     if hasattr(c, "new_empty"):
         import torch
 
