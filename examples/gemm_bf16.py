@@ -56,9 +56,14 @@ SHARED_LIMIT = 232448  # the H200's opt-in shared memory per block
 LOAD = "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
 STORE = "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"
 REDUCE = "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group"
-MMA_FORMS = {(kind, n): f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{kind}.{kind}"
-             for kind, k in (("bf16", 16), ("e4m3", 32)) for n in (16, 32, 64, 128, 256)}
-MMA = MMA_FORMS[("bf16", BN)]
+# The wgmma forms by N (16, 32, ... 256: index N // 16 - 1). Tuples of strings, not a dict: a
+# kernel that reads a mutable global has it re-checked on every launch (jittile/watch.py), which
+# cost a third of a tuned launch's host time.
+BF16_MMA = tuple(f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16"
+                 for n in range(16, 257, 16))
+E4M3_MMA = tuple(f"wgmma.mma_async.sync.aligned.m64n{n}k32.f32.e4m3.e4m3"
+                 for n in range(16, 257, 16))
+MMA = BF16_MMA[BN // 16 - 1]
 
 
 @jittile.func
@@ -424,10 +429,10 @@ def gemm_bf16_tuned(A: T.Tensor((None, None), "bfloat16"), B: T.Tensor((None, No
     """gemm_bf16 over the tuning space; with SPLIT > 1 the fp32 workspace W (M, N) receives the
     sums (zeroed by the config's pre_hook, converted by ``finish``)."""
     if SWAP:
-        gemm_body(B, A, C, W, 1.0, N, M, K, "bfloat16", MMA_FORMS[("bf16", BN)], BM, BN, BK,
+        gemm_body(B, A, C, W, 1.0, N, M, K, "bfloat16", BF16_MMA[BN // 16 - 1], BM, BN, BK,
                   STAGES, GROUP_M, SPLIT, True, False, False)
     else:
-        gemm_body(A, B, C, W, 1.0, M, N, K, "bfloat16", MMA_FORMS[("bf16", BN)], BM, BN, BK,
+        gemm_body(A, B, C, W, 1.0, M, N, K, "bfloat16", BF16_MMA[BN // 16 - 1], BM, BN, BK,
                   STAGES, GROUP_M, SPLIT, False, False, False)
 
 

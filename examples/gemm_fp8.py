@@ -18,7 +18,7 @@ import numpy as np
 
 import jittile
 from jittile import T
-from gemm_bf16 import MMA_FORMS, ROW_BYTES, SMS, Space, gemm_body, prune, run_tuned
+from gemm_bf16 import E4M3_MMA, ROW_BYTES, SMS, Space, gemm_body, prune, run_tuned
 
 BK = ROW_BYTES  # e4m3: 128 elements per stage
 FP8_SPACE = Space(1, tiles=((128, 128, 6, 8, False), (128, 128, 6, 16, False),
@@ -32,7 +32,7 @@ def gemm_fp8(A: T.Tensor((None, None), "float8_e4m3fn"), B: T.Tensor((None, None
              S_a: T.Tensor((1,), "float32"), S_b: T.Tensor((1,), "float32")):
     """The 128x128 configuration alone (no tuning)."""
     T.device_entry(launch=T.cuda.LaunchConfig(grid=132, block=384))
-    gemm_body(A, B, C, C, S_a[0] * S_b[0], M, N, K, "float8_e4m3fn", MMA_FORMS[("e4m3", 128)],
+    gemm_body(A, B, C, C, S_a[0] * S_b[0], M, N, K, "float8_e4m3fn", E4M3_MMA[128 // 16 - 1],
               128, 128, BK, 6, 8, 1, False, True, True)
 
 
@@ -50,10 +50,10 @@ def gemm_fp8_tuned(A: T.Tensor((None, None), "float8_e4m3fn"),
     """gemm_fp8 over the tuning space (split-K: see gemm_bf16_tuned)."""
     if SWAP:
         gemm_body(B, A, C, W, S_a[0] * S_b[0], N, M, K, "float8_e4m3fn",
-                  MMA_FORMS[("e4m3", BN)], BM, BN, BK, STAGES, GROUP_M, SPLIT, True, True, True)
+                  E4M3_MMA[BN // 16 - 1], BM, BN, BK, STAGES, GROUP_M, SPLIT, True, True, True)
     else:
         gemm_body(A, B, C, W, S_a[0] * S_b[0], M, N, K, "float8_e4m3fn",
-                  MMA_FORMS[("e4m3", BN)], BM, BN, BK, STAGES, GROUP_M, SPLIT, False, True, True)
+                  E4M3_MMA[BN // 16 - 1], BM, BN, BK, STAGES, GROUP_M, SPLIT, False, True, True)
 
 
 def scale_array(scale, like):
