@@ -17,9 +17,10 @@ helpers (``gemm_body``) that ``examples/gemm_fp8.py`` shares:
 
 The tuning space (``BF16_SPACE``; ``jittile.autotune`` keyed on M, N, K, see docs/gemm.md):
 
-- tiles 128x256 (4 stages, GROUP_M 8 or 16, or 3 stages), 128x128 (6 stages), 64x256 (5) and
-  64x128 (8): 64-row tiles run one consumer warpgroup (256 threads);
-- split-K (``SPLIT`` 2, 4, 8) for all but 128x256 (whose fp32 staging would spill past the 168
+- tiles 128x256 (4 stages, GROUP_M 8 or 16, or 3 stages), 128x192 (5; fewer idle SMs in the
+  last wave where 128x256's is partial), 128x128 (6 stages), 64x256 (5) and 64x128 (8): 64-row
+  tiles run one consumer warpgroup (256 threads);
+- split-K (``SPLIT`` 2, 4, 8) for all but 128x256 and 128x192 (whose fp32 staging would spill past the 168
   registers of a 384-thread block): the K range is cut in SPLIT pieces, each job adds its
   fp32 partial tile into a zeroed fp32 workspace with ``cp.reduce.async.bulk.tensor ... .add``, and
   a second kernel (``bf16_from_f32``) rounds the workspace to bf16 (the config's ``pre_hook``
@@ -254,8 +255,8 @@ def gemm_body(R, Q, C, W, scale, rows, cols, K, ELEMENT, MMA_OP, TILE_M, TILE_N,
     workspace ``W`` (same orientation as C) receives the partial sums instead."""
     consumers = TILE_M // 64
     # a consumer's staged output part: the whole (transposed) tile with SWAP, else 128 bf16 or
-    # 64 fp32 columns (one 256-byte row)
-    width = TILE_N if SWAP else min(TILE_N, 128 if SPLIT == 1 else 64)
+    # 64 fp32 columns (one 256-byte row); 64 bf16 where 128 does not divide the tile (N = 192)
+    width = TILE_N if SWAP else (128 if SPLIT == 1 and TILE_N % 128 == 0 else 64)
     R_s = T.alloc_shared((RING, consumers, 64, TILE_K), ELEMENT,
                          layout=swizzle(3, (RING, consumers, 64, TILE_K), ELEMENT), align=1024)
     Q_s = T.alloc_shared((RING, TILE_N, TILE_K), ELEMENT,
@@ -404,7 +405,8 @@ def bench_with_finish(fn) -> float:
 
 
 BF16_SPACE = Space(2, tiles=((128, 256, 4, 8, False), (128, 256, 4, 16, False),
-                             (128, 256, 3, 8, False), (128, 128, 6, 8, True),
+                             (128, 256, 3, 8, False), (128, 192, 5, 8, False),
+                             (128, 128, 6, 8, True),
                              (64, 256, 5, 8, True), (64, 128, 8, 8, True)),
                    swap_tiles=((128, 16, 8), (128, 32, 8), (128, 64, 8)), splits=(2, 4, 8))
 

@@ -36,6 +36,7 @@ def _product(a, b, scale=1.0):
     (130, 136, 200, dict(BM=128, BN=128, SPLIT=2, SWAP=False)),
     (70, 264, 72, dict(BM=64, BN=256, SPLIT=1, SWAP=False)),
     (64, 136, 200, dict(BM=128, BN=64, SPLIT=1, SWAP=True)),
+    (130, 200, 136, dict(BM=128, BN=192, SPLIT=1, SWAP=False)),  # 64-column epilogue parts
 ])
 def test_bf16_configs_interpreted_are_exact(m, n, k, values):
     import gemm_bf16
