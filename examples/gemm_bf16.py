@@ -42,6 +42,8 @@ M, N and K need not be multiples of the tile: TMA loads fill out-of-bounds eleme
 (they add nothing to the products) and TMA stores skip them. (TMA needs 16-byte row strides: K
 and N multiples of 8.)
 """
+import functools
+
 import numpy as np
 
 import jittile
@@ -438,8 +440,10 @@ def gemm_bf16_tuned(A: T.Tensor((None, None), "bfloat16"), B: T.Tensor((None, No
                   STAGES, GROUP_M, SPLIT, False, False, False)
 
 
+@functools.lru_cache(maxsize=None)
 def persistent_grid(sms: int):
-    """The tuned kernels' grid: one CTA per job, at most one per SM."""
+    """The tuned kernels' grid: one CTA per job, at most one per SM (one function per SM count,
+    made once: launches repeat)."""
     def grid(meta):
         rows, cols = (meta["N"], meta["M"]) if meta["SWAP"] else (meta["M"], meta["N"])
         jobs = -(-rows // meta["BM"]) * -(-cols // meta["BN"]) * meta["SPLIT"]
