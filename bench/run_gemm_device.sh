@@ -3,7 +3,7 @@
 # fresh process (compile cache cold; the script read from stdin, as run 48's crash needs) and to
 # reuse the cached tuning, every config compiled with the device's toolchain (registers, local
 # bytes), the host-vs-device diagnosis of short GEMMs, bench/gemm.py over every shape (bf16 and
-# fp8), the GEMM GPU tests. 8 files into $OUT; about 5 min expected, at most 7 min 20 s (timeouts).
+# fp8), the GEMM GPU tests. 8 files into $OUT; about 5 min expected, at most 7 min 40 s (timeouts).
 # Usage (on the GPU machine, from the project root): bash bench/run_gemm_device.sh "$OUT" RUN
 set -u
 out=${1:-/tmp/jittile-out}
@@ -70,7 +70,7 @@ cp "$file" "$out/" 2>> "$log"
 timeout 65 python3 -m pytest -m gpu -q -p no:cacheprovider -rf --tb=short --durations=8 \
   tests/test_gpu_gemm.py > "$out/gemm_tests.log" 2>&1
 echo "tests rc=$?" >> "$log"
-(cd examples && timeout 15 python3 gemm_bf16.py; timeout 15 python3 gemm_fp8.py) \
+(cd examples && timeout 25 python3 gemm_bf16.py; timeout 25 python3 gemm_fp8.py) \
   >> "$out/gemm_tests.log" 2>&1
 echo "examples rc=$?" >> "$log"
 
