@@ -281,10 +281,14 @@ def gemm_body(R, Q, C, W, scale, rows, cols, K, ELEMENT, MMA_OP, TILE_M, TILE_N,
     jobs = tiles_m * tiles_n * SPLIT
     k_tiles = (K + TILE_K - 1) // TILE_K
     if T.cuda.warp_id() < 4:  # producer
+        if PROMOTE and TILE_N > 128:  # its registers to the consumers' two 64 x N fragments
+            T.ptx.setmaxnreg.dec.sync.aligned.u32(40)
         if T.cuda.thread_idx("x") == 0:
             produce(R, Q, R_s, Q_s, full, empty, jobs, tiles_m, tiles_n, k_tiles, TILE_M, TILE_N,
                     TILE_K, RING, GROUP, SPLIT)
     else:  # consumer warpgroup w computes rows 64(w-1) .. 64w - 1 of the tile
+        if PROMOTE and TILE_N > 128:
+            T.ptx.setmaxnreg.inc.sync.aligned.u32(232)
         consume(R_s, Q_s, S_s, full, empty, C, W, scale, jobs, tiles_m, tiles_n, k_tiles, MMA_OP,
                 TILE_M, TILE_N, width, RING, GROUP, SPLIT, SWAP, PROMOTE, SCALED)
 

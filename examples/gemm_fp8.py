@@ -6,7 +6,8 @@ It is ``examples/gemm_bf16.py``'s kernel (``gemm_body``) over e4m3 operands: a s
 Hopper's fp8 wgmma adds its products into an accumulator with fewer bits than fp32, so each stage
 is multiplied alone (``scale_d = 0``) and added into an fp32 register total (``PROMOTE``, the
 promotion CUTLASS and DeepGEMM use, as cuBLAS does without fast accumulation). The two 64 x N
-fragments that promotion needs limit the tiles to N = 128 (64 + 64 registers of 168). The scales
+fragments that promotion needs limit the tiles to N = 128 within 168 registers; 128x192 tiles
+raise the consumers' budget to 232 with ``setmaxnreg`` (producer 40). The scales
 are one-element float32 arrays read in the kernel (a device array is never synchronized to the
 host); the epilogue multiplies the total by their product before rounding to bf16.
 
@@ -22,6 +23,7 @@ from gemm_bf16 import E4M3_MMA, ROW_BYTES, SMS, Space, gemm_body, prune, run_tun
 
 BK = ROW_BYTES  # e4m3: 128 elements per stage
 FP8_SPACE = Space(1, tiles=((128, 128, 6, 8, False), (128, 128, 6, 16, False),
+                            (128, 192, 5, 8, False),
                             (64, 128, 8, 8, True)),
                   swap_tiles=((128, 16, 8), (128, 32, 8), (128, 64, 8)), splits=(2, 4, 8))
 

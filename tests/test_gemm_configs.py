@@ -88,6 +88,21 @@ def test_an_fp8_config_with_one_consumer_and_split_k_interpreted_is_exact():
     np.testing.assert_array_equal(c.astype(np.float32), _product(a, b, 0.25))
 
 
+def test_the_fp8_128x192_config_with_register_budgets_interpreted_is_exact():
+    """128x192 tiles: two 64 x 192 fp32 fragments per consumer, which the setmaxnreg budgets
+    (producer 40, consumers 232) make room for; N ragged, three K-stages."""
+    import gemm_fp8
+    from gemm_bf16 import run_config
+
+    m, n, k = 130, 200, 272
+    a, b, c = _operands(m, n, k, ml_dtypes.float8_e4m3fn, seed=7)
+    config = _config(gemm_fp8.FP8_SPACE, BM=128, BN=192, SPLIT=1, SWAP=False)
+    w = np.zeros((1, 4), np.float32)
+    run_config(gemm_fp8.gemm_fp8_tuned, config, (a, b, c), w, m, n, k, sms=2, interpret=True,
+               extra=(gemm_fp8.scale_array(0.5, c), gemm_fp8.scale_array(0.5, c)))
+    np.testing.assert_array_equal(c.astype(np.float32), _product(a, b, 0.25))
+
+
 def test_the_fp8_launch_takes_python_float_scales_on_the_interpreter():
     """launch(a, b, c, scale_a, scale_b) where there is no GPU: the shape's first candidate."""
     import gemm_fp8
