@@ -17,9 +17,10 @@ helpers (``gemm_body``) that ``examples/gemm_fp8.py`` shares:
 
 The tuning space (``BF16_SPACE``; ``jittile.autotune`` keyed on M, N, K, see docs/gemm.md):
 
-- tiles 128x256 (4 stages, GROUP_M 8 or 16, or 3 stages), 128x128 (6 stages), 64x256 (5) and
-  64x128 (8): 64-row tiles run one consumer warpgroup (256 threads);
-- split-K (``SPLIT`` 2, 4, 8) for all but 128x256 (whose fp32 staging would spill past the 168
+- tiles 128x256 (4 stages, GROUP_M 8 or 16, or 3 stages), 128x192 (5; fewer idle SMs in the
+  last wave where 128x256's is partial), 128x128 (6 stages), 64x256 (5) and 64x128 (8): 64-row
+  tiles run one consumer warpgroup (256 threads);
+- split-K (``SPLIT`` 2, 4, 8) for all but 128x256 and 128x192 (whose fp32 staging would spill past the 168
   registers of a 384-thread block): the K range is cut in SPLIT pieces, each job adds its
   fp32 partial tile into a zeroed fp32 workspace with ``cp.reduce.async.bulk.tensor ... .add``, and
   a second kernel (``bf16_from_f32``) rounds the workspace to bf16 (the config's ``pre_hook``
@@ -41,6 +42,8 @@ M, N and K need not be multiples of the tile: TMA loads fill out-of-bounds eleme
 (they add nothing to the products) and TMA stores skip them. (TMA needs 16-byte row strides: K
 and N multiples of 8.)
 """
+import functools
+
 import numpy as np
 
 import jittile
@@ -56,9 +59,14 @@ SHARED_LIMIT = 232448  # the H200's opt-in shared memory per block
 LOAD = "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
 STORE = "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"
 REDUCE = "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group"
-MMA_FORMS = {(kind, n): f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{kind}.{kind}"
-             for kind, k in (("bf16", 16), ("e4m3", 32)) for n in (16, 32, 64, 128, 256)}
-MMA = MMA_FORMS[("bf16", BN)]
+# The wgmma forms by N (16, 32, ... 256: index N // 16 - 1). Tuples of strings, not a dict: a
+# kernel that reads a mutable global has it re-checked on every launch (jittile/watch.py), which
+# cost a third of a tuned launch's host time.
+BF16_MMA = tuple(f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16"
+                 for n in range(16, 257, 16))
+E4M3_MMA = tuple(f"wgmma.mma_async.sync.aligned.m64n{n}k32.f32.e4m3.e4m3"
+                 for n in range(16, 257, 16))
+MMA = BF16_MMA[BN // 16 - 1]
 
 
 @jittile.func
@@ -249,8 +257,8 @@ def gemm_body(R, Q, C, W, scale, rows, cols, K, ELEMENT, MMA_OP, TILE_M, TILE_N,
     workspace ``W`` (same orientation as C) receives the partial sums instead."""
     consumers = TILE_M // 64
     # a consumer's staged output part: the whole (transposed) tile with SWAP, else 128 bf16 or
-    # 64 fp32 columns (one 256-byte row)
-    width = TILE_N if SWAP else min(TILE_N, 128 if SPLIT == 1 else 64)
+    # 64 fp32 columns (one 256-byte row); 64 bf16 where 128 does not divide the tile (N = 192)
+    width = TILE_N if SWAP else (128 if SPLIT == 1 and TILE_N % 128 == 0 else 64)
     R_s = T.alloc_shared((RING, consumers, 64, TILE_K), ELEMENT,
                          layout=swizzle(3, (RING, consumers, 64, TILE_K), ELEMENT), align=1024)
     Q_s = T.alloc_shared((RING, TILE_N, TILE_K), ELEMENT,
@@ -273,10 +281,14 @@ def gemm_body(R, Q, C, W, scale, rows, cols, K, ELEMENT, MMA_OP, TILE_M, TILE_N,
     jobs = tiles_m * tiles_n * SPLIT
     k_tiles = (K + TILE_K - 1) // TILE_K
     if T.cuda.warp_id() < 4:  # producer
+        if PROMOTE and TILE_N > 128:  # its registers to the consumers' two 64 x N fragments
+            T.ptx.setmaxnreg.dec.sync.aligned.u32(40)
         if T.cuda.thread_idx("x") == 0:
             produce(R, Q, R_s, Q_s, full, empty, jobs, tiles_m, tiles_n, k_tiles, TILE_M, TILE_N,
                     TILE_K, RING, GROUP, SPLIT)
     else:  # consumer warpgroup w computes rows 64(w-1) .. 64w - 1 of the tile
+        if PROMOTE and TILE_N > 128:
+            T.ptx.setmaxnreg.inc.sync.aligned.u32(232)
         consume(R_s, Q_s, S_s, full, empty, C, W, scale, jobs, tiles_m, tiles_n, k_tiles, MMA_OP,
                 TILE_M, TILE_N, width, RING, GROUP, SPLIT, SWAP, PROMOTE, SCALED)
 
@@ -399,7 +411,8 @@ def bench_with_finish(fn) -> float:
 
 
 BF16_SPACE = Space(2, tiles=((128, 256, 4, 8, False), (128, 256, 4, 16, False),
-                             (128, 256, 3, 8, False), (128, 128, 6, 8, True),
+                             (128, 256, 3, 8, False), (128, 192, 5, 8, False),
+                             (128, 128, 6, 8, True),
                              (64, 256, 5, 8, True), (64, 128, 8, 8, True)),
                    swap_tiles=((128, 16, 8), (128, 32, 8), (128, 64, 8)), splits=(2, 4, 8))
 
@@ -424,15 +437,17 @@ def gemm_bf16_tuned(A: T.Tensor((None, None), "bfloat16"), B: T.Tensor((None, No
     """gemm_bf16 over the tuning space; with SPLIT > 1 the fp32 workspace W (M, N) receives the
     sums (zeroed by the config's pre_hook, converted by ``finish``)."""
     if SWAP:
-        gemm_body(B, A, C, W, 1.0, N, M, K, "bfloat16", MMA_FORMS[("bf16", BN)], BM, BN, BK,
+        gemm_body(B, A, C, W, 1.0, N, M, K, "bfloat16", BF16_MMA[BN // 16 - 1], BM, BN, BK,
                   STAGES, GROUP_M, SPLIT, True, False, False)
     else:
-        gemm_body(A, B, C, W, 1.0, M, N, K, "bfloat16", MMA_FORMS[("bf16", BN)], BM, BN, BK,
+        gemm_body(A, B, C, W, 1.0, M, N, K, "bfloat16", BF16_MMA[BN // 16 - 1], BM, BN, BK,
                   STAGES, GROUP_M, SPLIT, False, False, False)
 
 
+@functools.lru_cache(maxsize=None)
 def persistent_grid(sms: int):
-    """The tuned kernels' grid: one CTA per job, at most one per SM."""
+    """The tuned kernels' grid: one CTA per job, at most one per SM (one function per SM count,
+    made once: launches repeat)."""
     def grid(meta):
         rows, cols = (meta["N"], meta["M"]) if meta["SWAP"] else (meta["M"], meta["N"])
         jobs = -(-rows // meta["BM"]) * -(-cols // meta["BN"]) * meta["SPLIT"]
@@ -446,9 +461,21 @@ def block_of(meta) -> int:
 
 
 def workspace_for(space: Space, c, m: int, n: int, k: int):
-    """The fp32 split-K workspace (M, N) where a candidate splits, else a 1x4 placeholder."""
+    """The fp32 split-K workspace (M, N) where a candidate splits, else a 1x4 placeholder: made
+    once per shape and device, as a launch's host work must stay small (each split-K launch
+    zeroes it first; launches on concurrent streams would need their own)."""
     splits = any(cfg.kwargs["SPLIT"] > 1 for cfg in space.candidates(m, n, k))
-    shape = (m, n) if splits else (1, 4)
+    key = ((m, n) if splits else (1, 4), str(getattr(c, "device", "host")))
+    found = WORKSPACES.get(key)
+    if found is None:
+        found = WORKSPACES[key] = _new_workspace(c, key[0])
+    return found
+
+
+WORKSPACES: dict = {}  # (shape, device) -> fp32 workspace; split-K only where the output is small
+
+
+def _new_workspace(c, shape: tuple):
     if hasattr(c, "new_empty"):
         import torch
 

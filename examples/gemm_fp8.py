@@ -6,7 +6,8 @@ It is ``examples/gemm_bf16.py``'s kernel (``gemm_body``) over e4m3 operands: a s
 Hopper's fp8 wgmma adds its products into an accumulator with fewer bits than fp32, so each stage
 is multiplied alone (``scale_d = 0``) and added into an fp32 register total (``PROMOTE``, the
 promotion CUTLASS and DeepGEMM use, as cuBLAS does without fast accumulation). The two 64 x N
-fragments that promotion needs limit the tiles to N = 128 (64 + 64 registers of 168). The scales
+fragments that promotion needs limit the tiles to N = 128 within 168 registers; 128x192 tiles
+raise the consumers' budget to 232 with ``setmaxnreg`` (producer 40). The scales
 are one-element float32 arrays read in the kernel (a device array is never synchronized to the
 host); the epilogue multiplies the total by their product before rounding to bf16.
 
@@ -18,10 +19,11 @@ import numpy as np
 
 import jittile
 from jittile import T
-from gemm_bf16 import MMA_FORMS, ROW_BYTES, SMS, Space, gemm_body, prune, run_tuned
+from gemm_bf16 import E4M3_MMA, ROW_BYTES, SMS, Space, gemm_body, prune, run_tuned
 
 BK = ROW_BYTES  # e4m3: 128 elements per stage
 FP8_SPACE = Space(1, tiles=((128, 128, 6, 8, False), (128, 128, 6, 16, False),
+                            (128, 192, 5, 8, False),
                             (64, 128, 8, 8, True)),
                   swap_tiles=((128, 16, 8), (128, 32, 8), (128, 64, 8)), splits=(2, 4, 8))
 
@@ -32,7 +34,7 @@ def gemm_fp8(A: T.Tensor((None, None), "float8_e4m3fn"), B: T.Tensor((None, None
              S_a: T.Tensor((1,), "float32"), S_b: T.Tensor((1,), "float32")):
     """The 128x128 configuration alone (no tuning)."""
     T.device_entry(launch=T.cuda.LaunchConfig(grid=132, block=384))
-    gemm_body(A, B, C, C, S_a[0] * S_b[0], M, N, K, "float8_e4m3fn", MMA_FORMS[("e4m3", 128)],
+    gemm_body(A, B, C, C, S_a[0] * S_b[0], M, N, K, "float8_e4m3fn", E4M3_MMA[128 // 16 - 1],
               128, 128, BK, 6, 8, 1, False, True, True)
 
 
@@ -50,10 +52,10 @@ def gemm_fp8_tuned(A: T.Tensor((None, None), "float8_e4m3fn"),
     """gemm_fp8 over the tuning space (split-K: see gemm_bf16_tuned)."""
     if SWAP:
         gemm_body(B, A, C, W, S_a[0] * S_b[0], N, M, K, "float8_e4m3fn",
-                  MMA_FORMS[("e4m3", BN)], BM, BN, BK, STAGES, GROUP_M, SPLIT, True, True, True)
+                  E4M3_MMA[BN // 16 - 1], BM, BN, BK, STAGES, GROUP_M, SPLIT, True, True, True)
     else:
         gemm_body(A, B, C, W, S_a[0] * S_b[0], M, N, K, "float8_e4m3fn",
-                  MMA_FORMS[("e4m3", BN)], BM, BN, BK, STAGES, GROUP_M, SPLIT, False, True, True)
+                  E4M3_MMA[BN // 16 - 1], BM, BN, BK, STAGES, GROUP_M, SPLIT, False, True, True)
 
 
 def scale_array(scale, like):

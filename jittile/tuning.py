@@ -24,11 +24,11 @@ from __future__ import annotations
 import importlib.util
 import math
 import os
+import pickle
 import statistics
+import subprocess
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_context
 from typing import Any, Callable
 
 import numpy as np
@@ -531,9 +531,11 @@ def _worker_count(kernel: Kernel, configs: int) -> int:
 
 
 def _compile_in_workers(tuner: Autotuner, configs, named, grid, block, target, jobs: int) -> None:
-    """Compile ``configs`` in ``jobs`` spawned processes, each importing the kernel's file; their
+    """Compile ``configs`` in ``jobs`` fresh interpreters, each importing the kernel's file; their
     cubins land in the disk cache, where this process's compiles find them. What fails there
-    fails again here, where it is reported."""
+    fails again here, where it is reported. The workers are plain subprocesses, not
+    multiprocessing's: those re-run the parent's ``__main__``, which a script read from stdin
+    (``python -``) or a REPL does not have as a file."""
     specs = tuner.kernel.specializer
     tasks = []
     for config in configs:
@@ -543,9 +545,32 @@ def _compile_in_workers(tuner: Autotuner, configs, named, grid, block, target, j
         tasks.append((tuner.kernel.source.filename, tuner.kernel.source.globals.get("__name__"),
                       tuner.__qualname__, example, target,
                       None if config_block is None else (config_block, cluster)))
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
-        for _ in pool.map(_compile_task, tasks):
-            pass
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([package_root] + [p for p in
+                                         env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    workers = []
+    for share in range(jobs):
+        payload = pickle.dumps({"path": list(sys.path), "tasks": tasks[share::jobs]})
+        worker = subprocess.Popen([sys.executable, "-c", _WORKER_MAIN], stdin=subprocess.PIPE,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        workers.append((worker, payload))
+    for worker, payload in workers:
+        try:
+            worker.communicate(payload)
+        except OSError:  # a worker that died early: its configs compile here instead
+            worker.wait()
+
+
+_WORKER_MAIN = ("import pickle, sys; from jittile.tuning import _compile_tasks; "
+                "_compile_tasks(pickle.load(sys.stdin.buffer))")
+
+
+def _compile_tasks(payload: dict) -> None:
+    """A worker's whole life: the parent's import path, then its share of the configs."""
+    sys.path[:] = payload["path"]
+    for task in payload["tasks"]:
+        _compile_task(task)
 
 
 _WORKER_MODULES: dict[str, Any] = {}

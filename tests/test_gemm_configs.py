@@ -36,6 +36,7 @@ def _product(a, b, scale=1.0):
     (130, 136, 200, dict(BM=128, BN=128, SPLIT=2, SWAP=False)),
     (70, 264, 72, dict(BM=64, BN=256, SPLIT=1, SWAP=False)),
     (64, 136, 200, dict(BM=128, BN=64, SPLIT=1, SWAP=True)),
+    (130, 200, 136, dict(BM=128, BN=192, SPLIT=1, SWAP=False)),  # 64-column epilogue parts
 ])
 def test_bf16_configs_interpreted_are_exact(m, n, k, values):
     import gemm_bf16
@@ -84,6 +85,21 @@ def test_an_fp8_config_with_one_consumer_and_split_k_interpreted_is_exact():
     w = np.zeros((m, n), np.float32)
     run_config(gemm_fp8.gemm_fp8_tuned, config, (a, b, c), w, m, n, k, sms=2, interpret=True,
                extra=(gemm_fp8.scale_array(0.25, c), gemm_fp8.scale_array(1.0, c)))
+    np.testing.assert_array_equal(c.astype(np.float32), _product(a, b, 0.25))
+
+
+def test_the_fp8_128x192_config_with_register_budgets_interpreted_is_exact():
+    """128x192 tiles: two 64 x 192 fp32 fragments per consumer, which the setmaxnreg budgets
+    (producer 40, consumers 232) make room for; N ragged, three K-stages."""
+    import gemm_fp8
+    from gemm_bf16 import run_config
+
+    m, n, k = 130, 200, 272
+    a, b, c = _operands(m, n, k, ml_dtypes.float8_e4m3fn, seed=7)
+    config = _config(gemm_fp8.FP8_SPACE, BM=128, BN=192, SPLIT=1, SWAP=False)
+    w = np.zeros((1, 4), np.float32)
+    run_config(gemm_fp8.gemm_fp8_tuned, config, (a, b, c), w, m, n, k, sms=2, interpret=True,
+               extra=(gemm_fp8.scale_array(0.5, c), gemm_fp8.scale_array(0.5, c)))
     np.testing.assert_array_equal(c.astype(np.float32), _product(a, b, 0.25))
 
 

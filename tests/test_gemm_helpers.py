@@ -63,3 +63,30 @@ def test_worker_compiles_of_a_kernel_with_helpers_are_the_callers_cache_entries(
     result = tuned_with_a_helper.compile_all(T.Tensor((64,), "int32"), T.int32(0),
                                              target="sm_90a")
     assert [ck.metadata["cache"] for ck in result.values()] == ["hit", "hit"]
+
+
+STDIN_TUNING = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from autotune_kernels import tiled_fill
+from jittile import T
+result = tiled_fill.compile_all(T.Tensor((64,), "float32"), T.int32(0), target="sm_90a")
+print([getattr(result[c], "metadata", {}).get("cache") for c in tiled_fill.configs[:2]])
+"""
+
+
+def test_compile_workers_run_under_a_script_read_from_stdin(tmp_path):
+    """``python -`` has no ``__main__`` file: the compile workers must not need one (run 48's
+    BrokenProcessPool), and their cubins are the caller's cache hits."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    tests = Path(__file__).resolve().parent
+    env = {**os.environ, "JITTILE_CACHE": "1", "JITTILE_CACHE_DIR": str(tmp_path / "cache"),
+           "JITTILE_AUTOTUNE_JOBS": "2", "PYTHONPATH": str(tests.parent)}
+    done = subprocess.run([sys.executable, "-", str(tests)], input=STDIN_TUNING, text=True,
+                          capture_output=True, env=env, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "['hit', 'hit']", done.stdout + done.stderr

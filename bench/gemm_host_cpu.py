@@ -1,0 +1,69 @@
+"""Host microseconds one ``gemm_bf16.launch`` costs on a machine without a GPU, the tuning
+already chosen: the driver calls are bench/launch_host_cpu.py's stand-ins, so what is timed is
+jittile's and the example's own Python work per call (the tuned key lookup, the workspace, the
+argument packing). bench/gemm.py hides up to ~100 us of host work behind a GPU spin; more
+than that would show up as device time.
+
+    PYTHONPATH=$PWD python3 bench/gemm_host_cpu.py
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import ml_dtypes
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT.parent / "examples"))
+from launch_host_cpu import CupyLike, fake_driver  # noqa: E402
+
+CALLS = 2000
+
+
+class Workspace(CupyLike):
+    """A workspace stand-in: ``zero_`` stands for torch's memset launch."""
+
+    __module__ = "cupy._core.core"
+
+    def zero_(self) -> None:
+        pass
+
+
+def per_call_us(fn) -> float:
+    samples = []
+    for _ in range(5):
+        fn()
+        start = time.perf_counter()
+        for _ in range(CALLS):
+            fn()
+        samples.append((time.perf_counter() - start) / CALLS * 1e6)
+    return statistics.median(samples)
+
+
+def main() -> None:
+    calls = fake_driver()
+    import gemm_bf16
+
+    tuned = gemm_bf16.gemm_bf16_tuned
+    results = {}
+    for m, n, k in ((1024, 1024, 1024), (16, 4096, 4096), (4096, 4096, 4096)):
+        a = CupyLike(0x7000_0000_0000, (m, k), ml_dtypes.bfloat16)
+        b = CupyLike(0x7100_0000_0000, (n, k), ml_dtypes.bfloat16)
+        c = CupyLike(0x7200_0000_0000, (m, n), ml_dtypes.bfloat16)
+        for shape in ((m, n), (1, 4)):  # the workspaces the example would allocate on the GPU
+            gemm_bf16.WORKSPACES[(shape, "host")] = Workspace(0x7300_0000_0000, shape)
+        for config in gemm_bf16.BF16_SPACE.candidates(m, n, k)[:3]:
+            tuned._tune = lambda *args, chosen=config: chosen  # the tuning already made
+            tuned._chosen.clear()
+            label = f"{m}x{n}x{k} {config!r}"
+            results[label] = round(per_call_us(lambda: gemm_bf16.launch(a, b, c)), 1)
+            print(f"{label}: {results[label]} us", flush=True)
+    print(json.dumps({"us_per_launch_without_driver": results, "driver_calls": calls}))
+
+
+if __name__ == "__main__":
+    main()
