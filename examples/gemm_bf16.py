@@ -476,10 +476,21 @@ WORKSPACES: dict = {}  # (shape, device) -> fp32 workspace; split-K only where t
 
 
 def _new_workspace(c, shape: tuple):
-    if hasattr(c, "new_empty"):
+    """A workspace where ``c`` lives: a device array of c's framework (a launch during a CUDA
+    graph capture can take no host array), else NumPy for the interpreter."""
+    if hasattr(c, "new_empty"):  # torch
         import torch
 
         return torch.empty(shape, dtype=torch.float32, device=c.device)
+    if type(c).__module__.split(".")[0] == "cupy":
+        import cupy
+
+        with c.device:
+            return cupy.empty(shape, cupy.float32)
+    if hasattr(c, "__cuda_array_interface__"):  # a Numba device array
+        from numba import cuda
+
+        return cuda.device_array(shape, np.float32)
     return np.zeros(shape, np.float32)
 
 

@@ -249,6 +249,13 @@ class Autotuner:
             chosen = self.configs[record["best"]]
             _report(self, chosen, identity, f"from the tuning cache ({tunings.folder()})")
             return chosen
+        launch_stream = _launch_stream(named, stream)
+        if driver.stream_capturing(launch_stream):  # timing needs synchronizing: not in a graph
+            raise LaunchError(f"{self.__name__}: a first launch for key "
+                              f"{self._key_values(named)} is being captured into a CUDA graph, "
+                              f"and tuning it would time the configs on a capturing stream: "
+                              f"launch once with these key values before the capture (the "
+                              f"choice is then reused, and cached on disk)")
         candidates = self._pruned(named)
         target = launch_target(self.kernel, device)
         compiled = self._compile(candidates, named, grid, block, target)
@@ -258,7 +265,7 @@ class Autotuner:
             raise LaunchError(f"{self.__name__}: no config compiles for these arguments: {reasons}")
         progress = _Progress(self.__name__, len(runnable), started)
         timings = {}
-        saved = _Saved(named, self.restore_value, _launch_stream(named, stream))
+        saved = _Saved(named, self.restore_value, launch_stream)
         try:
             for config in runnable:
                 timings[config] = self._time(config, named, grid, block, stream, saved)

@@ -104,6 +104,22 @@ def test_the_fastest_config_is_chosen_per_key_and_kept(gpu, disk, monkeypatch):
     assert record["dropped"] == {repr(WIDE): tiled_fill.dropped[WIDE].message}
 
 
+def test_a_first_tuning_inside_a_graph_capture_is_a_launch_error_and_a_tuned_key_launches(
+        gpu, disk, monkeypatch):
+    """Timing configs needs synchronizing, which a capturing stream refuses: the first launch of
+    a key during a capture says to launch once before it; a key tuned before captures fine."""
+    timed, widths = _timed(monkeypatch, {32: 2.0, 64: 1.0})
+    out = CupyLike(0x10000, (64,))
+    tiled_fill(out, 10)  # tuned outside the capture
+    monkeypatch.setattr(driver, "stream_capturing", lambda stream: True)
+    tiled_fill(out, 10)
+    assert widths[-1] == 64 and len(timed) == 2
+    with pytest.raises(LaunchError, match=r"captured into a CUDA graph.*launch once with these "
+                                          r"key values before the capture"):
+        tiled_fill(out, 30)
+    assert len(timed) == 2
+
+
 def test_a_later_process_reuses_the_tuning_from_disk(gpu, disk, monkeypatch):
     timed, widths = _timed(monkeypatch, {32: 1.0, 64: 3.0})
     out = CupyLike(0x10000, (64,))
