@@ -6,6 +6,7 @@ against a float32 reference (on the first batch entry's heads, to keep the refer
 
     PYTHONPATH=$PWD python3 bench/attention.py [RUN]     # writes bench/results/attention_runRUN.json
 """
+
 from __future__ import annotations
 
 import math
@@ -18,9 +19,15 @@ sys.path.insert(0, str(ROOT.parent / "examples"))
 import common  # noqa: E402
 
 # (B, H, H_kv, S, D)
-SHAPES = ((4, 32, 32, 4096, 128), (2, 32, 32, 8192, 128), (4, 32, 32, 4096, 64),
-          (16, 16, 16, 1024, 128), (2, 16, 16, 4096, 256), (2, 32, 32, 3000, 128),
-          (2, 32, 8, 4096, 128))
+SHAPES = (
+    (4, 32, 32, 4096, 128),
+    (2, 32, 32, 8192, 128),
+    (4, 32, 32, 4096, 64),
+    (16, 16, 16, 1024, 128),
+    (2, 16, 16, 4096, 256),
+    (2, 32, 32, 3000, 128),
+    (2, 32, 8, 4096, 128),
+)
 REFERENCE_HEADS = 4
 
 
@@ -34,18 +41,23 @@ def contenders(torch):
             grouped = {"enable_gqa": True} if k.shape[1] != q.shape[1] else {}  # torch >= 2.5
             with sdpa_kernel(backend):
                 return torch.nn.functional.scaled_dot_product_attention(
-                    q, k, v, is_causal=causal, **grouped)
+                    q, k, v, is_causal=causal, **grouped
+                )
+
         return run
 
-    found = {"jittile": lambda q, k, v, causal: attention_fwd.attention(q, k, v, causal=causal),
-             "sdpa_cudnn": sdpa(SDPBackend.CUDNN_ATTENTION),
-             "sdpa_flash": sdpa(SDPBackend.FLASH_ATTENTION)}
+    found = {
+        "jittile": lambda q, k, v, causal: attention_fwd.attention(q, k, v, causal=causal),
+        "sdpa_cudnn": sdpa(SDPBackend.CUDNN_ATTENTION),
+        "sdpa_flash": sdpa(SDPBackend.FLASH_ATTENTION),
+    }
     try:
         from flash_attn_interface import flash_attn_func
 
         def fa3(q, k, v, causal):
             out = flash_attn_func(*(x.transpose(1, 2) for x in (q, k, v)), causal=causal)
             return (out[0] if isinstance(out, tuple) else out).transpose(1, 2)
+
         found["flash_attn_3"] = fa3
     except ImportError:
         pass
@@ -61,8 +73,9 @@ def reference(torch, q, k, v, causal):
     scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
     if causal:
         seq = q.shape[2]
-        scores = scores.masked_fill(torch.ones(seq, seq, dtype=torch.bool, device=q.device)
-                                    .triu(1), float("-inf"))
+        scores = scores.masked_fill(
+            torch.ones(seq, seq, dtype=torch.bool, device=q.device).triu(1), float("-inf")
+        )
     return torch.softmax(scores, -1) @ v
 
 
@@ -70,8 +83,10 @@ def measure(torch, shape, causal: bool, found: dict) -> dict:
     batch, heads, kv_heads, seq, head_dim = shape
     torch.manual_seed(seq + head_dim)
     q = torch.randn(batch, heads, seq, head_dim, device="cuda", dtype=torch.bfloat16)
-    k, v = (torch.randn(batch, kv_heads, seq, head_dim, device="cuda", dtype=torch.bfloat16)
-            for _ in range(2))
+    k, v = (
+        torch.randn(batch, kv_heads, seq, head_dim, device="cuda", dtype=torch.bfloat16)
+        for _ in range(2)
+    )
     expected = reference(torch, q, k, v, causal)
     flops = 4 * batch * heads * seq * seq * head_dim / (2 if causal else 1)
     row = {"B": batch, "H": heads, "H_kv": kv_heads, "S": seq, "D": head_dim, "causal": causal}
@@ -86,7 +101,7 @@ def measure(torch, shape, causal: bool, found: dict) -> dict:
         heads_checked = expected.shape[1]
         error = (out[:1, :heads_checked].float() - expected).abs().max().item()
         row[name] = {"max_abs_error": error}
-        calls[name] = (lambda fn: lambda: fn(q, k, v, causal))(fn)
+        calls[name] = (lambda fn: lambda: fn(q, k, v, causal))(fn)  # noqa: B023
     for name, ms in common.median_ms(calls).items():
         row[name].update(ms=ms, tflops=flops / ms / 1e9)
     for name in calls:
@@ -97,9 +112,8 @@ def measure(torch, shape, causal: bool, found: dict) -> dict:
 
 
 def main() -> None:
-    import torch
-
     import attention_fwd
+    import torch
 
     run = sys.argv[1] if len(sys.argv) > 1 else "00"
     found = contenders(torch)
@@ -108,21 +122,42 @@ def main() -> None:
         for causal in (False, True):
             row = measure(torch, shape, causal, found)
             results.append(row)
-            print(f"{'x'.join(map(str, shape))} causal={causal}: " + ", ".join(
-                f"{name} " + (f"{row[name]['tflops']:.0f} TFLOP/s err {row[name]['max_abs_error']:.2g}"
-                              if "tflops" in row[name] else row[name]["error"][:60])
-                for name in found), flush=True)
+            print(
+                f"{'x'.join(map(str, shape))} causal={causal}: "
+                + ", ".join(
+                    f"{name} "
+                    + (
+                        f"{row[name]['tflops']:.0f} TFLOP/s err {row[name]['max_abs_error']:.2g}"
+                        if "tflops" in row[name]
+                        else row[name]["error"][:60]
+                    )
+                    for name in found
+                ),
+                flush=True,
+            )
     kernels = {}
     for head_dim in attention_fwd.HEAD_DIMS:
         for causal in (False, True):
             ck = attention_fwd.compiled(head_dim, causal)
             kernels[f"D{head_dim}{'_causal' if causal else ''}"] = {
-                **{key: ck.metadata[key] for key in ("registers", "local_bytes", "shared_bytes",
-                                                     "spill_stores", "spill_loads")},
+                **{
+                    key: ck.metadata[key]
+                    for key in (
+                        "registers",
+                        "local_bytes",
+                        "shared_bytes",
+                        "spill_stores",
+                        "spill_loads",
+                    )
+                },
                 "linker": ck.metadata["toolchain"]["linker"],
-                "setmaxnreg_sass": [line.split(";")[0].split("*/")[-1].strip() for line in
-                                    ck.sass.splitlines() if "USETMAXREG" in line],
-                "sass_hgmma": ck.sass.count("HGMMA.")}
+                "setmaxnreg_sass": [
+                    line.split(";")[0].split("*/")[-1].strip()
+                    for line in ck.sass.splitlines()
+                    if "USETMAXREG" in line
+                ],
+                "sass_hgmma": ck.sass.count("HGMMA."),
+            }
     common.save(f"attention_run{run}", {"kernels": kernels, "results": results})
 
 

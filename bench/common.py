@@ -1,4 +1,5 @@
 """Shared benchmark plumbing: environment facts, CUDA-event timing, result files."""
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,19 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 def versions() -> dict:
     out = {"python": platform.python_version()}
-    for name in ("jittile", "numba-cuda", "numba", "llvmlite", "numpy", "cuda-bindings", "cupy-cuda13x",
-                 "torch", "triton", "nvidia-nvvm", "nvidia-nvjitlink"):
+    for name in (
+        "jittile",
+        "numba-cuda",
+        "numba",
+        "llvmlite",
+        "numpy",
+        "cuda-bindings",
+        "cupy-cuda13x",
+        "torch",
+        "triton",
+        "nvidia-nvvm",
+        "nvidia-nvjitlink",
+    ):
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -65,16 +77,25 @@ def time_gpu(fn, repeat: int = 15, warmup: int = 3, batch: int = 10) -> dict:
     times = [sample(batch) for _ in range(repeat)]
     batched_host = statistics.median(host)
     single = [sample(1) for _ in range(repeat)]
-    return {"median_ms": statistics.median(times), "min_ms": min(times), "runs": repeat,
-            "calls_per_run": batch, "single_call_median_ms": statistics.median(single),
-            "host_us_per_call": 1e6 * batched_host}
+    return {
+        "median_ms": statistics.median(times),
+        "min_ms": min(times),
+        "runs": repeat,
+        "calls_per_run": batch,
+        "single_call_median_ms": statistics.median(single),
+        "host_us_per_call": 1e6 * batched_host,
+    }
 
 
 def save(name: str, payload: dict) -> Path:
     RESULTS.mkdir(parents=True, exist_ok=True)
-    payload = {"date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-               "command": " ".join([Path(sys.executable).name] + sys.argv),
-               "versions": versions(), "device": device(), **payload}
+    payload = {
+        "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        "command": " ".join([Path(sys.executable).name] + sys.argv),
+        "versions": versions(),
+        "device": device(),
+        **payload,
+    }
     path = RESULTS / f"{name}.json"
     path.write_text(json.dumps(payload, indent=2, default=str))
     print(json.dumps(payload, indent=2, default=str))

@@ -26,6 +26,7 @@ directory, warmed by one unmeasured run), as for a normal install; ``import_no_b
 the import with ``PYTHONDONTWRITEBYTECODE=1`` and no cache, the state this repository's test
 environment runs in.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,8 +46,12 @@ import common  # noqa: E402
 import jittile  # noqa: E402
 from jittile import T  # noqa: E402
 
-TARGETS = {"import_s": 0.2, "first_compile_s": 0.9, "further_specialization_s": 0.050,
-           "disk_hit_s": 0.010}  # issue #13 (first compile, further specialization), issue #5
+TARGETS = {
+    "import_s": 0.2,
+    "first_compile_s": 0.9,
+    "further_specialization_s": 0.050,
+    "disk_hit_s": 0.010,
+}  # issue #13 (first compile, further specialization), issue #5
 
 
 @jittile.kernel
@@ -63,7 +68,13 @@ def tma_boxes(A, Out, ROWS: T.constexpr, DTYPE: T.constexpr):
     if lane == 0:
         T.cuda.tile.apply(
             T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"],
-            shared, A, box=(ROWS, 16), coords=(0, 0), coord_steps=((ROWS, 0),), mbar=mbar.ptr_to([0]))
+            shared,
+            A,
+            box=(ROWS, 16),
+            coords=(0, 0),
+            coord_steps=((ROWS, 0),),
+            mbar=mbar.ptr_to([0]),
+        )
     T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
     T.cuda.cta_sync()
     for g, r in T.grid(2, ROWS):
@@ -112,10 +123,14 @@ compiler.numba_ptx = timed("numba_cuda", compiler.numba_ptx)
 toolchain.link_cubin = timed("nvjitlink", toolchain.link_cubin)
 compiler.reshape = timed("reshape", compiler.reshape)
 """
-FIRST = _PRELUDE + """
+FIRST = (
+    _PRELUDE
+    + """
 import tma_two_boxes
 start = time.perf_counter()
-""" + _SPLIT + """
+"""
+    + _SPLIT
+    + """
 imported = time.perf_counter()  # numba-cuda loaded, as the first compile would load it
 ck = tma_two_boxes.tma_load.compile(target="sm_90a")
 total = time.perf_counter() - start
@@ -123,19 +138,27 @@ parts = dict(spent, numba_cuda_import=imported - start)
 parts["jittile"] = total - sum(parts.values())
 print(json.dumps({"s": total, "cache": ck.metadata.get("cache"), "parts": parts}))
 """
+)
 # The first compile as a user meets it: no instrumentation, so numba-cuda's import and the linker's
 # start-up may overlap jittile's frontend (jittile/backend/warmup.py).
-FIRST_PLAIN = _PRELUDE + """
+FIRST_PLAIN = (
+    _PRELUDE
+    + """
 import tma_two_boxes
 start = time.perf_counter()
 ck = tma_two_boxes.tma_load.compile(target="sm_90a")
 print(json.dumps({"s": time.perf_counter() - start, "cache": ck.metadata.get("cache")}))
 """
-FURTHER = _PRELUDE + """
+)
+FURTHER = (
+    _PRELUDE
+    + """
 import tma_two_boxes, compile_time as bench
 tma_two_boxes.tma_load.compile(target="sm_90a")  # numba-cuda and NVVM load here
 bench.tma_boxes.compile(*bench.boxes_args(*bench.FIRST_SPEC), target="sm_90a")
-""" + _SPLIT + """
+"""
+    + _SPLIT
+    + """
 times, parts = {}, {}
 for rows, dtype in bench.FURTHER_SPECS:
     spent.clear()
@@ -147,12 +170,17 @@ for rows, dtype in bench.FURTHER_SPECS:
     assert ck.metadata.get("cache") == "off", ck.metadata.get("cache")
 print(json.dumps({"times": times, "parts": parts}))
 """
-GEMM = _PRELUDE + """
+)
+GEMM = (
+    _PRELUDE
+    + """
 import numpy as np
 import gemm_bf16, tma_two_boxes
 from jittile import T
 tma_two_boxes.tma_load.compile(target="sm_90a")  # numba-cuda and NVVM load here
-""" + _SPLIT + """
+"""
+    + _SPLIT
+    + """
 spec = T.Tensor((None, None), "bfloat16")
 start = time.perf_counter()
 ck = gemm_bf16.gemm_bf16.compile(spec, spec, spec, np.int32(1), np.int32(1), np.int32(1),
@@ -161,7 +189,10 @@ total = time.perf_counter() - start
 assert ck.metadata.get("cache") == "off", ck.metadata.get("cache")
 print(json.dumps({"s": total, "parts": dict(spent, jittile=total - sum(spent.values()))}))
 """
-DISK = _PRELUDE + """
+)
+DISK = (
+    _PRELUDE
+    + """
 import tma_two_boxes, compile_time as bench
 calls = [("tma_load (first kernel of the process)", tma_two_boxes.tma_load, (), "sm_90a"),
          ("tma_boxes (second kernel)", bench.tma_boxes, bench.boxes_args(*bench.FIRST_SPEC), "sm_90a"),
@@ -174,6 +205,7 @@ for label, kernel, args, target in calls:
     assert not CHECK or ck.metadata.get("cache") == "hit", (label, ck.metadata.get("cache"))
 print(json.dumps(times))
 """
+)
 # Floors: numba-cuda by itself, in the state jittile's first compile finds it (NumPy loaded).
 FLOOR = """
 import json, time
@@ -213,8 +245,9 @@ def _env(pycache: Path | None, **extra: str) -> dict:
 
 
 def _run(code: str, env: dict) -> dict:
-    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True, timeout=600
+    )
     if done.returncode != 0:
         raise RuntimeError(f"measurement process failed:\n{done.stderr}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -222,8 +255,13 @@ def _run(code: str, env: dict) -> dict:
 
 def _summary(samples: list[float], target: float) -> dict:
     median = statistics.median(samples)
-    return {"median_s": round(median, 4), "min_s": round(min(samples), 4),
-            "runs": [round(s, 4) for s in samples], "target_s": target, "met": median <= target}
+    return {
+        "median_s": round(median, 4),
+        "min_s": round(min(samples), 4),
+        "runs": [round(s, 4) for s in samples],
+        "target_s": target,
+        "met": median <= target,
+    }
 
 
 def measure(runs: int) -> dict:
@@ -243,49 +281,78 @@ def measure(runs: int) -> dict:
         gemm = [_run(GEMM, off) for _ in range(runs)]
         floors = [_run(FLOOR, off) for _ in range(runs)]
     spec_labels = list(further[0]["times"])
-    per_spec = {label: _summary([r["times"][label] for r in further],
-                                TARGETS["further_specialization_s"]) for label in spec_labels}
-    parts = {part: round(statistics.median(r["parts"][label][part] for r in further
-                                           for label in spec_labels), 4)
-             for part in further[0]["parts"][spec_labels[0]]}
+    per_spec = {
+        label: _summary([r["times"][label] for r in further], TARGETS["further_specialization_s"])
+        for label in spec_labels
+    }
+    parts = {
+        part: round(
+            statistics.median(r["parts"][label][part] for r in further for label in spec_labels), 4
+        )
+        for part in further[0]["parts"][spec_labels[0]]
+    }
     disk_labels = list(disk[0])
-    per_hit = {label: _summary([r[label] for r in disk], TARGETS["disk_hit_s"]) for label in disk_labels}
+    per_hit = {
+        label: _summary([r[label] for r in disk], TARGETS["disk_hit_s"]) for label in disk_labels
+    }
     return {
-        "import": dict(_summary([r["s"] for r in imports], TARGETS["import_s"]),
-                       numba_loaded=any(r["numba"] for r in imports),
-                       numpy_loaded=any(r["numpy"] for r in imports)),
+        "import": dict(
+            _summary([r["s"] for r in imports], TARGETS["import_s"]),
+            numba_loaded=any(r["numba"] for r in imports),
+            numpy_loaded=any(r["numpy"] for r in imports),
+        ),
         "import_no_bytecode_cache": _summary(cold, TARGETS["import_s"]),
-        "first_compile": dict(_summary([r["s"] for r in first], TARGETS["first_compile_s"]),
-                              kernel="examples/tma_two_boxes.py:tma_load", target="sm_90a",
-                              disk_cache="off",
-                              parts_median_s={part: round(statistics.median(
-                                  r["parts"][part] for r in first), 4) for part in first[0]["parts"]},
-                              note="parts measured one after another (numba-cuda imported before "
-                                   "the compile starts); first_compile_uninstrumented is the same "
-                                   "compile with nothing imported ahead of it"),
+        "first_compile": dict(
+            _summary([r["s"] for r in first], TARGETS["first_compile_s"]),
+            kernel="examples/tma_two_boxes.py:tma_load",
+            target="sm_90a",
+            disk_cache="off",
+            parts_median_s={
+                part: round(statistics.median(r["parts"][part] for r in first), 4)
+                for part in first[0]["parts"]
+            },
+            note="parts measured one after another (numba-cuda imported before "
+            "the compile starts); first_compile_uninstrumented is the same "
+            "compile with nothing imported ahead of it",
+        ),
         "first_compile_uninstrumented": _summary(first_plain, TARGETS["first_compile_s"]),
         "further_specialization": dict(
-            _summary([statistics.median(r["times"].values()) for r in further],
-                     TARGETS["further_specialization_s"]),
-            kernel="bench/compile_time.py:tma_boxes", each=per_spec, parts_median_s=parts,
+            _summary(
+                [statistics.median(r["times"].values()) for r in further],
+                TARGETS["further_specialization_s"],
+            ),
+            kernel="bench/compile_time.py:tma_boxes",
+            each=per_spec,
+            parts_median_s=parts,
             note="median over the specializations of each process, then over processes; "
-                 "parts: numba-cuda's compile (typing, lowering, NVVM), nvJitLink, the "
-                 "backend's reshape of the lowered function, and jittile's own work (the rest)"),
+            "parts: numba-cuda's compile (typing, lowering, NVVM), nvJitLink, the "
+            "backend's reshape of the lowered function, and jittile's own work (the rest)",
+        ),
         "disk_hit": per_hit,
         "gemm_example": {
             "median_s": round(statistics.median(r["s"] for r in gemm), 4),
             "runs": [round(r["s"], 4) for r in gemm],
-            "parts_median_s": {part: round(statistics.median(r["parts"][part] for r in gemm), 4)
-                               for part in gemm[0]["parts"]},
-            "kernel": "examples/gemm_bf16.py:gemm_bf16", "target": "sm_90a", "disk_cache": "off"},
+            "parts_median_s": {
+                part: round(statistics.median(r["parts"][part] for r in gemm), 4)
+                for part in gemm[0]["parts"]
+            },
+            "kernel": "examples/gemm_bf16.py:gemm_bf16",
+            "target": "sm_90a",
+            "disk_cache": "off",
+        },
         "numba_cuda_floor": {
-            "import_numba_cuda": _summary([r["import"] for r in floors], TARGETS["first_compile_s"]),
-            "first_compile_ptx_of_one_line_kernel": _summary([r["first"] for r in floors],
-                                                              TARGETS["first_compile_s"]),
+            "import_numba_cuda": _summary(
+                [r["import"] for r in floors], TARGETS["first_compile_s"]
+            ),
+            "first_compile_ptx_of_one_line_kernel": _summary(
+                [r["first"] for r in floors], TARGETS["first_compile_s"]
+            ),
             "second_compile_ptx_of_one_line_kernel": _summary(
-                [r["second"] for r in floors], TARGETS["further_specialization_s"]),
+                [r["second"] for r in floors], TARGETS["further_specialization_s"]
+            ),
             "note": "numba-cuda alone, no jittile code: the first compile cannot be faster than "
-                    "first_compile_ptx_of_one_line_kernel, nor a further one than the second"},
+            "first_compile_ptx_of_one_line_kernel, nor a further one than the second",
+        },
     }
 
 

@@ -6,6 +6,7 @@ drift reaches them alike.
 
     PYTHONPATH=$PWD python3 bench/first_compile_overlap.py [--runs 7] [--name ...]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,23 +52,40 @@ def main() -> None:
     args = parser.parse_args()
     samples = {v: [] for v in VARIANTS}
     with tempfile.TemporaryDirectory(prefix="jittile-bench-") as tmp:
-        env = dict(os.environ, PYTHONPATH=str(REPO), JITTILE_CACHE="0",
-                   PYTHONPYCACHEPREFIX=str(Path(tmp) / "pycache"))
+        env = dict(
+            os.environ,
+            PYTHONPATH=str(REPO),
+            JITTILE_CACHE="0",
+            PYTHONPYCACHEPREFIX=str(Path(tmp) / "pycache"),
+        )
         env.pop("PYTHONDONTWRITEBYTECODE", None)  # a normal install has its bytecode cached
         for index in range(args.runs + 1):  # the first round warms the bytecode cache
             for variant in VARIANTS:
                 code = MEASURE.format(examples=str(REPO / "examples"), variant=variant)
-                done = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO,
-                                      capture_output=True, text=True, timeout=300, check=True)
+                done = subprocess.run(
+                    [sys.executable, "-c", code],
+                    env=env,
+                    cwd=REPO,
+                    capture_output=True,
+                    text=True,
+                    timeout=300,
+                    check=True,
+                )
                 if index:
                     samples[variant].append(json.loads(done.stdout.strip().splitlines()[-1]))
-    common.save(args.name, {
-        "cpus": os.cpu_count(),
-        "first_compile_s": {v: {"median": round(statistics.median(s), 4),
-                                "runs": [round(x, 4) for x in s]} for v, s in samples.items()},
-        "note": "shipped: NVVM/nvJitLink load in a background thread while the frontend lowers; "
-                "none: all of it in the compile's own thread; numba_import_too: numba-cuda "
-                "imported in a second background thread as well"})
+    common.save(
+        args.name,
+        {
+            "cpus": os.cpu_count(),
+            "first_compile_s": {
+                v: {"median": round(statistics.median(s), 4), "runs": [round(x, 4) for x in s]}
+                for v, s in samples.items()
+            },
+            "note": "shipped: NVVM/nvJitLink load in a background thread while the frontend lowers; "
+            "none: all of it in the compile's own thread; numba_import_too: numba-cuda "
+            "imported in a second background thread as well",
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ cuBLAS and Triton, geometric means; ``bench/results/gemm_runNN.json``.
 
     PYTHONPATH=$PWD python3 bench/gemm.py RUN [--samples N] [--only bf16|fp8] [--shapes a,b]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,11 +36,17 @@ import common  # noqa: E402
 SHAPES = {
     "square": [(1024, 1024, 1024), (4096, 4096, 4096), (6144, 6144, 6144), (8192, 8192, 8192)],
     "projection": [(8192, 14336, 4096), (4096, 11008, 4096), (8192, 4096, 14336)],
-    "skinny": [(1, 4096, 4096), (16, 4096, 4096), (64, 4096, 4096), (128, 8192, 8192),
-               (256, 8192, 8192), (512, 4096, 4096)],
+    "skinny": [
+        (1, 4096, 4096),
+        (16, 4096, 4096),
+        (64, 4096, 4096),
+        (128, 8192, 8192),
+        (256, 8192, 8192),
+        (512, 4096, 4096),
+    ],
     "ragged": [(4097, 4104, 4096), (3000, 5000, 2000)],
 }
-L2_BYTES = 50 * 2 ** 20
+L2_BYTES = 50 * 2**20
 SPIN_CYCLES = 200_000  # ~100 us at the H200's clock: longer than any contender's host cost
 
 
@@ -50,18 +57,30 @@ def triton_persistent_matmul():
     import triton
     import triton.language as tl
 
-    triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8,
-                                                                 device="cuda"))
+    triton.set_allocator(
+        lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda")
+    )
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    configs = [triton.Config({"BM": bm, "BN": bn, "BK": 64, "GROUP_M": 8}, num_stages=s,
-                             num_warps=w)
-               for bm, bn, s, w in ((128, 256, 3, 8), (128, 128, 4, 8), (128, 128, 3, 4),
-                                    (64, 128, 4, 4))]
+    configs = [
+        triton.Config({"BM": bm, "BN": bn, "BK": 64, "GROUP_M": 8}, num_stages=s, num_warps=w)
+        for bm, bn, s, w in ((128, 256, 3, 8), (128, 128, 4, 8), (128, 128, 3, 4), (64, 128, 4, 4))
+    ]
 
     @triton.autotune(configs=configs, key=["M", "N", "K"])
     @triton.jit
-    def kernel(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-               GROUP_M: tl.constexpr, SMS: tl.constexpr):
+    def kernel(
+        a,
+        b,
+        c,
+        M,
+        N,
+        K,
+        BM: tl.constexpr,
+        BN: tl.constexpr,
+        BK: tl.constexpr,
+        GROUP_M: tl.constexpr,
+        SMS: tl.constexpr,
+    ):
         a_desc = tl.make_tensor_descriptor(a, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
         b_desc = tl.make_tensor_descriptor(b, shape=[N, K], strides=[K, 1], block_shape=[BN, BK])
         c_desc = tl.make_tensor_descriptor(c, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
@@ -84,7 +103,8 @@ def triton_persistent_matmul():
         m, k = a.shape
         n = b.shape[0]
         kernel[lambda meta: (min(sms, triton.cdiv(m, meta["BM"]) * triton.cdiv(n, meta["BN"])),)](
-            a, b, c, m, n, k, SMS=sms)
+            a, b, c, m, n, k, SMS=sms
+        )
 
     return run
 
@@ -98,8 +118,10 @@ def bf16_contenders(torch, sms):
     """Called as ``fn(a, b, c)``."""
     import gemm_bf16
 
-    out = {"jittile": lambda a, b, c: gemm_bf16.launch(a, b, c, sms),
-           "cublas": lambda a, b, c: torch.matmul(a, b.T, out=c)}
+    out = {
+        "jittile": lambda a, b, c: gemm_bf16.launch(a, b, c, sms),
+        "cublas": lambda a, b, c: torch.matmul(a, b.T, out=c),
+    }
     try:
         out["triton"] = triton_persistent_matmul()
     except Exception as exc:  # Triton missing or too old: the run says so and goes on
@@ -115,14 +137,16 @@ def padded_scaled_mm(torch, a, b, sa, sb, out=None):
     n = b.shape[0]
     up = [-(-x // 16) * 16 for x in (m, n, k)]
     if up == [m, n, k]:
-        return torch._scaled_mm(a, b.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
-                                use_fast_accum=False, out=out)
+        return torch._scaled_mm(
+            a, b.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16, use_fast_accum=False, out=out
+        )
     pa = torch.zeros(up[0], up[2], device=a.device, dtype=a.dtype)
     pb = torch.zeros(up[1], up[2], device=b.device, dtype=b.dtype)
     pa[:m, :k] = a
     pb[:n, :k] = b
-    full = torch._scaled_mm(pa, pb.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
-                            use_fast_accum=False)[:m, :n]
+    full = torch._scaled_mm(
+        pa, pb.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16, use_fast_accum=False
+    )[:m, :n]
     if out is None:
         return full
     out.copy_(full)
@@ -137,8 +161,10 @@ def fp8_contenders(torch, sms):
     def cublas(a, b, sa, sb, c):
         padded_scaled_mm(torch, a, b, sa, sb, out=c)
 
-    return {"jittile": lambda a, b, sa, sb, c: gemm_fp8.launch(a, b, c, sa, sb, sms),
-            "cublas": cublas}
+    return {
+        "jittile": lambda a, b, sa, sb, c: gemm_fp8.launch(a, b, c, sa, sb, sms),
+        "cublas": cublas,
+    }
 
 
 def inputs(torch, kind, m, n, k, copies):
@@ -169,10 +195,14 @@ def measure(torch, kind, shape, contenders, samples, warmup=3) -> dict:
     scale = reference.abs().max().item()
     row = {"kind": kind, "M": m, "N": n, "K": k, "input_copies": copies}
     if kind == "fp8" and any(x % 16 for x in shape):
-        row["cublas_note"] = ("torch._scaled_mm on operands zero-padded to multiples of 16, "
-                              "the padding copies timed with it")
-    outputs = {name: [torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
-                      for _ in range(copies)] for name in contenders}
+        row["cublas_note"] = (
+            "torch._scaled_mm on operands zero-padded to multiples of 16, "
+            "the padding copies timed with it"
+        )
+    outputs = {
+        name: [torch.empty(m, n, device="cuda", dtype=torch.bfloat16) for _ in range(copies)]
+        for name in contenders
+    }
     for name, fn in list(contenders.items()):
         started = time.perf_counter()
         try:
@@ -186,8 +216,11 @@ def measure(torch, kind, shape, contenders, samples, warmup=3) -> dict:
             contenders = {n: f for n, f in contenders.items() if n != name}
             continue
         error = (outputs[name][0].float() - reference).abs().max().item()
-        row[name] = {"first_call_s": round(time.perf_counter() - started, 3),
-                     "max_abs_error": error, "relative_error": error / scale}
+        row[name] = {
+            "first_call_s": round(time.perf_counter() - started, 3),
+            "max_abs_error": error,
+            "relative_error": error / scale,
+        }
     samples_ms = {name: [] for name in contenders}
     for step in range(warmup + samples):
         for name, fn in contenders.items():
@@ -221,13 +254,20 @@ def geomean(values) -> float:
 
 def summary(rows, kind) -> dict:
     mine = [r for r in rows if r["kind"] == kind and "tflops" in r["jittile"]]
-    out = {"shapes": len(mine),
-           "geomean_vs_cublas": geomean(r["jittile"]["vs_cublas"] for r in mine),
-           "min_vs_cublas": min((r["jittile"]["vs_cublas"] for r in mine), default=None),
-           "all_correct": all(r[n]["correct"] for r in mine for n in r
-                              if isinstance(r[n], dict) and "failed" not in r[n]),
-           "failed": [f"{r['M']}x{r['N']}x{r['K']}" for r in rows
-                      if r["kind"] == kind and r not in mine]}
+    out = {
+        "shapes": len(mine),
+        "geomean_vs_cublas": geomean(r["jittile"]["vs_cublas"] for r in mine),
+        "min_vs_cublas": min((r["jittile"]["vs_cublas"] for r in mine), default=None),
+        "all_correct": all(
+            r[n]["correct"]
+            for r in mine
+            for n in r
+            if isinstance(r[n], dict) and "failed" not in r[n]
+        ),
+        "failed": [
+            f"{r['M']}x{r['N']}x{r['K']}" for r in rows if r["kind"] == kind and r not in mine
+        ],
+    }
     if mine and "vs_triton" in mine[0]["jittile"]:
         out["geomean_vs_triton"] = geomean(r["jittile"]["vs_triton"] for r in mine)
     return out
@@ -241,18 +281,19 @@ def print_row(row, names) -> None:
             cells.append(f"{name} FAILED")
             continue
         flag = "" if r["correct"] else " WRONG"
-        cells.append(f"{name} {r['tflops']:7.1f} ({r['vs_cublas']:.3f}x, err {r['relative_error']:.1e}"
-                     f"{flag})")
+        cells.append(
+            f"{name} {r['tflops']:7.1f} ({r['vs_cublas']:.3f}x, err {r['relative_error']:.1e}"
+            f"{flag})"
+        )
     if "first_call_s" in row["jittile"]:
         cells.append(f"{row['jittile']['first_call_s']:.1f} s to tune")
     print(" | ".join(cells), flush=True)
 
 
 def main() -> None:
-    import torch
-
     import gemm_bf16
     import gemm_fp8
+    import torch
 
     parser = argparse.ArgumentParser()
     parser.add_argument("run", nargs="?", default=os.environ.get("RUN", "0"))
@@ -265,9 +306,14 @@ def main() -> None:
     shapes = [s for g in groups for s in SHAPES[g]]
     rows = []
     path = common.RESULTS / f"gemm_run{int(args.run):02d}.json"
-    header = {"date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-              "command": " ".join(["python3"] + sys.argv), "versions": common.versions(),
-              "device": common.device(), "samples": args.samples, "spin_cycles": SPIN_CYCLES}
+    header = {
+        "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        "command": " ".join(["python3"] + sys.argv),
+        "versions": common.versions(),
+        "device": common.device(),
+        "samples": args.samples,
+        "spin_cycles": SPIN_CYCLES,
+    }
     for kind in ("bf16", "fp8"):
         if args.only and kind != args.only:
             continue
@@ -277,8 +323,9 @@ def main() -> None:
                 row = measure(torch, kind, shape, contenders, args.samples)
             except Exception as exc:  # one shape failing must not lose the others' results
                 print(f"{kind} {shape}: FAILED {exc!r}", flush=True)
-                rows.append({"kind": kind, "M": shape[0], "N": shape[1], "K": shape[2],
-                             "failed": repr(exc)})
+                rows.append(
+                    {"kind": kind, "M": shape[0], "N": shape[1], "K": shape[2], "failed": repr(exc)}
+                )
                 continue
             tuned = gemm_bf16.gemm_bf16_tuned if kind == "bf16" else gemm_fp8.gemm_fp8_tuned
             if "failed" not in row["jittile"]:
@@ -297,8 +344,9 @@ def save(path: Path, header: dict, rows: list) -> dict:
     good = [r for r in rows if "failed" not in r]
     summaries = {kind: summary(good, kind) for kind in ("bf16", "fp8")}
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({**header, "summary": summaries, "results": rows}, indent=1,
-                               default=str))
+    path.write_text(
+        json.dumps({**header, "summary": summaries, "results": rows}, indent=1, default=str)
+    )
     return summaries
 
 

@@ -5,6 +5,7 @@ non-zero if a config fails, spills, or warns.
 
     PYTHONPATH=$PWD python3 bench/gemm_configs.py [--json FILE]
 """
+
 from __future__ import annotations
 
 import json
@@ -18,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 def examples():
     import gemm_bf16
     import gemm_fp8
+
     from jittile import T
 
     spec = T.Tensor((None, None), "bfloat16")
@@ -25,13 +27,18 @@ def examples():
     work = T.Tensor((None, None), "float32")
     scale = T.Tensor((1,), "float32")
     one = (gemm_bf16.np.int32(1),) * 3
-    return {"bf16": (gemm_bf16.gemm_bf16_tuned, (spec, spec, spec, work, *one)),
-            "fp8": (gemm_fp8.gemm_fp8_tuned, (fp8, fp8, spec, work, *one, scale, scale))}
+    return {
+        "bf16": (gemm_bf16.gemm_bf16_tuned, (spec, spec, spec, work, *one)),
+        "fp8": (gemm_fp8.gemm_fp8_tuned, (fp8, fp8, spec, work, *one, scale, scale)),
+    }
 
 
 def gmma_form(sass: str) -> tuple[str, int]:
-    forms = [line.split("*/")[-1].strip().split()[0] for line in sass.splitlines()
-             if "GMMA." in line and "*/" in line]
+    forms = [
+        line.split("*/")[-1].strip().split()[0]
+        for line in sass.splitlines()
+        if "GMMA." in line and "*/" in line
+    ]
     return (forms[0] if forms else "none"), len(forms)
 
 
@@ -48,11 +55,13 @@ def main() -> int:
                 bad += 1
             else:
                 form, count = gmma_form(ck.sass)
-                row.update({k: ck.metadata[k] for k in ("registers", "shared_bytes",
-                                                        "local_bytes")},
-                           gmma=form, gmma_count=count,
-                           depbar=ck.sass.count("WARPGROUP.DEPBAR"),
-                           warnings=list(ck.metadata.get("lowering_warnings") or []))
+                row.update(
+                    {k: ck.metadata[k] for k in ("registers", "shared_bytes", "local_bytes")},
+                    gmma=form,
+                    gmma_count=count,
+                    depbar=ck.sass.count("WARPGROUP.DEPBAR"),
+                    warnings=list(ck.metadata.get("lowering_warnings") or []),
+                )
                 bad += bool(row["local_bytes"] or row["warnings"])
             rows.append(row)
             print(json.dumps(row), flush=True)

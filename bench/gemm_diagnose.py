@@ -7,6 +7,7 @@ copies slower than one is the inputs leaving L2 or per-pointer work.
 
     PYTHONPATH=$PWD python3 bench/gemm_diagnose.py [--json FILE]
 """
+
 from __future__ import annotations
 
 import json
@@ -47,34 +48,41 @@ def device_us(torch, fn_of, copies: int, spin: int, samples: int = 10) -> float:
 
 
 def main() -> None:
-    import torch
-
     import gemm_bf16
+    import torch
 
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     rows = []
     for m, n, k in SHAPES:
-        sets = [(torch.randn(m, k, device="cuda", dtype=torch.bfloat16),
-                 torch.randn(n, k, device="cuda", dtype=torch.bfloat16),
-                 torch.empty(m, n, device="cuda", dtype=torch.bfloat16)) for _ in range(8)]
+        sets = [
+            (
+                torch.randn(m, k, device="cuda", dtype=torch.bfloat16),
+                torch.randn(n, k, device="cuda", dtype=torch.bfloat16),
+                torch.empty(m, n, device="cuda", dtype=torch.bfloat16),
+            )
+            for _ in range(8)
+        ]
 
         def jittile(i):
-            return lambda: gemm_bf16.launch(*sets[i], sms)
+            return lambda: gemm_bf16.launch(*sets[i], sms)  # noqa: B023
 
         def cublas(i):
-            a, b, c = sets[i]
+            a, b, c = sets[i]  # noqa: B023
             return lambda: torch.matmul(a, b.T, out=c)
 
         jittile(0)()  # tunes
         torch.cuda.synchronize()
-        row = {"shape": f"{m}x{n}x{k}", "config": repr(gemm_bf16.gemm_bf16_tuned.best_config),
-               "host_us": {"jittile": host_us(torch, jittile(0)),
-                           "cublas": host_us(torch, cublas(0))}}
+        row = {
+            "shape": f"{m}x{n}x{k}",
+            "config": repr(gemm_bf16.gemm_bf16_tuned.best_config),
+            "host_us": {"jittile": host_us(torch, jittile(0)), "cublas": host_us(torch, cublas(0))},
+        }
         for name, fn_of in (("jittile", jittile), ("cublas", cublas)):
             for copies in (1, 8):
                 for label, spin in SPINS.items():
                     row[f"{name}_{copies}copies_{label}_us"] = round(
-                        device_us(torch, fn_of, copies, spin), 1)
+                        device_us(torch, fn_of, copies, spin), 1
+                    )
         row["host_us"] = {k: round(v, 1) for k, v in row["host_us"].items()}
         rows.append(row)
         print(json.dumps(row), flush=True)

@@ -6,6 +6,7 @@ than that would show up as device time.
 
     PYTHONPATH=$PWD python3 bench/gemm_host_cpu.py
 """
+
 from __future__ import annotations
 
 import json
@@ -60,7 +61,7 @@ def main() -> None:
             tuned._tune = lambda *args, chosen=config: chosen  # the tuning already made
             tuned._chosen.clear()
             label = f"{m}x{n}x{k} {config!r}"
-            results[label] = round(per_call_us(lambda: gemm_bf16.launch(a, b, c)), 1)
+            results[label] = round(per_call_us(lambda: gemm_bf16.launch(a, b, c)), 1)  # noqa: B023
             print(f"{label}: {results[label]} us", flush=True)
     print(json.dumps({"us_per_launch_without_driver": results, "driver_calls": calls}))
 

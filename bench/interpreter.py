@@ -9,6 +9,7 @@ Targets on the 2-core CI machine: seed examples < 1 s, tiled copy < 5 s (issue #
 <= 1.5 s (issue #22). Writes bench/results/<name>.json (medians of wall-clock seconds, lowering
 included, outputs checked exactly).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,10 +23,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 
+from common import save  # noqa: E402
+
 import jittile  # noqa: E402
 from jittile import T  # noqa: E402
-
-from common import save  # noqa: E402
 
 LOAD = "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
 STORE = "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"
@@ -42,8 +43,9 @@ def tiled_copy(A: T.Tensor((256, 256), "float32"), Out: T.Tensor((256, 256), "fl
     if lane == 0:
         T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), T.uint32(1))
         T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(16384))
-        T.cuda.tile.apply(T.ptx[LOAD], tile, A, box=(64, 64), coords=(row, col),
-                          mbar=mbar.ptr_to([0]))
+        T.cuda.tile.apply(
+            T.ptx[LOAD], tile, A, box=(64, 64), coords=(row, col), mbar=mbar.ptr_to([0])
+        )
     T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
     if lane == 0:
         T.cuda.tile.apply(T.ptx[STORE], Out, tile, box=(64, 64), coords=(row, col))
@@ -90,8 +92,9 @@ def _gemm() -> tuple[float, float]:
     b = rng.integers(-2, 3, (n, k)).astype(bfloat16)
     c = np.full((m, n), np.nan, dtype=bfloat16)
     elapsed = _timed(gemm_bf16.gemm_bf16.interpret[(2,), (384,)], a, b, c, m, n, k)
-    np.testing.assert_array_equal(c.astype(np.float32),
-                                  a.astype(np.float32) @ b.astype(np.float32).T)
+    np.testing.assert_array_equal(
+        c.astype(np.float32), a.astype(np.float32) @ b.astype(np.float32).T
+    )
     return elapsed
 
 
@@ -106,26 +109,39 @@ def _tiled() -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--name", default="interpreter",
-                        help="results file bench/results/NAME.json")
+    parser.add_argument(
+        "--name", default="interpreter", help="results file bench/results/NAME.json"
+    )
     options = parser.parse_args()
-    cases = {"seed_example_s": (_seed, 1.0), "tcgen05_cp_readback_s": (_readback, 1.0),
-             "tiled_copy_256x256_16ctas_s": (_tiled, 5.0),
-             "gemm_130x264x136_2ctas_s": (_gemm, 1.5)}
-    result = {"what": "CPU interpreter seconds (lowering included), outputs checked exactly: "
-                      "median wall-clock, and the process CPU time of each run",
-              "runs": options.runs, "load_average_before": os.getloadavg()}
+    cases = {
+        "seed_example_s": (_seed, 1.0),
+        "tcgen05_cp_readback_s": (_readback, 1.0),
+        "tiled_copy_256x256_16ctas_s": (_tiled, 5.0),
+        "gemm_130x264x136_2ctas_s": (_gemm, 1.5),
+    }
+    result = {
+        "what": "CPU interpreter seconds (lowering included), outputs checked exactly: "
+        "median wall-clock, and the process CPU time of each run",
+        "runs": options.runs,
+        "load_average_before": os.getloadavg(),
+    }
     for name, (case, target) in cases.items():
         times = [case() for _ in range(options.runs)]
         wall = [w for w, _ in times]
-        result[name] = {"median": statistics.median(wall), "all": wall,
-                        "cpu_median": statistics.median(c for _, c in times),
-                        "cpu_all": [c for _, c in times], "target": target}
+        result[name] = {
+            "median": statistics.median(wall),
+            "all": wall,
+            "cpu_median": statistics.median(c for _, c in times),
+            "cpu_all": [c for _, c in times],
+            "target": target,
+        }
     result["load_average_after"] = os.getloadavg()
     save(options.name, result)
     for name, (_, target) in cases.items():
-        print(f"{name}: {result[name]['median']:.3f} s wall, {result[name]['cpu_median']:.3f} s "
-              f"CPU (target {target} s)")
+        print(
+            f"{name}: {result[name]['median']:.3f} s wall, {result[name]['cpu_median']:.3f} s "
+            f"CPU (target {target} s)"
+        )
 
 
 if __name__ == "__main__":

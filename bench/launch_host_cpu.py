@@ -7,6 +7,7 @@ watch). Arrays are CuPy-shaped stand-ins (module ``cupy``, ``.data.ptr``, byte s
 
 The numbers add to the driver's own cost (a raw prepacked ``cuLaunchKernel``) on a GPU machine.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,14 +48,22 @@ class CupyLike:
 def driver_stand_ins(launch) -> dict:
     """Stand-ins for the driver calls a launch makes on a one-device machine, by name in
     ``jittile.runtime.driver``; ``launch`` stands in for each ``cuLaunchKernel``."""
-    return {"available": lambda: True, "device_count": lambda: 1, "ensure_context": lambda: 1,
-            "current_context": lambda: 1, "current_device": lambda: 0,
-            "context_for": lambda device: 1, "use_context": lambda ctx: None,
-            "restore_context": lambda previous: None,
-            "current_device_capability": lambda: (9, 0), "device_capability": lambda d: (9, 0),
-            "stream_capturing": lambda stream: False, "pointer_device": lambda ptr: 0,
-            "load_function": lambda cubin, entry, shared: (None, 7),
-            "launch_call": lambda function, what: launch}
+    return {
+        "available": lambda: True,
+        "device_count": lambda: 1,
+        "ensure_context": lambda: 1,
+        "current_context": lambda: 1,
+        "current_device": lambda: 0,
+        "context_for": lambda device: 1,
+        "use_context": lambda ctx: None,
+        "restore_context": lambda previous: None,
+        "current_device_capability": lambda: (9, 0),
+        "device_capability": lambda d: (9, 0),
+        "stream_capturing": lambda stream: False,
+        "pointer_device": lambda ptr: 0,
+        "load_function": lambda cubin, entry, shared: (None, 7),
+        "launch_call": lambda function, what: launch,
+    }
 
 
 def fake_driver() -> dict:
@@ -96,8 +105,11 @@ def per_launch_us(fn) -> dict:
             fn()
         wall.append((time.perf_counter() - start) / LAUNCHES * 1e6)
         cpu.append((time.process_time() - start_cpu) / LAUNCHES * 1e6)
-    return {"median": statistics.median(wall), "min": min(wall),
-            "cpu_median": statistics.median(cpu)}
+    return {
+        "median": statistics.median(wall),
+        "min": min(wall),
+        "cpu_median": statistics.median(cpu),
+    }
 
 
 def main() -> None:
@@ -111,8 +123,13 @@ def main() -> None:
     a = CupyLike(0x7000_0000_0000, (1024,))
     tile, tile_out = CupyLike(0x7100_0000_0000, (64, 64)), CupyLike(0x7200_0000_0000, (64, 64))
     touch_launch, copy_launch = touch[1, 32], tma_copy.tma_copy[(1, 1), 32]
-    ring = [(CupyLike(0x7300_0000_0000 + i * 0x10_0000, (64, 64)),
-             CupyLike(0x7400_0000_0000 + i * 0x10_0000, (64, 64))) for i in range(4)]
+    ring = [
+        (
+            CupyLike(0x7300_0000_0000 + i * 0x10_0000, (64, 64)),
+            CupyLike(0x7400_0000_0000 + i * 0x10_0000, (64, 64)),
+        )
+        for i in range(4)
+    ]
     state = {"i": 0}
 
     def rotating():
@@ -124,10 +141,13 @@ def main() -> None:
         "tma_copy_64x64_2_tensormaps": per_launch_us(lambda: copy_launch(tile, tile_out)),
         "tma_copy_64x64_4_rotating_pairs": per_launch_us(rotating),
     }
-    payload = {"us_per_launch_without_driver": {k: v["median"] for k, v in measured.items()},
-               "fastest_sample_us": {k: v["min"] for k, v in measured.items()},
-               "cpu_time_us": {k: v["cpu_median"] for k, v in measured.items()},
-               "driver_calls": calls, "python": sys.version.split()[0]}
+    payload = {
+        "us_per_launch_without_driver": {k: v["median"] for k, v in measured.items()},
+        "fastest_sample_us": {k: v["min"] for k, v in measured.items()},
+        "cpu_time_us": {k: v["cpu_median"] for k, v in measured.items()},
+        "driver_calls": calls,
+        "python": sys.version.split()[0],
+    }
     print(json.dumps(payload, indent=2))
     if options.json:
         Path(options.json).write_text(json.dumps(payload, indent=2))

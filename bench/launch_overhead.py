@@ -12,6 +12,7 @@ interleaved (one batch of each contender per round).
 
     PYTHONPATH=$PWD python3 bench/launch_overhead.py
 """
+
 from __future__ import annotations
 
 import statistics
@@ -105,27 +106,37 @@ def main() -> None:
     drv = driver.bindings()
     address = launcher.params.address
     contenders["raw_cuLaunchKernel_prepacked"] = (
-        lambda: drv.cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, 0, address, 0), sync)
+        lambda: drv.cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, 0, address, 0),
+        sync,
+    )
     # ... and on the benchmark's kernel itself: the TMA copy's cubin, its two TensorMaps packed.
     from jittile.runtime.arrays import device_view
 
-    copy_ck = tma_copy.tma_copy.compile(tile, tile_out,
-                                        launch=jittile.T.cuda.LaunchConfig(grid=1, block=32))
+    copy_ck = tma_copy.tma_copy.compile(
+        tile, tile_out, launch=jittile.T.cuda.LaunchConfig(grid=1, block=32)
+    )
     copy_launcher = copy_ck.launcher()
     copy_launcher.bind(driver.current_device())
     copy_fn = copy_launcher.function
     copy_launcher.pack((device_view(tile), device_view(tile_out)))
     copy_address = copy_launcher.params.address
     contenders["raw_cuLaunchKernel_prepacked_tma_copy"] = (
-        lambda: drv.cuLaunchKernel(copy_fn, 1, 1, 1, 32, 1, 1, 0, 0, copy_address, 0), sync)
+        lambda: drv.cuLaunchKernel(copy_fn, 1, 1, 1, 32, 1, 1, 0, 0, copy_address, 0),
+        sync,
+    )
     cupy_launch = driver._cupy_launch()  # the wrapper jittile launches through where CuPy is
     if cupy_launch is not None:
         handle = int(fn)
         contenders["raw_cupy_launchKernel_prepacked"] = (
-            lambda: cupy_launch(handle, 1, 1, 1, 32, 1, 1, 0, 0, address, 0), sync)
+            lambda: cupy_launch(handle, 1, 1, 1, 32, 1, 1, 0, 0, address, 0),
+            sync,
+        )
 
-    raw = cupy.RawKernel(r'''extern "C" __global__ void touch(float* a) {
-        if (threadIdx.x == 0) a[0] += 1.0f; }''', "touch")
+    raw = cupy.RawKernel(
+        r"""extern "C" __global__ void touch(float* a) {
+        if (threadIdx.x == 0) a[0] += 1.0f; }""",
+        "touch",
+    )
     contenders["cupy_RawKernel"] = (lambda: raw((1,), (32,), (a,)), sync)
 
     try:
@@ -166,15 +177,27 @@ def main() -> None:
     results["host_parts"] = host_parts(a)
     ratios = {k: v / base for k, v in results.items() if isinstance(v, float)}
     triton = results.get("triton")
-    vs_triton = ({k: v / triton for k, v in results.items() if k.startswith("jittile")}
-                 if isinstance(triton, float) else None)
+    vs_triton = (
+        {k: v / triton for k, v in results.items() if k.startswith("jittile")}
+        if isinstance(triton, float)
+        else None
+    )
     raw_copy = results["raw_cuLaunchKernel_prepacked_tma_copy"]
-    ratios["jittile_tma_copy_64x64_vs_its_raw_launch"] = results["jittile_tma_copy_64x64"] / raw_copy
-    common.save("launch_overhead", {"launches_per_sample": BATCH, "samples": SAMPLES,
-                                    "us_per_launch": results, "ratio_vs_raw": ratios,
-                                    "ratio_vs_triton": vs_triton,
-                                    "device_us_per_launch": DEVICE_US,
-                                    "copy_1gib_host_us_per_call": copy_host_cost(tma_copy)})
+    ratios["jittile_tma_copy_64x64_vs_its_raw_launch"] = (
+        results["jittile_tma_copy_64x64"] / raw_copy
+    )
+    common.save(
+        "launch_overhead",
+        {
+            "launches_per_sample": BATCH,
+            "samples": SAMPLES,
+            "us_per_launch": results,
+            "ratio_vs_raw": ratios,
+            "ratio_vs_triton": vs_triton,
+            "device_us_per_launch": DEVICE_US,
+            "copy_1gib_host_us_per_call": copy_host_cost(tma_copy),
+        },
+    )
 
 
 def host_parts(a) -> dict:
@@ -210,9 +233,12 @@ def copy_host_cost(tma_copy) -> dict:
     a = cupy.ones((m, n), dtype=cupy.float32)
     out = cupy.zeros_like(a)
     launch = tma_copy.tma_copy[(n // 64, m // 64), 32]
-    runs = {"memcpy_d2d": lambda: cupy.cuda.runtime.memcpyAsync(out.data.ptr, a.data.ptr, a.nbytes,
-                                                                3, 0),
-            "jittile_tma_64x64_sw128": lambda: launch(a, out)}
+    runs = {
+        "memcpy_d2d": lambda: cupy.cuda.runtime.memcpyAsync(
+            out.data.ptr, a.data.ptr, a.nbytes, 3, 0
+        ),
+        "jittile_tma_64x64_sw128": lambda: launch(a, out),
+    }
     host = {name: common.time_gpu(run)["host_us_per_call"] for name, run in runs.items()}
     host["ratio"] = host["jittile_tma_64x64_sw128"] / host["memcpy_d2d"]
     return host

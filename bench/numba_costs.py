@@ -19,6 +19,7 @@ It reports, in one process after the first compile (numba-cuda and NVVM loaded):
 Together they bound what jittile can remove: the kernel's constructs times their numba cost,
 plus the fixed costs, is the compile time of a kernel written that way.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,8 +47,10 @@ CONSTRUCTS = {
     "store_2d": "    Out[{i}, lane] = lane\n",
     "shared_load_store": "    Out[{i}, 0] = shared[lane]\n",
 }
-HEAD = ("def tma_boxes(A, Out, __jt_tmap0):\n    lane = __jt_cuda.laneid\n"
-        "    shared = __jt_smem_shared_0()\n    mbar = __jt_smem_mbar_1()\n")
+HEAD = (
+    "def tma_boxes(A, Out, __jt_tmap0):\n    lane = __jt_cuda.laneid\n"
+    "    shared = __jt_smem_shared_0()\n    mbar = __jt_smem_mbar_1()\n"
+)
 
 
 class Split:
@@ -71,9 +74,11 @@ class Split:
                 self.spent[f"pass:{pss.name()}"] += time.perf_counter() - start
 
         manager._runPass = timed_pass
-        for module, attr, part in ((nvvm, "compile_ir", "nvvm"),
-                                   (toolchain, "link_cubin", "nvjitlink"),
-                                   (compiler, "numba_ptx", "compile_ptx")):
+        for module, attr, part in (
+            (nvvm, "compile_ir", "nvvm"),
+            (toolchain, "link_cubin", "nvjitlink"),
+            (compiler, "numba_ptx", "compile_ptx"),
+        ):
             setattr(module, attr, self._timed(getattr(module, attr), part))
 
     def _timed(self, fn, part: str):
@@ -83,6 +88,7 @@ class Split:
                 return fn(*args, **kwargs)
             finally:
                 self.spent[part] += time.perf_counter() - start
+
         return run
 
     def measure(self, fn, runs: int = 1) -> dict:
@@ -93,10 +99,12 @@ class Split:
         total = time.perf_counter() - start
         parts = {k: v / runs * 1000 for k, v in self.spent.items()}
         passes = sum(v for k, v in parts.items() if k.startswith("pass:"))
-        parts["numba_outside_passes_and_nvvm"] = parts.get("compile_ptx", 0) - passes - \
-            parts.get("nvvm", 0)
-        parts["jittile"] = total / runs * 1000 - parts.get("compile_ptx", 0) - \
-            parts.get("nvjitlink", 0)
+        parts["numba_outside_passes_and_nvvm"] = (
+            parts.get("compile_ptx", 0) - passes - parts.get("nvvm", 0)
+        )
+        parts["jittile"] = (
+            total / runs * 1000 - parts.get("compile_ptx", 0) - parts.get("nvjitlink", 0)
+        )
         parts["total"] = total / runs * 1000
         return {k: round(v, 2) for k, v in sorted(parts.items(), key=lambda kv: -kv[1])}
 
@@ -139,12 +147,17 @@ def construct_costs(lowered) -> tuple[dict, dict]:
         per = {}
         for name, text in CONSTRUCTS.items():
             total, in_nvvm = compile_ms("".join(text.format(i=i) for i in range(COPIES)))
-            per[name] = {"numba_ms": round((total - in_nvvm - (empty - empty_nvvm)) / COPIES, 3),
-                         "nvvm_ms": round((in_nvvm - empty_nvvm) / COPIES, 3)}
+            per[name] = {
+                "numba_ms": round((total - in_nvvm - (empty - empty_nvvm)) / COPIES, 3),
+                "nvvm_ms": round((in_nvvm - empty_nvvm) / COPIES, 3),
+            }
     finally:
         nvvm.compile_ir = nvvm_compile
-    fixed = {"empty_kernel_compile_ptx_ms": round(empty, 2), "of_which_nvvm_ms": round(empty_nvvm, 2),
-             "nvjitlink_empty_kernel_ms": round(_empty_link_ms(), 2)}
+    fixed = {
+        "empty_kernel_compile_ptx_ms": round(empty, 2),
+        "of_which_nvvm_ms": round(empty_nvvm, 2),
+        "nvjitlink_empty_kernel_ms": round(_empty_link_ms(), 2),
+    }
     return fixed, per
 
 
@@ -169,22 +182,27 @@ def main() -> None:
     import os
 
     os.environ["JITTILE_CACHE"] = "0"
-    import numpy as np
-
     import compile_time as bench
     import gemm_bf16
+    import numpy as np
     import tma_two_boxes
+
     from jittile import T
     from jittile.backend import compiler
 
     tma_two_boxes.tma_load.compile(target="sm_90a")  # numba-cuda, NVVM and nvJitLink load here
     bench.tma_boxes.compile(*bench.boxes_args(*bench.FIRST_SPEC), target="sm_90a")
     split = Split()
-    per_spec = [split.measure(lambda s=spec: bench.tma_boxes.compile(*bench.boxes_args(*s),
-                                                                     target="sm_90a"))
-                for spec in bench.FURTHER_SPECS]
-    median_split = {part: round(statistics.median(p.get(part, 0.0) for p in per_spec), 2)
-                    for part in per_spec[0]}
+    per_spec = [
+        split.measure(
+            lambda s=spec: bench.tma_boxes.compile(*bench.boxes_args(*s), target="sm_90a")
+        )
+        for spec in bench.FURTHER_SPECS
+    ]
+    median_split = {
+        part: round(statistics.median(p.get(part, 0.0) for p in per_spec), 2)
+        for part in per_spec[0]
+    }
     grabbed = []
     lower = compiler.compile_lowered
 
@@ -197,17 +215,27 @@ def main() -> None:
     compiler.compile_lowered = lower
     fixed, per = construct_costs(grabbed[0])
     spec = T.Tensor((None, None), "bfloat16")
-    gemm = split.measure(lambda: gemm_bf16.gemm_bf16.compile(
-        spec, spec, spec, np.int32(1), np.int32(1), np.int32(1), target="sm_90a"))
-    common.save(args.name, {
-        "cpus": os.cpu_count(),
-        "split_ms": dict(median_split, kernel="bench/compile_time.py:tma_boxes",
-                         note="median over its further specializations"),
-        "fixed_ms": fixed,
-        "per_construct_ms": dict(per, copies=COPIES,
-                                 note="marginal cost of one construct; numba_ms excludes NVVM"),
-        "gemm_example_ms": gemm,
-    })
+    gemm = split.measure(
+        lambda: gemm_bf16.gemm_bf16.compile(
+            spec, spec, spec, np.int32(1), np.int32(1), np.int32(1), target="sm_90a"
+        )
+    )
+    common.save(
+        args.name,
+        {
+            "cpus": os.cpu_count(),
+            "split_ms": dict(
+                median_split,
+                kernel="bench/compile_time.py:tma_boxes",
+                note="median over its further specializations",
+            ),
+            "fixed_ms": fixed,
+            "per_construct_ms": dict(
+                per, copies=COPIES, note="marginal cost of one construct; numba_ms excludes NVVM"
+            ),
+            "gemm_example_ms": gemm,
+        },
+    )
 
 
 if __name__ == "__main__":

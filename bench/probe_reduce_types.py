@@ -7,6 +7,7 @@ Each pair runs in its own process (an unsupported pair can end in an illegal-ins
 which poisons the CUDA context), with jittile's contract table widened to the pair, so pairs the
 contract refuses are probed too. Writes ``bench/results/probe_reduce_types.json``.
 """
+
 from __future__ import annotations
 
 import os
@@ -20,15 +21,23 @@ sys.path[:0] = [str(BENCH), str(REPO / "tests")]
 
 INTEGERS = ("uint32", "int32", "uint64", "int64")
 FLOATS = ("float32", "float16", "bfloat16", "float64")
-CANDIDATES = {"add": INTEGERS + FLOATS, "min": INTEGERS + FLOATS, "max": INTEGERS + FLOATS,
-              "inc": INTEGERS, "dec": INTEGERS, "and": INTEGERS, "or": INTEGERS, "xor": INTEGERS}
+CANDIDATES = {
+    "add": INTEGERS + FLOATS,
+    "min": INTEGERS + FLOATS,
+    "max": INTEGERS + FLOATS,
+    "inc": INTEGERS,
+    "dec": INTEGERS,
+    "and": INTEGERS,
+    "or": INTEGERS,
+    "xor": INTEGERS,
+}
 
 
 def run_case(op: str, dtype: str) -> str:
     """Run one pair in this process; returns "match" or "mismatch: ..."."""
+    import gpu_kernels
     import numpy as np
 
-    import gpu_kernels
     from jittile.patterns import tma
 
     tma.REDUCTION_TYPES[op] = set(tma.REDUCTION_TYPES[op]) | {dtype}
@@ -42,6 +51,7 @@ def main() -> None:
         print("RESULT " + run_case(sys.argv[2], sys.argv[3]), flush=True)
         return
     import common
+
     from jittile.patterns.tma import REDUCTION_TYPES
 
     env = dict(os.environ, PYTHONPATH=str(REPO), JITTILE_CACHE="0")
@@ -49,21 +59,30 @@ def main() -> None:
     for op, dtypes in CANDIDATES.items():
         for dtype in dtypes:
             try:
-                done = subprocess.run([sys.executable, __file__, "--case", op, dtype], env=env,
-                                      capture_output=True, text=True, timeout=120)
+                done = subprocess.run(
+                    [sys.executable, __file__, "--case", op, dtype],
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    timeout=120,
+                )
                 lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
                 if lines:
-                    outcome = lines[-1][len("RESULT "):]
+                    outcome = lines[-1][len("RESULT ") :]
                 else:
                     last = (done.stderr.strip().splitlines() or ["no output"])[-1]
                     outcome = f"error: {last[:200]}"
             except subprocess.TimeoutExpired:
                 outcome = "error: timed out"
-            results[f"{op}.{dtype}"] = {"outcome": outcome,
-                                        "in_contract": dtype in REDUCTION_TYPES[op]}
+            results[f"{op}.{dtype}"] = {
+                "outcome": outcome,
+                "in_contract": dtype in REDUCTION_TYPES[op],
+            }
             print(f"{op:4} {dtype:9} {outcome}", flush=True)
-    supported = {op: sorted(d for d in dtypes if results[f"{op}.{d}"]["outcome"] == "match")
-                 for op, dtypes in CANDIDATES.items()}
+    supported = {
+        op: sorted(d for d in dtypes if results[f"{op}.{d}"]["outcome"] == "match")
+        for op, dtypes in CANDIDATES.items()
+    }
     common.save("probe_reduce_types", {"results": results, "supported": supported})
 
 

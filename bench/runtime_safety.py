@@ -101,8 +101,14 @@ def thread_stress(mode: str, threads: int = 8, launches: int = 5000) -> dict:
         wrong += int(bad.sum())
         owner = torch.div(stacked[:, 0, 0], 1000, rounding_mode="floor")
         foreign += int((bad & (owner != t) & (stacked[:, 0, 0] >= 0)).sum())
-    return {"mode": mode, "threads": threads, "launches_per_thread": launches,
-            "wrong": wrong, "foreign": foreign, "seconds": round(seconds, 3)}
+    return {
+        "mode": mode,
+        "threads": threads,
+        "launches_per_thread": launches,
+        "wrong": wrong,
+        "foreign": foreign,
+        "seconds": round(seconds, 3),
+    }
 
 
 def first_call(threads: int = 8) -> dict:
@@ -121,6 +127,7 @@ def first_call(threads: int = 8) -> dict:
     start = threading.Barrier(threads)
     wrong = []
     try:
+
         def worker(t: int) -> None:
             a = _inputs(torch, t)[0]
             out = torch.full_like(a, -1.0)
@@ -156,13 +163,16 @@ def torch_graph(kernel: str, mode: str, warm: bool = True) -> dict:
     values into the same inputs and replay: the outputs follow the new inputs. ``warm``: the
     kernel launched once before the capture (torch's own advice); else its first launch (compile
     and module load) happens inside the capture."""
-    import torch
     import gemm_bf16
+    import torch
 
     if kernel == "copy":
         a, out = _inputs(torch, 1)[0], torch.empty(TILE, TILE, device="cuda")
-        run = (lambda: copy(a, out)) if warm else (
-            lambda: jittile.kernel(_copy().pyfunc, cache=False)(a, out, TILE, TILE, 64, 32))
+        run = (
+            (lambda: copy(a, out))
+            if warm
+            else (lambda: jittile.kernel(_copy().pyfunc, cache=False)(a, out, TILE, TILE, 64, 32))
+        )
     else:
         a, b, c = _gemm_inputs(torch)
         run = lambda: gemm_bf16.launch(a, b, c)  # noqa: E731
@@ -294,8 +304,10 @@ def torch_compile() -> dict:
         return tile_copy(a * 2) + 1
 
     results = {}
-    for name, options in (("fullgraph", {"fullgraph": True}),
-                          ("reduce_overhead", {"mode": "reduce-overhead", "fullgraph": True})):
+    for name, options in (
+        ("fullgraph", {"fullgraph": True}),
+        ("reduce_overhead", {"mode": "reduce-overhead", "fullgraph": True}),
+    ):
         compiled = torch.compile(step, **options)
         checks = []
         for call in range(5):
@@ -306,12 +318,15 @@ def torch_compile() -> dict:
 
 
 def run_all() -> dict:
-    out = {"threads": [thread_stress(mode) for mode in ("shared", "current", "explicit")],
-           "first_call": first_call()}
-    out["graphs"] = ([torch_graph(k, m) for k in ("copy", "gemm")
-                      for m in ("global", "thread_local", "relaxed")]
-                     + [torch_graph("copy", "global", warm=False)]
-                     + [cupy_graph(k) for k in ("copy", "gemm")])
+    out = {
+        "threads": [thread_stress(mode) for mode in ("shared", "current", "explicit")],
+        "first_call": first_call(),
+    }
+    out["graphs"] = (
+        [torch_graph(k, m) for k in ("copy", "gemm") for m in ("global", "thread_local", "relaxed")]
+        + [torch_graph("copy", "global", warm=False)]
+        + [cupy_graph(k) for k in ("copy", "gemm")]
+    )
     out["graphed_callable"] = graphed_callable()
     out["pending_producer"] = pending_producer()
     out["torch_compile"] = torch_compile()
@@ -324,9 +339,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", help="write the results to this file")
     options = parser.parse_args()
-    payload = {"date": time.strftime("%Y-%m-%d"), "device": common.device(),
-               "versions": common.versions(), "command": "python3 bench/runtime_safety.py",
-               "results": run_all()}
+    payload = {
+        "date": time.strftime("%Y-%m-%d"),
+        "device": common.device(),
+        "versions": common.versions(),
+        "command": "python3 bench/runtime_safety.py",
+        "results": run_all(),
+    }
     print(json.dumps(payload, indent=2))
     if options.json:
         Path(options.json).write_text(json.dumps(payload, indent=2))

@@ -5,6 +5,7 @@ samples; the single-call median is recorded too). Bandwidth counts bytes read + 
 
     PYTHONPATH=$PWD python3 bench/tma_copy.py
 """
+
 from __future__ import annotations
 
 import sys
@@ -27,8 +28,9 @@ def tma_copy(A: T.Tensor((None, None), "float32"), Out: T.Tensor((None, None), "
     tid = T.cuda.thread_idx("x")
     row = T.cuda.block_idx("y") * 64
     col = T.cuda.block_idx("x") * 64
-    buf = T.alloc_shared((2, 64, 32), "float32", layout=swizzle(3, (2, 64, 32), "float32"),
-                         align=1024)
+    buf = T.alloc_shared(
+        (2, 64, 32), "float32", layout=swizzle(3, (2, 64, 32), "float32"), align=1024
+    )
     mbar = T.alloc_shared((1,), "uint64")
     if tid == 0:
         T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), T.uint32(1))
@@ -36,26 +38,47 @@ def tma_copy(A: T.Tensor((None, None), "float32"), Out: T.Tensor((None, None), "
         T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(16384))
         T.cuda.tile.apply(
             T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"],
-            buf, A, box=(64, 32), coords=(row, col), coord_steps=((0, 32),), swizzle=3,
-            mbar=mbar.ptr_to([0]))
+            buf,
+            A,
+            box=(64, 32),
+            coords=(row, col),
+            coord_steps=((0, 32),),
+            swizzle=3,
+            mbar=mbar.ptr_to([0]),
+        )
         T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
-        T.cuda.tile.apply(T.ptx["cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"],
-                          Out, buf, box=(64, 32), coords=(row, col), coord_steps=((0, 32),),
-                          swizzle=3)
+        T.cuda.tile.apply(
+            T.ptx["cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"],
+            Out,
+            buf,
+            box=(64, 32),
+            coords=(row, col),
+            coord_steps=((0, 32),),
+            swizzle=3,
+        )
         T.ptx.cp.async_.bulk.commit_group()
         T.ptx.cp.async_.bulk.wait_group.read(0)
 
 
 @jittile.kernel
-def tma_copy_pipelined(A: T.Tensor((None, None), "float32"), Out: T.Tensor((None, None), "float32"),
-                       TILES_N: T.constexpr, NTILES: T.constexpr, STAGES: T.constexpr):
+def tma_copy_pipelined(
+    A: T.Tensor((None, None), "float32"),
+    Out: T.Tensor((None, None), "float32"),
+    TILES_N: T.constexpr,
+    NTILES: T.constexpr,
+    STAGES: T.constexpr,
+):
     """Persistent CTAs, one issuing thread, STAGES 64x64 tiles in flight: the stores of one round
     overlap the loads of the next (each stage is refilled once its store has read it)."""
     tid = T.cuda.thread_idx("x")
     cta = T.cuda.block_idx("x")
     nctas = T.cuda.grid_dim("x")
-    buf = T.alloc_shared((STAGES, 2, 64, 32), "float32",
-                         layout=swizzle(3, (STAGES, 2, 64, 32), "float32"), align=1024)
+    buf = T.alloc_shared(
+        (STAGES, 2, 64, 32),
+        "float32",
+        layout=swizzle(3, (STAGES, 2, 64, 32), "float32"),
+        align=1024,
+    )
     mbar = T.alloc_shared((STAGES,), "uint64")
     if tid == 0:
         for s in T.unroll(STAGES):
@@ -66,10 +89,18 @@ def tma_copy_pipelined(A: T.Tensor((None, None), "float32"), Out: T.Tensor((None
             if t < NTILES:
                 T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([s]), T.uint32(16384))
                 T.cuda.tile.apply(
-                    T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile"
-                          ".mbarrier::complete_tx::bytes"],
-                    buf[s], A, box=(64, 32), coords=((t // TILES_N) * 64, (t % TILES_N) * 64),
-                    coord_steps=((0, 32),), swizzle=3, mbar=mbar.ptr_to([s]))
+                    T.ptx[
+                        "cp.async.bulk.tensor.2d.shared::cta.global.tile"
+                        ".mbarrier::complete_tx::bytes"
+                    ],
+                    buf[s],
+                    A,
+                    box=(64, 32),
+                    coords=((t // TILES_N) * 64, (t % TILES_N) * 64),
+                    coord_steps=((0, 32),),
+                    swizzle=3,
+                    mbar=mbar.ptr_to([s]),
+                )
         phase = 0
         base = 0
         while cta + base * nctas < NTILES:
@@ -79,9 +110,13 @@ def tma_copy_pipelined(A: T.Tensor((None, None), "float32"), Out: T.Tensor((None
                     T.cuda.mbarrier_wait(mbar.ptr_to([s]), phase)
                     T.cuda.tile.apply(
                         T.ptx["cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"],
-                        Out, buf[s], box=(64, 32), coords=((t // TILES_N) * 64,
-                                                           (t % TILES_N) * 64),
-                        coord_steps=((0, 32),), swizzle=3)
+                        Out,
+                        buf[s],
+                        box=(64, 32),
+                        coords=((t // TILES_N) * 64, (t % TILES_N) * 64),
+                        coord_steps=((0, 32),),
+                        swizzle=3,
+                    )
                 T.ptx.cp.async_.bulk.commit_group()
             for s in T.unroll(STAGES):
                 t = cta + (base + STAGES + s) * nctas
@@ -89,19 +124,31 @@ def tma_copy_pipelined(A: T.Tensor((None, None), "float32"), Out: T.Tensor((None
                     T.ptx.cp.async_.bulk.wait_group.read(STAGES - 1 - s)
                     T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([s]), T.uint32(16384))
                     T.cuda.tile.apply(
-                        T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile"
-                              ".mbarrier::complete_tx::bytes"],
-                        buf[s], A, box=(64, 32), coords=((t // TILES_N) * 64,
-                                                         (t % TILES_N) * 64),
-                        coord_steps=((0, 32),), swizzle=3, mbar=mbar.ptr_to([s]))
+                        T.ptx[
+                            "cp.async.bulk.tensor.2d.shared::cta.global.tile"
+                            ".mbarrier::complete_tx::bytes"
+                        ],
+                        buf[s],
+                        A,
+                        box=(64, 32),
+                        coords=((t // TILES_N) * 64, (t % TILES_N) * 64),
+                        coord_steps=((0, 32),),
+                        swizzle=3,
+                        mbar=mbar.ptr_to([s]),
+                    )
             phase = phase ^ 1
             base = base + STAGES
         T.ptx.cp.async_.bulk.wait_group(0)
 
 
 @jittile.kernel
-def tma_copy_box(A: T.Tensor((None, None), "float32"), Out: T.Tensor((None, None), "float32"),
-                 BM: T.constexpr, BN: T.constexpr, L2: T.constexpr):
+def tma_copy_box(
+    A: T.Tensor((None, None), "float32"),
+    Out: T.Tensor((None, None), "float32"),
+    BM: T.constexpr,
+    BN: T.constexpr,
+    L2: T.constexpr,
+):
     """One unswizzled (BM, BN) box per CTA (a plain copy needs no swizzle, so rows can be 1 KB)."""
     tid = T.cuda.thread_idx("x")
     row = T.cuda.block_idx("y") * BM
@@ -114,10 +161,22 @@ def tma_copy_box(A: T.Tensor((None, None), "float32"), Out: T.Tensor((None, None
         T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(BM * BN * 4))
         T.cuda.tile.apply(
             T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"],
-            buf, A, box=(BM, BN), coords=(row, col), l2_promotion=L2, mbar=mbar.ptr_to([0]))
+            buf,
+            A,
+            box=(BM, BN),
+            coords=(row, col),
+            l2_promotion=L2,
+            mbar=mbar.ptr_to([0]),
+        )
         T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
-        T.cuda.tile.apply(T.ptx["cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"],
-                          Out, buf, box=(BM, BN), coords=(row, col), l2_promotion=L2)
+        T.cuda.tile.apply(
+            T.ptx["cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"],
+            Out,
+            buf,
+            box=(BM, BN),
+            coords=(row, col),
+            l2_promotion=L2,
+        )
         T.ptx.cp.async_.bulk.commit_group()
         T.ptx.cp.async_.bulk.wait_group.read(0)
 
@@ -130,15 +189,26 @@ RING_STORE = "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"
 def load_box(stage, A, bar, t, BM, BN, TILES_N):
     """Tile ``t`` of the (BM, BN) tiling of A into one ring stage, completing on ``bar``."""
     T.ptx.mbarrier.arrive.expect_tx.shared.b64(bar, T.uint32(BM * BN * 4))
-    T.cuda.tile.apply(T.ptx[RING_LOAD], stage, A, box=(BM, BN),
-                      coords=((t // TILES_N) * BM, (t % TILES_N) * BN), mbar=bar)
+    T.cuda.tile.apply(
+        T.ptx[RING_LOAD],
+        stage,
+        A,
+        box=(BM, BN),
+        coords=((t // TILES_N) * BM, (t % TILES_N) * BN),
+        mbar=bar,
+    )
 
 
 @jittile.func
 def store_box(Out, stage, t, BM, BN, TILES_N):
     """One ring stage back to tile ``t`` of Out (a bulk group the caller commits)."""
-    T.cuda.tile.apply(T.ptx[RING_STORE], Out, stage, box=(BM, BN),
-                      coords=((t // TILES_N) * BM, (t % TILES_N) * BN))
+    T.cuda.tile.apply(
+        T.ptx[RING_STORE],
+        Out,
+        stage,
+        box=(BM, BN),
+        coords=((t // TILES_N) * BM, (t % TILES_N) * BN),
+    )
 
 
 @jittile.func
@@ -154,9 +224,15 @@ def fill_ring(buf, mbar, A, cta, nctas, BM, BN, TILES_N, NTILES, STAGES):
 
 
 @jittile.kernel
-def tma_copy_ring(A: T.Tensor((None, None), "float32"), Out: T.Tensor((None, None), "float32"),
-                  BM: T.constexpr, BN: T.constexpr, TILES_N: T.constexpr, NTILES: T.constexpr,
-                  STAGES: T.constexpr):
+def tma_copy_ring(
+    A: T.Tensor((None, None), "float32"),
+    Out: T.Tensor((None, None), "float32"),
+    BM: T.constexpr,
+    BN: T.constexpr,
+    TILES_N: T.constexpr,
+    NTILES: T.constexpr,
+    STAGES: T.constexpr,
+):
     """Persistent CTAs over unswizzled (BM, BN) boxes with a STAGES-deep ring: each stage is
     reloaded as soon as the store that read it has finished reading."""
     tid = T.cuda.thread_idx("x")
@@ -185,9 +261,15 @@ def tma_copy_ring(A: T.Tensor((None, None), "float32"), Out: T.Tensor((None, Non
 
 
 @jittile.kernel
-def tma_copy_ring_lagged(A: T.Tensor((None, None), "float32"),
-                         Out: T.Tensor((None, None), "float32"), BM: T.constexpr, BN: T.constexpr,
-                         TILES_N: T.constexpr, NTILES: T.constexpr, STAGES: T.constexpr):
+def tma_copy_ring_lagged(
+    A: T.Tensor((None, None), "float32"),
+    Out: T.Tensor((None, None), "float32"),
+    BM: T.constexpr,
+    BN: T.constexpr,
+    TILES_N: T.constexpr,
+    NTILES: T.constexpr,
+    STAGES: T.constexpr,
+):
     """tma_copy_ring, but a stage is refilled one step after its store was issued
     (``wait_group.read(1)``), so a store stays in flight while the next stage's load lands."""
     tid = T.cuda.thread_idx("x")
@@ -219,8 +301,12 @@ def tma_copy_ring_lagged(A: T.Tensor((None, None), "float32"),
 
 
 @jittile.kernel
-def tma_copy_streaming(A: T.Tensor((None, None), "float32"),
-                       Out: T.Tensor((None, None), "float32"), BM: T.constexpr, BN: T.constexpr):
+def tma_copy_streaming(
+    A: T.Tensor((None, None), "float32"),
+    Out: T.Tensor((None, None), "float32"),
+    BM: T.constexpr,
+    BN: T.constexpr,
+):
     """tma_copy_box with an L2 evict-first cache policy on both the load and the store: the data
     is touched once, so it should not displace anything in L2."""
     tid = T.cuda.thread_idx("x")
@@ -234,13 +320,26 @@ def tma_copy_streaming(A: T.Tensor((None, None), "float32"),
         T.ptx.fence.proxy.async_.shared__cta()
         T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(BM * BN * 4))
         T.cuda.tile.apply(
-            T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
-                  ".L2::cache_hint"],
-            buf, A, box=(BM, BN), coords=(row, col), cache_policy=policy, mbar=mbar.ptr_to([0]))
+            T.ptx[
+                "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
+                ".L2::cache_hint"
+            ],
+            buf,
+            A,
+            box=(BM, BN),
+            coords=(row, col),
+            cache_policy=policy,
+            mbar=mbar.ptr_to([0]),
+        )
         T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
         T.cuda.tile.apply(
             T.ptx["cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group.L2::cache_hint"],
-            Out, buf, box=(BM, BN), coords=(row, col), cache_policy=policy)
+            Out,
+            buf,
+            box=(BM, BN),
+            coords=(row, col),
+            cache_policy=policy,
+        )
         T.ptx.cp.async_.bulk.commit_group()
         T.ptx.cp.async_.bulk.wait_group.read(0)
 
@@ -289,8 +388,9 @@ def main() -> None:
         entry["TB_per_s"] = 2 * nbytes / (entry["median_ms"] * 1e-3) / 1e12
         results[name] = dict(entry, **facts)
 
-    measure("memcpy_d2d",
-            lambda: cupy.cuda.runtime.memcpyAsync(out.data.ptr, a.data.ptr, nbytes, 3, 0))
+    measure(
+        "memcpy_d2d", lambda: cupy.cuda.runtime.memcpyAsync(out.data.ptr, a.data.ptr, nbytes, 3, 0)
+    )
     measure("cupy_copyto", lambda: cupy.copyto(out, a))
 
     launch = tma_copy[(N // 64, M // 64), 32]
@@ -298,28 +398,36 @@ def main() -> None:
 
     for bm, bn, l2 in ((64, 128, 0), (32, 256, 0), (128, 128, 0), (64, 256, 0)):
         run = tma_copy_box[(N // bn, M // bm), 32]
-        measure(f"jittile_tma_{bm}x{bn}_sw0_l2p{l2}", lambda: run(a, out, bm, bn, l2))
+        measure(f"jittile_tma_{bm}x{bn}_sw0_l2p{l2}", lambda: run(a, out, bm, bn, l2))  # noqa: B023
     for bm, l2 in ((32, 0), (64, 0), (128, 0), (32, 3)):
         run = tma_copy_box[(1, rows // bm), 32]
-        measure(f"jittile_tma_rows256_{bm}x256_l2p{l2}", lambda: run(a_rows, out_rows, bm, 256, l2),
-                view=[rows, 256])
+        measure(
+            f"jittile_tma_rows256_{bm}x256_l2p{l2}",
+            lambda: run(a_rows, out_rows, bm, 256, l2),  # noqa: B023
+            view=[rows, 256],
+        )
     for bm, bn in ((32, 256),):
         run = tma_copy_streaming[(N // bn, M // bm), 32]
-        measure(f"jittile_tma_{bm}x{bn}_sw0_evict_first", lambda: run(a, out, bm, bn))
+        measure(f"jittile_tma_{bm}x{bn}_sw0_evict_first", lambda: run(a, out, bm, bn))  # noqa: B023
 
     sms = cupy.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
     for kernel, label in ((tma_copy_ring, "ring"), (tma_copy_ring_lagged, "ring_lagged")):
         for bm, stages, per_sm in ((32, 4, 1), (32, 2, 3), (64, 3, 1)):
             tn, nt = 1, rows // bm
             run = kernel[sms * per_sm, 32]
-            measure(f"jittile_tma_{label}_rows256_{bm}x256_{stages}stages_{per_sm}cta_per_sm",
-                    lambda: run(a_rows, out_rows, bm, 256, tn, nt, stages), view=[rows, 256])
+            measure(
+                f"jittile_tma_{label}_rows256_{bm}x256_{stages}stages_{per_sm}cta_per_sm",
+                lambda: run(a_rows, out_rows, bm, 256, tn, nt, stages),
+                view=[rows, 256],
+            )  # noqa: B023
 
     tiles_n, ntiles = N // 64, (M // 64) * (N // 64)
     for stages, per_sm in ((4, 3),):
         run = tma_copy_pipelined[sms * per_sm, 32]
-        measure(f"jittile_tma_pipelined_{stages}stages_{per_sm}cta_per_sm",
-                lambda: run(a, out, tiles_n, ntiles, stages))
+        measure(
+            f"jittile_tma_pipelined_{stages}stages_{per_sm}cta_per_sm",
+            lambda: run(a, out, tiles_n, ntiles, stages),
+        )  # noqa: B023
 
     try:
         import torch
@@ -329,8 +437,12 @@ def main() -> None:
         for bm, bn in ((64, 64), (64, 128), (128, 128), (32, 256)):
             measure(f"triton_tma_{bm}x{bn}", make(ta, to, bm, bn), box=[bm, bn])
         for bm in (32, 64):
-            measure(f"triton_tma_rows256_{bm}x256", make(ta.view(rows, 256), to.view(rows, 256),
-                                                         bm, 256), box=[bm, 256], view=[rows, 256])
+            measure(
+                f"triton_tma_rows256_{bm}x256",
+                make(ta.view(rows, 256), to.view(rows, 256), bm, 256),
+                box=[bm, 256],
+                view=[rows, 256],
+            )
     except ImportError as exc:
         results["triton"] = {"error": repr(exc)}
 
@@ -348,11 +460,21 @@ def main() -> None:
 
     memcpy = results["memcpy_d2d"]["median_ms"]
     ratios = {k: memcpy / v["median_ms"] for k, v in results.items() if "median_ms" in v}
-    best = {prefix: max((k for k in ratios if k.startswith(prefix)), key=ratios.get)
-            for prefix in ("jittile", "triton") if any(k.startswith(prefix) for k in ratios)}
-    common.save("tma_copy", {"bytes": nbytes, "shape": [M, N], "results": results,
-                             "ratio_vs_memcpy": ratios,
-                             "best": {p: {"variant": k, "ratio": ratios[k]} for p, k in best.items()}})
+    best = {
+        prefix: max((k for k in ratios if k.startswith(prefix)), key=ratios.get)
+        for prefix in ("jittile", "triton")
+        if any(k.startswith(prefix) for k in ratios)
+    }
+    common.save(
+        "tma_copy",
+        {
+            "bytes": nbytes,
+            "shape": [M, N],
+            "results": results,
+            "ratio_vs_memcpy": ratios,
+            "best": {p: {"variant": k, "ratio": ratios[k]} for p, k in best.items()},
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ Not (yet) FlashAttention-3: D=256 (128x80 tiles), FA3's wider key blocks (128x17
 192x128 at D=64), ``P V`` as one n=D MMA and a persistent tile scheduler are missing. The
 fragment helpers come from ``jittile.fragment_algebra``.
 """
+
 from __future__ import annotations
 
 import math
@@ -42,8 +43,14 @@ import numpy as np
 
 import jittile
 from jittile import T
-from jittile.fragment_algebra import exp2_rows, quad_sum, row_max, scale_rows, thread_row_sum, \
-    to_bf16_a
+from jittile.fragment_algebra import (
+    exp2_rows,
+    quad_sum,
+    row_max,
+    scale_rows,
+    thread_row_sum,
+    to_bf16_a,
+)
 from jittile.layout import swizzle, wgmma_a, wgmma_accumulator
 
 BM, BN = 128, 128  # query rows per CTA (64 per consumer warpgroup), key rows per pipeline stage
@@ -85,8 +92,14 @@ def softmax_step(s_acc, top_max, bottom_max, top_sum, bottom_sum, scale, kv0, q0
     bottom_alpha = T.exp2((bottom_max - new_bottom) * scale)
     exp2_rows(s_acc, scale, new_top, new_bottom)
     block_top, block_bottom = thread_row_sum(s_acc)
-    return (new_top, new_bottom, top_sum * top_alpha + block_top,
-            bottom_sum * bottom_alpha + block_bottom, top_alpha, bottom_alpha)
+    return (
+        new_top,
+        new_bottom,
+        top_sum * top_alpha + block_top,
+        bottom_sum * bottom_alpha + block_bottom,
+        top_alpha,
+        bottom_alpha,
+    )
 
 
 @jittile.func
@@ -94,8 +107,7 @@ def multiply_qk(s_acc, q_s, k_s, half, stage, DH):
     """``S = Q K^T`` of the warpgroup's 64 rows against K's ``stage`` (committed; the caller
     fences)."""
     for d in T.unroll(DH):
-        T.cuda.tile.apply(T.ptx[QK], s_acc, q_s[d, half, 0, 0], k_s[stage, d, 0, 0].T,
-                          scale_d=d)
+        T.cuda.tile.apply(T.ptx[QK], s_acc, q_s[d, half, 0, 0], k_s[stage, d, 0, 0].T, scale_d=d)
     T.ptx.wgmma.commit_group.sync.aligned()
 
 
@@ -118,17 +130,23 @@ def store_rows(o_acc, o_s, d, half, row, lane):
             T.ptx.cvt.rn.bf16x2.f32(o_acc[r + 1], o_acc[r]),
             T.ptx.cvt.rn.bf16x2.f32(o_acc[r + 3], o_acc[r + 2]),
             T.ptx.cvt.rn.bf16x2.f32(o_acc[r + 5], o_acc[r + 4]),
-            T.ptx.cvt.rn.bf16x2.f32(o_acc[r + 7], o_acc[r + 6]))
+            T.ptx.cvt.rn.bf16x2.f32(o_acc[r + 7], o_acc[r + 6]),
+        )
 
 
 @jittile.kernel
-def attention_fwd(Q: T.Tensor((None, None, None, None), "bfloat16"),
-                  K: T.Tensor((None, None, None, None), "bfloat16"),
-                  V: T.Tensor((None, None, None, None), "bfloat16"),
-                  O: T.Tensor((None, None, None, None), "bfloat16"),
-                  LSE: T.Tensor((None, None, None), "float32"),
-                  seq: T.int32, group: T.int32, scale: T.float32,
-                  D: T.constexpr, CAUSAL: T.constexpr):
+def attention_fwd(
+    Q: T.Tensor((None, None, None, None), "bfloat16"),
+    K: T.Tensor((None, None, None, None), "bfloat16"),
+    V: T.Tensor((None, None, None, None), "bfloat16"),
+    O: T.Tensor((None, None, None, None), "bfloat16"),  # noqa: E741
+    LSE: T.Tensor((None, None, None), "float32"),
+    seq: T.int32,
+    group: T.int32,
+    scale: T.float32,
+    D: T.constexpr,
+    CAUSAL: T.constexpr,
+):
     T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=384))
     DH = D // 64  # 64-column blocks of the head dimension (one 128-byte swizzle atom each)
     STAGES = RING_BYTES // (2 * BN * D * 2)  # K and V blocks per stage
@@ -137,12 +155,24 @@ def attention_fwd(Q: T.Tensor((None, None, None, None), "bfloat16"),
     m0 = T.cuda.block_idx("x") * BM
     head = T.cuda.block_idx("y")
     batch = T.cuda.block_idx("z")
-    Q_s = T.alloc_shared((DH, 2, 1, 1, 64, 64), "bfloat16",
-                         layout=swizzle(3, (DH, 2, 1, 1, 64, 64), "bfloat16"), align=1024)
-    K_s = T.alloc_shared((STAGES, DH, 1, 1, BN, 64), "bfloat16",
-                         layout=swizzle(3, (STAGES, DH, 1, 1, BN, 64), "bfloat16"), align=1024)
-    V_s = T.alloc_shared((STAGES, DH, 1, 1, BN, 64), "bfloat16",
-                         layout=swizzle(3, (STAGES, DH, 1, 1, BN, 64), "bfloat16"), align=1024)
+    Q_s = T.alloc_shared(
+        (DH, 2, 1, 1, 64, 64),
+        "bfloat16",
+        layout=swizzle(3, (DH, 2, 1, 1, 64, 64), "bfloat16"),
+        align=1024,
+    )
+    K_s = T.alloc_shared(
+        (STAGES, DH, 1, 1, BN, 64),
+        "bfloat16",
+        layout=swizzle(3, (STAGES, DH, 1, 1, BN, 64), "bfloat16"),
+        align=1024,
+    )
+    V_s = T.alloc_shared(
+        (STAGES, DH, 1, 1, BN, 64),
+        "bfloat16",
+        layout=swizzle(3, (STAGES, DH, 1, 1, BN, 64), "bfloat16"),
+        align=1024,
+    )
     O_s = T.alloc_shared((DH, 2, 1, 1, 64, 64), "bfloat16", align=1024)
     qfull = T.alloc_shared((1,), "uint64")
     kfull = T.alloc_shared((STAGES,), "uint64")
@@ -167,24 +197,47 @@ def attention_fwd(Q: T.Tensor((None, None, None, None), "bfloat16"),
         if tid == 0:
             kv_head = T.uint32(head) // T.uint32(group)  # 32-bit: a 64-bit division is a call
             T.ptx.mbarrier.arrive.expect_tx.shared.b64(qfull.ptr_to([0]), T.uint32(BM * D * 2))
-            T.cuda.tile.apply(T.ptx[LOAD], Q_s, Q, box=(1, 1, 64, 64), coords=(batch, head, m0, 0),
-                              coord_steps=((0, 0, 0, 64), (0, 0, 64, 0)), swizzle=3,
-                              mbar=qfull.ptr_to([0]))
+            T.cuda.tile.apply(
+                T.ptx[LOAD],
+                Q_s,
+                Q,
+                box=(1, 1, 64, 64),
+                coords=(batch, head, m0, 0),
+                coord_steps=((0, 0, 0, 64), (0, 0, 64, 0)),
+                swizzle=3,
+                mbar=qfull.ptr_to([0]),
+            )
             for load in range(blocks):
                 stage = load % STAGES
                 free_phase = ((load // STAGES) & 1) ^ 1
                 T.cuda.mbarrier_wait(kfree.ptr_to([stage]), free_phase)
-                T.ptx.mbarrier.arrive.expect_tx.shared.b64(kfull.ptr_to([stage]),
-                                                          T.uint32(BN * D * 2))
-                T.cuda.tile.apply(T.ptx[LOAD], K_s[stage], K, box=(1, 1, BN, 64),
-                                  coords=(batch, kv_head, load * BN, 0),
-                                  coord_steps=((0, 0, 0, 64),), swizzle=3, mbar=kfull.ptr_to([stage]))
+                T.ptx.mbarrier.arrive.expect_tx.shared.b64(
+                    kfull.ptr_to([stage]), T.uint32(BN * D * 2)
+                )
+                T.cuda.tile.apply(
+                    T.ptx[LOAD],
+                    K_s[stage],
+                    K,
+                    box=(1, 1, BN, 64),
+                    coords=(batch, kv_head, load * BN, 0),
+                    coord_steps=((0, 0, 0, 64),),
+                    swizzle=3,
+                    mbar=kfull.ptr_to([stage]),
+                )
                 T.cuda.mbarrier_wait(vfree.ptr_to([stage]), free_phase)
-                T.ptx.mbarrier.arrive.expect_tx.shared.b64(vfull.ptr_to([stage]),
-                                                          T.uint32(BN * D * 2))
-                T.cuda.tile.apply(T.ptx[LOAD], V_s[stage], V, box=(1, 1, BN, 64),
-                                  coords=(batch, kv_head, load * BN, 0),
-                                  coord_steps=((0, 0, 0, 64),), swizzle=3, mbar=vfull.ptr_to([stage]))
+                T.ptx.mbarrier.arrive.expect_tx.shared.b64(
+                    vfull.ptr_to([stage]), T.uint32(BN * D * 2)
+                )
+                T.cuda.tile.apply(
+                    T.ptx[LOAD],
+                    V_s[stage],
+                    V,
+                    box=(1, 1, BN, 64),
+                    coords=(batch, kv_head, load * BN, 0),
+                    coord_steps=((0, 0, 0, 64),),
+                    swizzle=3,
+                    mbar=vfull.ptr_to([stage]),
+                )
     else:  # consumers: warpgroup 1 owns query rows m0..m0+63, warpgroup 2 the next 64
         T.ptx.setmaxnreg.inc.sync.aligned.u32(240)
         half = warpgroup - 1
@@ -223,8 +276,8 @@ def attention_fwd(Q: T.Tensor((None, None, None, None), "bfloat16"),
             if leader:
                 T.ptx.mbarrier.arrive.shared.b64(kfree.ptr_to([stage]))
             top_max, bottom_max, top_sum, bottom_sum, top_alpha, bottom_alpha = softmax_step(
-                s_acc, top_max, bottom_max, top_sum, bottom_sum, scale, block * BN, q0, seq,
-                CAUSAL)
+                s_acc, top_max, bottom_max, top_sum, bottom_sum, scale, block * BN, q0, seq, CAUSAL
+            )
             T.ptx.wgmma.wait_group.sync.aligned(0)
             if leader and block > 0:
                 T.ptx.mbarrier.arrive.shared.b64(vfree.ptr_to([previous]))
@@ -251,8 +304,14 @@ def attention_fwd(Q: T.Tensor((None, None, None, None), "bfloat16"),
         T.ptx.fence.proxy.async_.shared__cta()
         T.ptx.bar.sync(1 + half, 128)
         if leader:
-            T.cuda.tile.apply(T.ptx[STORE], O, O_s[0:DH, half], box=(1, 1, 64, 64),
-                              coords=(batch, head, q0, 0), coord_steps=((0, 0, 0, 64),))
+            T.cuda.tile.apply(
+                T.ptx[STORE],
+                O,
+                O_s[0:DH, half],
+                box=(1, 1, 64, 64),
+                coords=(batch, head, q0, 0),
+                coord_steps=((0, 0, 0, 64),),
+            )
             T.ptx.cp.async_.bulk.commit_group()
         if lane % 4 == 0:
             top_row = q0 + s_acc.row(0)
@@ -266,8 +325,16 @@ def attention_fwd(Q: T.Tensor((None, None, None, None), "bfloat16"),
 
 def _specs(head_dim: int):
     bf16 = T.Tensor((None, None, None, None), "bfloat16")
-    return (bf16, bf16, bf16, bf16, T.Tensor((None, None, None), "float32"), np.int32(1),
-            np.int32(1), np.float32(1.0))
+    return (
+        bf16,
+        bf16,
+        bf16,
+        bf16,
+        T.Tensor((None, None, None), "float32"),
+        np.int32(1),
+        np.int32(1),
+        np.float32(1.0),
+    )
 
 
 def compiled(head_dim: int = 128, causal: bool = False, target: str = "sm_90a"):
@@ -278,12 +345,14 @@ def compiled(head_dim: int = 128, causal: bool = False, target: str = "sm_90a"):
 
 def _check_head_dim(head_dim: int) -> None:
     if head_dim not in HEAD_DIMS:
-        raise ValueError(f"attention: head dimension {head_dim} is not supported (one of "
-                         f"{HEAD_DIMS})")
+        raise ValueError(
+            f"attention: head dimension {head_dim} is not supported (one of {HEAD_DIMS})"
+        )
 
 
-def attention(q, k, v, causal: bool = False, sm_scale: float | None = None,
-              return_lse: bool = False):
+def attention(
+    q, k, v, causal: bool = False, sm_scale: float | None = None, return_lse: bool = False
+):
     """``softmax(q @ k.T * sm_scale) @ v`` over (B, H, S, D) bf16 tensors (K/V with H_kv heads,
     H % H_kv == 0); ``sm_scale`` defaults to 1/sqrt(D). torch CUDA tensors launch on the GPU;
     NumPy ``ml_dtypes.bfloat16`` arrays run on the CPU interpreter. Returns ``o`` (and, with
@@ -292,12 +361,15 @@ def attention(q, k, v, causal: bool = False, sm_scale: float | None = None,
     kv_heads = k.shape[1]
     _check_head_dim(head_dim)
     if tuple(k.shape) != (batch, kv_heads, seq, head_dim) or tuple(v.shape) != tuple(k.shape):
-        raise ValueError(f"attention: k and v must be (B, H_kv, S, D) = "
-                         f"({batch}, H_kv, {seq}, {head_dim}), got {tuple(k.shape)} and "
-                         f"{tuple(v.shape)}")
+        raise ValueError(
+            f"attention: k and v must be (B, H_kv, S, D) = "
+            f"({batch}, H_kv, {seq}, {head_dim}), got {tuple(k.shape)} and "
+            f"{tuple(v.shape)}"
+        )
     if heads % kv_heads:
-        raise ValueError(f"attention: {heads} query heads are not a multiple of {kv_heads} "
-                         f"key/value heads")
+        raise ValueError(
+            f"attention: {heads} query heads are not a multiple of {kv_heads} key/value heads"
+        )
     scale = (1.0 / math.sqrt(head_dim) if sm_scale is None else sm_scale) * LOG2E
     grid = (-(-seq // BM), heads, batch)
     args = (np.int32(seq), np.int32(heads // kv_heads), np.float32(scale), head_dim, causal)
@@ -333,9 +405,11 @@ def main() -> None:
     for head_dim in HEAD_DIMS:
         for causal in (False, True):
             ck = compiled(head_dim, causal)
-            print(f"attention_fwd D={head_dim} causal={causal}: {ck.metadata['registers']} "
-                  f"registers, {ck.metadata['local_bytes']} bytes of local memory, "
-                  f"{ck.metadata['shared_bytes']} bytes of shared memory")
+            print(
+                f"attention_fwd D={head_dim} causal={causal}: {ck.metadata['registers']} "
+                f"registers, {ck.metadata['local_bytes']} bytes of local memory, "
+                f"{ck.metadata['shared_bytes']} bytes of shared memory"
+            )
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ M, N and K need not be multiples of the tile: TMA loads fill out-of-bounds eleme
 (they add nothing to the products) and TMA stores skip them. (TMA needs 16-byte row strides: K
 and N multiples of 8.)
 """
+
 import functools
 
 import numpy as np
@@ -62,10 +63,12 @@ REDUCE = "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group"
 # The wgmma forms by N (16, 32, ... 256: index N // 16 - 1). Tuples of strings, not a dict: a
 # kernel that reads a mutable global has it re-checked on every launch (jittile/watch.py), which
 # cost a third of a tuned launch's host time.
-BF16_MMA = tuple(f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16"
-                 for n in range(16, 257, 16))
-E4M3_MMA = tuple(f"wgmma.mma_async.sync.aligned.m64n{n}k32.f32.e4m3.e4m3"
-                 for n in range(16, 257, 16))
+BF16_MMA = tuple(
+    f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16" for n in range(16, 257, 16)
+)
+E4M3_MMA = tuple(
+    f"wgmma.mma_async.sync.aligned.m64n{n}k32.f32.e4m3.e4m3" for n in range(16, 257, 16)
+)
 MMA = BF16_MMA[BN // 16 - 1]
 
 
@@ -90,8 +93,24 @@ def k_range(job, k_tiles, SPLIT):
 
 
 @jittile.func
-def produce(R, Q, R_s, Q_s, full, empty, jobs, tiles_m, tiles_n, k_tiles, TILE_M, TILE_N, TILE_K,
-            RING, GROUP, SPLIT):
+def produce(
+    R,
+    Q,
+    R_s,
+    Q_s,
+    full,
+    empty,
+    jobs,
+    tiles_m,
+    tiles_n,
+    k_tiles,
+    TILE_M,
+    TILE_N,
+    TILE_K,
+    RING,
+    GROUP,
+    SPLIT,
+):
     """The producer thread: stream each job's K-slices of R and Q into the ring."""
     loaded = 0
     job = T.cuda.block_idx("x")
@@ -102,16 +121,39 @@ def produce(R, Q, R_s, Q_s, full, empty, jobs, tiles_m, tiles_n, k_tiles, TILE_M
             k0 = (first + i) * TILE_K
             s = loaded % RING
             T.cuda.mbarrier_wait(empty.ptr_to([s]), ((loaded // RING) & 1) ^ 1)
-            T.ptx.mbarrier.arrive.expect_tx.shared.b64(full.ptr_to([s]),
-                                                      T.uint32((TILE_M + TILE_N) * ROW_BYTES))
+            T.ptx.mbarrier.arrive.expect_tx.shared.b64(
+                full.ptr_to([s]), T.uint32((TILE_M + TILE_N) * ROW_BYTES)
+            )
             if TILE_M == 128:
-                T.cuda.tile.apply(T.ptx[LOAD], R_s[s], R, box=(64, TILE_K), coords=(m0, k0),
-                                  coord_steps=((64, 0),), swizzle=3, mbar=full.ptr_to([s]))
+                T.cuda.tile.apply(
+                    T.ptx[LOAD],
+                    R_s[s],
+                    R,
+                    box=(64, TILE_K),
+                    coords=(m0, k0),
+                    coord_steps=((64, 0),),
+                    swizzle=3,
+                    mbar=full.ptr_to([s]),
+                )
             else:
-                T.cuda.tile.apply(T.ptx[LOAD], R_s[s, 0], R, box=(64, TILE_K), coords=(m0, k0),
-                                  swizzle=3, mbar=full.ptr_to([s]))
-            T.cuda.tile.apply(T.ptx[LOAD], Q_s[s], Q, box=(TILE_N, TILE_K), coords=(n0, k0),
-                              swizzle=3, mbar=full.ptr_to([s]))
+                T.cuda.tile.apply(
+                    T.ptx[LOAD],
+                    R_s[s, 0],
+                    R,
+                    box=(64, TILE_K),
+                    coords=(m0, k0),
+                    swizzle=3,
+                    mbar=full.ptr_to([s]),
+                )
+            T.cuda.tile.apply(
+                T.ptx[LOAD],
+                Q_s[s],
+                Q,
+                box=(TILE_N, TILE_K),
+                coords=(n0, k0),
+                swizzle=3,
+                mbar=full.ptr_to([s]),
+            )
             loaded += 1
         job += T.cuda.grid_dim("x")
 
@@ -130,12 +172,24 @@ def stage_bf16(frag, S_s, scale, part, half, lane, WIDTH, SWAP, SCALED):
         w3 = bf16_pair(frag, r + 6, scale, SCALED)
         if SWAP:
             T.ptx.stmatrix.sync.aligned.m8n8.x4.trans.shared.b16(
-                S_s.ptr_to([half, 16 * j + 8 * (lane // 16) + lane % 8,
-                            warp_row + 8 * ((lane // 8) % 2)]), w0, w1, w2, w3)
+                S_s.ptr_to(
+                    [half, 16 * j + 8 * (lane // 16) + lane % 8, warp_row + 8 * ((lane // 8) % 2)]
+                ),
+                w0,
+                w1,
+                w2,
+                w3,
+            )
         else:
             T.ptx.stmatrix.sync.aligned.m8n8.x4.shared.b16(
-                S_s.ptr_to([half, warp_row + lane % 8 + 8 * ((lane // 8) % 2),
-                            16 * j + 8 * (lane // 16)]), w0, w1, w2, w3)
+                S_s.ptr_to(
+                    [half, warp_row + lane % 8 + 8 * ((lane // 8) % 2), 16 * j + 8 * (lane // 16)]
+                ),
+                w0,
+                w1,
+                w2,
+                w3,
+            )
 
 
 @jittile.func
@@ -164,8 +218,7 @@ def stage_f32(frag, S_s, scale, part, half, lane, WIDTH, SWAP, SCALED):
 
 
 @jittile.func
-def epilogue(frag, C, W, S_s, scale, row0, col0, half, leader, TILE_N, WIDTH, SPLIT, SWAP,
-             SCALED):
+def epilogue(frag, C, W, S_s, scale, row0, col0, half, leader, TILE_N, WIDTH, SPLIT, SWAP, SCALED):
     """Write a consumer's 64 x TILE_N fragment at (row0, col0) of the (transposed with SWAP)
     output in parts of WIDTH columns: bf16 TMA stores into C, or (SPLIT > 1) fp32 TMA reduce-adds
     into the workspace W."""
@@ -182,23 +235,57 @@ def epilogue(frag, C, W, S_s, scale, row0, col0, half, leader, TILE_N, WIDTH, SP
         T.ptx.bar.sync(1 + half, 128)
         if leader:
             if SWAP and SPLIT == 1:
-                T.cuda.tile.apply(T.ptx[STORE], C, S_s[half], box=(TILE_N, 64),
-                                  coords=(col0, row0 + 64 * half))
+                T.cuda.tile.apply(
+                    T.ptx[STORE], C, S_s[half], box=(TILE_N, 64), coords=(col0, row0 + 64 * half)
+                )
             elif SWAP:
-                T.cuda.tile.apply(T.ptx[REDUCE], W, S_s[half], box=(TILE_N, 64),
-                                  coords=(col0, row0 + 64 * half))
+                T.cuda.tile.apply(
+                    T.ptx[REDUCE], W, S_s[half], box=(TILE_N, 64), coords=(col0, row0 + 64 * half)
+                )
             elif SPLIT == 1:
-                T.cuda.tile.apply(T.ptx[STORE], C, S_s[half], box=(64, WIDTH),
-                                  coords=(row0 + 64 * half, col0 + p * WIDTH))
+                T.cuda.tile.apply(
+                    T.ptx[STORE],
+                    C,
+                    S_s[half],
+                    box=(64, WIDTH),
+                    coords=(row0 + 64 * half, col0 + p * WIDTH),
+                )
             else:
-                T.cuda.tile.apply(T.ptx[REDUCE], W, S_s[half], box=(64, WIDTH),
-                                  coords=(row0 + 64 * half, col0 + p * WIDTH))
+                T.cuda.tile.apply(
+                    T.ptx[REDUCE],
+                    W,
+                    S_s[half],
+                    box=(64, WIDTH),
+                    coords=(row0 + 64 * half, col0 + p * WIDTH),
+                )
             T.ptx.cp.async_.bulk.commit_group()
 
 
 @jittile.func
-def consume(R_s, Q_s, S_s, full, empty, C, W, scale, jobs, tiles_m, tiles_n, k_tiles, MMA_OP,
-            TILE_M, TILE_N, WIDTH, RING, GROUP, SPLIT, SWAP, PROMOTE, SCALED):
+def consume(
+    R_s,
+    Q_s,
+    S_s,
+    full,
+    empty,
+    C,
+    W,
+    scale,
+    jobs,
+    tiles_m,
+    tiles_n,
+    k_tiles,
+    MMA_OP,
+    TILE_M,
+    TILE_N,
+    WIDTH,
+    RING,
+    GROUP,
+    SPLIT,
+    SWAP,
+    PROMOTE,
+    SCALED,
+):
     """A consumer warpgroup's persistent loop: each job's K range into ``acc`` (or with PROMOTE
     each K-stage alone into ``acc``, added into ``total``), then its epilogue."""
     half = T.cuda.warp_id() // 4 - 1
@@ -233,25 +320,73 @@ def consume(R_s, Q_s, S_s, full, empty, C, W, scale, jobs, tiles_m, tiles_n, k_t
                     if i > 0 and leader:
                         T.ptx.mbarrier.arrive.shared.b64(empty.ptr_to([(it + RING - 1) % RING]))
                 it += 1
-            row0, col0 = tile_origin(T.uint32(job) // SPLIT, tiles_m, tiles_n, TILE_M, TILE_N,
-                                     GROUP)
+            row0, col0 = tile_origin(
+                T.uint32(job) // SPLIT, tiles_m, tiles_n, TILE_M, TILE_N, GROUP
+            )
             if PROMOTE:
-                epilogue(total, C, W, S_s, scale, row0, col0, half, leader, TILE_N, WIDTH, SPLIT,
-                         SWAP, SCALED)
+                epilogue(
+                    total,
+                    C,
+                    W,
+                    S_s,
+                    scale,
+                    row0,
+                    col0,
+                    half,
+                    leader,
+                    TILE_N,
+                    WIDTH,
+                    SPLIT,
+                    SWAP,
+                    SCALED,
+                )
             else:
                 T.ptx.wgmma.wait_group.sync.aligned(0)
                 if leader:
                     T.ptx.mbarrier.arrive.shared.b64(empty.ptr_to([(it + RING - 1) % RING]))
-                epilogue(acc, C, W, S_s, scale, row0, col0, half, leader, TILE_N, WIDTH, SPLIT,
-                         SWAP, SCALED)
+                epilogue(
+                    acc,
+                    C,
+                    W,
+                    S_s,
+                    scale,
+                    row0,
+                    col0,
+                    half,
+                    leader,
+                    TILE_N,
+                    WIDTH,
+                    SPLIT,
+                    SWAP,
+                    SCALED,
+                )
         job += T.cuda.grid_dim("x")
     if leader:
         T.ptx.cp.async_.bulk.wait_group(0)
 
 
 @jittile.func
-def gemm_body(R, Q, C, W, scale, rows, cols, K, ELEMENT, MMA_OP, TILE_M, TILE_N, TILE_K, RING,
-              GROUP, SPLIT, SWAP, PROMOTE, SCALED):
+def gemm_body(
+    R,
+    Q,
+    C,
+    W,
+    scale,
+    rows,
+    cols,
+    K,
+    ELEMENT,
+    MMA_OP,
+    TILE_M,
+    TILE_N,
+    TILE_K,
+    RING,
+    GROUP,
+    SPLIT,
+    SWAP,
+    PROMOTE,
+    SCALED,
+):
     """The whole kernel over ``R @ Q.T`` (rows x cols): shared ring, barriers, producer and
     consumers. ``C`` (bf16) receives the product, transposed with SWAP; with SPLIT > 1 the fp32
     workspace ``W`` (same orientation as C) receives the partial sums instead."""
@@ -259,10 +394,18 @@ def gemm_body(R, Q, C, W, scale, rows, cols, K, ELEMENT, MMA_OP, TILE_M, TILE_N,
     # a consumer's staged output part: the whole (transposed) tile with SWAP, else 128 bf16 or
     # 64 fp32 columns (one 256-byte row); 64 bf16 where 128 does not divide the tile (N = 192)
     width = TILE_N if SWAP else (128 if SPLIT == 1 and TILE_N % 128 == 0 else 64)
-    R_s = T.alloc_shared((RING, consumers, 64, TILE_K), ELEMENT,
-                         layout=swizzle(3, (RING, consumers, 64, TILE_K), ELEMENT), align=1024)
-    Q_s = T.alloc_shared((RING, TILE_N, TILE_K), ELEMENT,
-                         layout=swizzle(3, (RING, TILE_N, TILE_K), ELEMENT), align=1024)
+    R_s = T.alloc_shared(
+        (RING, consumers, 64, TILE_K),
+        ELEMENT,
+        layout=swizzle(3, (RING, consumers, 64, TILE_K), ELEMENT),
+        align=1024,
+    )
+    Q_s = T.alloc_shared(
+        (RING, TILE_N, TILE_K),
+        ELEMENT,
+        layout=swizzle(3, (RING, TILE_N, TILE_K), ELEMENT),
+        align=1024,
+    )
     staged = "bfloat16" if SPLIT == 1 else "float32"
     if SWAP:
         S_s = T.alloc_shared((consumers, TILE_N, 64), staged, align=1024)
@@ -284,27 +427,94 @@ def gemm_body(R, Q, C, W, scale, rows, cols, K, ELEMENT, MMA_OP, TILE_M, TILE_N,
         if PROMOTE and TILE_N > 128:  # its registers to the consumers' two 64 x N fragments
             T.ptx.setmaxnreg.dec.sync.aligned.u32(40)
         if T.cuda.thread_idx("x") == 0:
-            produce(R, Q, R_s, Q_s, full, empty, jobs, tiles_m, tiles_n, k_tiles, TILE_M, TILE_N,
-                    TILE_K, RING, GROUP, SPLIT)
+            produce(
+                R,
+                Q,
+                R_s,
+                Q_s,
+                full,
+                empty,
+                jobs,
+                tiles_m,
+                tiles_n,
+                k_tiles,
+                TILE_M,
+                TILE_N,
+                TILE_K,
+                RING,
+                GROUP,
+                SPLIT,
+            )
     else:  # consumer warpgroup w computes rows 64(w-1) .. 64w - 1 of the tile
         if PROMOTE and TILE_N > 128:
             T.ptx.setmaxnreg.inc.sync.aligned.u32(232)
-        consume(R_s, Q_s, S_s, full, empty, C, W, scale, jobs, tiles_m, tiles_n, k_tiles, MMA_OP,
-                TILE_M, TILE_N, width, RING, GROUP, SPLIT, SWAP, PROMOTE, SCALED)
+        consume(
+            R_s,
+            Q_s,
+            S_s,
+            full,
+            empty,
+            C,
+            W,
+            scale,
+            jobs,
+            tiles_m,
+            tiles_n,
+            k_tiles,
+            MMA_OP,
+            TILE_M,
+            TILE_N,
+            width,
+            RING,
+            GROUP,
+            SPLIT,
+            SWAP,
+            PROMOTE,
+            SCALED,
+        )
 
 
 @jittile.kernel
-def gemm_bf16(A: T.Tensor((None, None), "bfloat16"), B: T.Tensor((None, None), "bfloat16"),
-              C: T.Tensor((None, None), "bfloat16"), M: T.int32, N: T.int32, K: T.int32):
+def gemm_bf16(
+    A: T.Tensor((None, None), "bfloat16"),
+    B: T.Tensor((None, None), "bfloat16"),
+    C: T.Tensor((None, None), "bfloat16"),
+    M: T.int32,
+    N: T.int32,
+    K: T.int32,
+):
     """The 128x256 configuration alone (no tuning)."""
     T.device_entry(launch=T.cuda.LaunchConfig(grid=132, block=384))
-    gemm_body(A, B, C, C, 1.0, M, N, K, "bfloat16", MMA, BM, BN, BK, STAGES, GROUP_M, 1, False,
-              False, False)
+    gemm_body(
+        A,
+        B,
+        C,
+        C,
+        1.0,
+        M,
+        N,
+        K,
+        "bfloat16",
+        MMA,
+        BM,
+        BN,
+        BK,
+        STAGES,
+        GROUP_M,
+        1,
+        False,
+        False,
+        False,
+    )
 
 
 @jittile.kernel
-def bf16_from_f32(W: T.Tensor((None, None), "float32"), C: T.Tensor((None, None), "bfloat16"),
-                  M: T.int32, N: T.int32):
+def bf16_from_f32(
+    W: T.Tensor((None, None), "float32"),
+    C: T.Tensor((None, None), "bfloat16"),
+    M: T.int32,
+    N: T.int32,
+):
     """C = W rounded to bf16 (nearest even): the split-K configurations' last step."""
     i = T.cuda.block_idx("x") * 256 + T.cuda.thread_idx("x")
     while i < M * N:
@@ -333,8 +543,11 @@ class Space:
     @staticmethod
     def _config(tm, tn, ring, group, split, swap) -> jittile.Config:
         hook = zero_workspace if split > 1 else None
-        return jittile.Config({"BM": tm, "BN": tn, "STAGES": ring, "GROUP_M": group,
-                               "SPLIT": split, "SWAP": swap}, block=128 + 2 * tm, pre_hook=hook)
+        return jittile.Config(
+            {"BM": tm, "BN": tn, "STAGES": ring, "GROUP_M": group, "SPLIT": split, "SWAP": swap},
+            block=128 + 2 * tm,
+            pre_hook=hook,
+        )
 
     def candidates(self, m: int, n: int, k: int, sms: int = SMS) -> list:
         """The configs worth timing for an M x N x K product (rules in docs/gemm.md); kept per
@@ -410,48 +623,112 @@ def bench_with_finish(fn) -> float:
     return float(np.median(samples))
 
 
-BF16_SPACE = Space(2, tiles=((128, 256, 4, 8, False), (128, 256, 4, 16, False),
-                             (128, 256, 3, 8, False), (128, 192, 5, 8, False),
-                             (128, 128, 6, 8, True),
-                             (64, 256, 5, 8, True), (64, 128, 8, 8, True)),
-                   swap_tiles=((128, 16, 8), (128, 32, 8), (128, 64, 8)), splits=(2, 4, 8))
+BF16_SPACE = Space(
+    2,
+    tiles=(
+        (128, 256, 4, 8, False),
+        (128, 256, 4, 16, False),
+        (128, 256, 3, 8, False),
+        (128, 192, 5, 8, False),
+        (128, 128, 6, 8, True),
+        (64, 256, 5, 8, True),
+        (64, 128, 8, 8, True),
+    ),
+    swap_tiles=((128, 16, 8), (128, 32, 8), (128, 64, 8)),
+    splits=(2, 4, 8),
+)
 
 
 def prune(space: Space):
     """An early_config_prune over ``space``: its candidates for the call's M, N, K."""
+
     def early_config_prune(configs, named):
         keep = set(space.candidates(int(named["M"]), int(named["N"]), int(named["K"])))
         return [c for c in configs if c in keep]
+
     return early_config_prune
 
 
-@jittile.autotune(configs=BF16_SPACE.configs, key=["M", "N", "K"],
-                  prune_configs_by={"early_config_prune": prune(BF16_SPACE)},
-                  do_bench=bench_with_finish)
+@jittile.autotune(
+    configs=BF16_SPACE.configs,
+    key=["M", "N", "K"],
+    prune_configs_by={"early_config_prune": prune(BF16_SPACE)},
+    do_bench=bench_with_finish,
+)
 @jittile.kernel
-def gemm_bf16_tuned(A: T.Tensor((None, None), "bfloat16"), B: T.Tensor((None, None), "bfloat16"),
-                    C: T.Tensor((None, None), "bfloat16"), W: T.Tensor((None, None), "float32"),
-                    M: T.int32, N: T.int32, K: T.int32, BM: T.constexpr, BN: T.constexpr,
-                    STAGES: T.constexpr, GROUP_M: T.constexpr, SPLIT: T.constexpr,
-                    SWAP: T.constexpr):
+def gemm_bf16_tuned(
+    A: T.Tensor((None, None), "bfloat16"),
+    B: T.Tensor((None, None), "bfloat16"),
+    C: T.Tensor((None, None), "bfloat16"),
+    W: T.Tensor((None, None), "float32"),
+    M: T.int32,
+    N: T.int32,
+    K: T.int32,
+    BM: T.constexpr,
+    BN: T.constexpr,
+    STAGES: T.constexpr,
+    GROUP_M: T.constexpr,
+    SPLIT: T.constexpr,
+    SWAP: T.constexpr,
+):
     """gemm_bf16 over the tuning space; with SPLIT > 1 the fp32 workspace W (M, N) receives the
     sums (zeroed by the config's pre_hook, converted by ``finish``)."""
     if SWAP:
-        gemm_body(B, A, C, W, 1.0, N, M, K, "bfloat16", BF16_MMA[BN // 16 - 1], BM, BN, BK,
-                  STAGES, GROUP_M, SPLIT, True, False, False)
+        gemm_body(
+            B,
+            A,
+            C,
+            W,
+            1.0,
+            N,
+            M,
+            K,
+            "bfloat16",
+            BF16_MMA[BN // 16 - 1],
+            BM,
+            BN,
+            BK,
+            STAGES,
+            GROUP_M,
+            SPLIT,
+            True,
+            False,
+            False,
+        )
     else:
-        gemm_body(A, B, C, W, 1.0, M, N, K, "bfloat16", BF16_MMA[BN // 16 - 1], BM, BN, BK,
-                  STAGES, GROUP_M, SPLIT, False, False, False)
+        gemm_body(
+            A,
+            B,
+            C,
+            W,
+            1.0,
+            M,
+            N,
+            K,
+            "bfloat16",
+            BF16_MMA[BN // 16 - 1],
+            BM,
+            BN,
+            BK,
+            STAGES,
+            GROUP_M,
+            SPLIT,
+            False,
+            False,
+            False,
+        )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def persistent_grid(sms: int):
     """The tuned kernels' grid: one CTA per job, at most one per SM (one function per SM count,
     made once: launches repeat)."""
+
     def grid(meta):
         rows, cols = (meta["N"], meta["M"]) if meta["SWAP"] else (meta["M"], meta["N"])
         jobs = -(-rows // meta["BM"]) * -(-cols // meta["BN"]) * meta["SPLIT"]
         return (min(sms, jobs),)
+
     return grid
 
 
@@ -494,8 +771,9 @@ def _new_workspace(c, shape: tuple):
     return np.zeros(shape, np.float32)
 
 
-def run_tuned(tuned, space: Space, args: tuple, c, m: int, n: int, k: int, sms: int,
-              extra: tuple = ()) -> None:
+def run_tuned(
+    tuned, space: Space, args: tuple, c, m: int, n: int, k: int, sms: int, extra: tuple = ()
+) -> None:
     """Launch a tuned kernel (``args`` before W; M, N, K and ``extra`` after it): tuned on the
     GPU, else the first candidate on the CPU interpreter, one CTA per job at most."""
     from jittile.runtime import driver
@@ -508,8 +786,18 @@ def run_tuned(tuned, space: Space, args: tuple, c, m: int, n: int, k: int, sms: 
     run_config(tuned, space.candidates(m, n, k)[0], args, w, m, n, k, sms, extra, interpret=True)
 
 
-def run_config(tuned, config: jittile.Config, args: tuple, w, m: int, n: int, k: int,
-               sms: int = SMS, extra: tuple = (), interpret: bool = False) -> None:
+def run_config(
+    tuned,
+    config: jittile.Config,
+    args: tuple,
+    w,
+    m: int,
+    n: int,
+    k: int,
+    sms: int = SMS,
+    extra: tuple = (),
+    interpret: bool = False,
+) -> None:
     """One config of a tuned kernel, untuned (on the CPU interpreter with ``interpret``), its
     split-K zeroing and conversion included."""
     meta = {"M": m, "N": n, **config.kwargs}
@@ -517,8 +805,14 @@ def run_config(tuned, config: jittile.Config, args: tuple, w, m: int, n: int, k:
         config.pre_hook({"W": w, "C": args[2], "M": m, "N": n})
     kernel = tuned.kernel.interpret if interpret else tuned.kernel
     kernel[persistent_grid(sms)(meta), block_of(meta)](
-        *args, w, m, n, k, *extra, *(config.kwargs[name] for name in
-                                     ("BM", "BN", "STAGES", "GROUP_M", "SPLIT", "SWAP")))
+        *args,
+        w,
+        m,
+        n,
+        k,
+        *extra,
+        *(config.kwargs[name] for name in ("BM", "BN", "STAGES", "GROUP_M", "SPLIT", "SWAP")),
+    )
     finish(interpret=interpret)
 
 
@@ -532,16 +826,23 @@ def launch(a, b, c, sms: int = SMS) -> None:
 
 def main() -> None:
     ck = gemm_bf16.compile(target="sm_90a")
-    hgmma = [line.split(";")[0].split("*/")[-1].strip() for line in ck.sass.splitlines()
-             if "HGMMA" in line]
-    print(f"gemm_bf16: {len(hgmma)} HGMMA per stage ({hgmma[0]}), "
-          f"{ck.metadata['registers']} registers, {ck.metadata['local_bytes']} bytes of local "
-          f"memory, {ck.metadata['shared_bytes']} bytes of shared memory")
+    hgmma = [
+        line.split(";")[0].split("*/")[-1].strip()
+        for line in ck.sass.splitlines()
+        if "HGMMA" in line
+    ]
+    print(
+        f"gemm_bf16: {len(hgmma)} HGMMA per stage ({hgmma[0]}), "
+        f"{ck.metadata['registers']} registers, {ck.metadata['local_bytes']} bytes of local "
+        f"memory, {ck.metadata['shared_bytes']} bytes of shared memory"
+    )
     from jittile.runtime import driver
 
     if not driver.available():
-        print("gemm_bf16: no GPU here; compiled only (launch(a, b, c) runs it on the CPU "
-              "interpreter, ml_dtypes.bfloat16 NumPy arrays in and out)")
+        print(
+            "gemm_bf16: no GPU here; compiled only (launch(a, b, c) runs it on the CPU "
+            "interpreter, ml_dtypes.bfloat16 NumPy arrays in and out)"
+        )
         return
     import torch
 
@@ -550,11 +851,13 @@ def main() -> None:
         b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
         c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
         launch(a, b, c, torch.cuda.get_device_properties(0).multi_processor_count)
-        expected = (a.float() @ b.float().T)
+        expected = a.float() @ b.float().T
         error = (c.float() - expected).abs().max().item()
         assert error <= 0.02 * expected.abs().max().item(), error
-        print(f"gemm_bf16 {m}x{n}x{k}: OK on the GPU with {gemm_bf16_tuned.best_config} "
-              f"(max |error| {error:.3g})")
+        print(
+            f"gemm_bf16 {m}x{n}x{k}: OK on the GPU with {gemm_bf16_tuned.best_config} "
+            f"(max |error| {error:.3g})"
+        )
 
 
 if __name__ == "__main__":

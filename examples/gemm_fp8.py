@@ -15,47 +15,132 @@ Tuning space (``FP8_SPACE``, keyed on M, N, K, pruned as gemm_bf16's; docs/gemm.
 stages, GROUP_M 8 or 16) and 64x128 (8 stages) tiles, split-K 2, 4, 8 (64x128: 128x128's fp32
 staging would spill), swap-AB for M <= 64.
 """
+
 import numpy as np
+from gemm_bf16 import E4M3_MMA, ROW_BYTES, SMS, Space, gemm_body, prune, run_tuned
 
 import jittile
 from jittile import T
-from gemm_bf16 import E4M3_MMA, ROW_BYTES, SMS, Space, gemm_body, prune, run_tuned
 
 BK = ROW_BYTES  # e4m3: 128 elements per stage
-FP8_SPACE = Space(1, tiles=((128, 128, 6, 8, False), (128, 128, 6, 16, False),
-                            (128, 192, 5, 8, False),
-                            (64, 128, 8, 8, True)),
-                  swap_tiles=((128, 16, 8), (128, 32, 8), (128, 64, 8)), splits=(2, 4, 8))
+FP8_SPACE = Space(
+    1,
+    tiles=(
+        (128, 128, 6, 8, False),
+        (128, 128, 6, 16, False),
+        (128, 192, 5, 8, False),
+        (64, 128, 8, 8, True),
+    ),
+    swap_tiles=((128, 16, 8), (128, 32, 8), (128, 64, 8)),
+    splits=(2, 4, 8),
+)
 
 
 @jittile.kernel
-def gemm_fp8(A: T.Tensor((None, None), "float8_e4m3fn"), B: T.Tensor((None, None), "float8_e4m3fn"),
-             C: T.Tensor((None, None), "bfloat16"), M: T.int32, N: T.int32, K: T.int32,
-             S_a: T.Tensor((1,), "float32"), S_b: T.Tensor((1,), "float32")):
+def gemm_fp8(
+    A: T.Tensor((None, None), "float8_e4m3fn"),
+    B: T.Tensor((None, None), "float8_e4m3fn"),
+    C: T.Tensor((None, None), "bfloat16"),
+    M: T.int32,
+    N: T.int32,
+    K: T.int32,
+    S_a: T.Tensor((1,), "float32"),
+    S_b: T.Tensor((1,), "float32"),
+):
     """The 128x128 configuration alone (no tuning)."""
     T.device_entry(launch=T.cuda.LaunchConfig(grid=132, block=384))
-    gemm_body(A, B, C, C, S_a[0] * S_b[0], M, N, K, "float8_e4m3fn", E4M3_MMA[128 // 16 - 1],
-              128, 128, BK, 6, 8, 1, False, True, True)
+    gemm_body(
+        A,
+        B,
+        C,
+        C,
+        S_a[0] * S_b[0],
+        M,
+        N,
+        K,
+        "float8_e4m3fn",
+        E4M3_MMA[128 // 16 - 1],
+        128,
+        128,
+        BK,
+        6,
+        8,
+        1,
+        False,
+        True,
+        True,
+    )
 
 
-@jittile.autotune(configs=FP8_SPACE.configs, key=["M", "N", "K"],
-                  prune_configs_by={"early_config_prune": prune(FP8_SPACE)},
-                  do_bench=__import__("gemm_bf16").bench_with_finish)
+@jittile.autotune(
+    configs=FP8_SPACE.configs,
+    key=["M", "N", "K"],
+    prune_configs_by={"early_config_prune": prune(FP8_SPACE)},
+    do_bench=__import__("gemm_bf16").bench_with_finish,
+)
 @jittile.kernel
-def gemm_fp8_tuned(A: T.Tensor((None, None), "float8_e4m3fn"),
-                   B: T.Tensor((None, None), "float8_e4m3fn"),
-                   C: T.Tensor((None, None), "bfloat16"), W: T.Tensor((None, None), "float32"),
-                   M: T.int32, N: T.int32, K: T.int32, S_a: T.Tensor((1,), "float32"),
-                   S_b: T.Tensor((1,), "float32"), BM: T.constexpr, BN: T.constexpr,
-                   STAGES: T.constexpr, GROUP_M: T.constexpr, SPLIT: T.constexpr,
-                   SWAP: T.constexpr):
+def gemm_fp8_tuned(
+    A: T.Tensor((None, None), "float8_e4m3fn"),
+    B: T.Tensor((None, None), "float8_e4m3fn"),
+    C: T.Tensor((None, None), "bfloat16"),
+    W: T.Tensor((None, None), "float32"),
+    M: T.int32,
+    N: T.int32,
+    K: T.int32,
+    S_a: T.Tensor((1,), "float32"),
+    S_b: T.Tensor((1,), "float32"),
+    BM: T.constexpr,
+    BN: T.constexpr,
+    STAGES: T.constexpr,
+    GROUP_M: T.constexpr,
+    SPLIT: T.constexpr,
+    SWAP: T.constexpr,
+):
     """gemm_fp8 over the tuning space (split-K: see gemm_bf16_tuned)."""
     if SWAP:
-        gemm_body(B, A, C, W, S_a[0] * S_b[0], N, M, K, "float8_e4m3fn",
-                  E4M3_MMA[BN // 16 - 1], BM, BN, BK, STAGES, GROUP_M, SPLIT, True, True, True)
+        gemm_body(
+            B,
+            A,
+            C,
+            W,
+            S_a[0] * S_b[0],
+            N,
+            M,
+            K,
+            "float8_e4m3fn",
+            E4M3_MMA[BN // 16 - 1],
+            BM,
+            BN,
+            BK,
+            STAGES,
+            GROUP_M,
+            SPLIT,
+            True,
+            True,
+            True,
+        )
     else:
-        gemm_body(A, B, C, W, S_a[0] * S_b[0], M, N, K, "float8_e4m3fn",
-                  E4M3_MMA[BN // 16 - 1], BM, BN, BK, STAGES, GROUP_M, SPLIT, False, True, True)
+        gemm_body(
+            A,
+            B,
+            C,
+            W,
+            S_a[0] * S_b[0],
+            M,
+            N,
+            K,
+            "float8_e4m3fn",
+            E4M3_MMA[BN // 16 - 1],
+            BM,
+            BN,
+            BK,
+            STAGES,
+            GROUP_M,
+            SPLIT,
+            False,
+            True,
+            True,
+        )
 
 
 def scale_array(scale, like):
@@ -75,21 +160,37 @@ def launch(a, b, c, scale_a=1.0, scale_b=1.0, sms: int = SMS) -> None:
     arrays (torch float8_e4m3fn), tuned per (M, N, K); without a GPU on the CPU interpreter
     (ml_dtypes.float8_e4m3fn NumPy arrays) with the shape's first candidate config."""
     m, k = a.shape
-    run_tuned(gemm_fp8_tuned, FP8_SPACE, (a, b, c), c, m, b.shape[0], k, sms,
-              (scale_array(scale_a, c), scale_array(scale_b, c)))
+    run_tuned(
+        gemm_fp8_tuned,
+        FP8_SPACE,
+        (a, b, c),
+        c,
+        m,
+        b.shape[0],
+        k,
+        sms,
+        (scale_array(scale_a, c), scale_array(scale_b, c)),
+    )
 
 
 def main() -> None:
     ck = gemm_fp8.compile(target="sm_90a")
-    hgmma = [line.split(";")[0].split("*/")[-1].strip() for line in ck.sass.splitlines()
-             if "GMMA." in line]
-    print(f"gemm_fp8: {len(hgmma)} QGMMA per stage ({hgmma[0]}), {ck.metadata['registers']} "
-          f"registers, {ck.metadata['local_bytes']} bytes of local memory")
+    hgmma = [
+        line.split(";")[0].split("*/")[-1].strip()
+        for line in ck.sass.splitlines()
+        if "GMMA." in line
+    ]
+    print(
+        f"gemm_fp8: {len(hgmma)} QGMMA per stage ({hgmma[0]}), {ck.metadata['registers']} "
+        f"registers, {ck.metadata['local_bytes']} bytes of local memory"
+    )
     from jittile.runtime import driver
 
     if not driver.available():
-        print("gemm_fp8: no GPU here; compiled only (launch(a, b, c, scale_a, scale_b) runs it on "
-              "the CPU interpreter, ml_dtypes.float8_e4m3fn NumPy arrays in)")
+        print(
+            "gemm_fp8: no GPU here; compiled only (launch(a, b, c, scale_a, scale_b) runs it on "
+            "the CPU interpreter, ml_dtypes.float8_e4m3fn NumPy arrays in)"
+        )
         return
     import torch
 
@@ -101,8 +202,10 @@ def main() -> None:
         expected = a.float() @ b.float().T
         error = (c.float() - expected).abs().max().item()
         assert error <= 0.02 * expected.abs().max().item(), error
-        print(f"gemm_fp8 {m}x{n}x{k}: OK on the GPU with {gemm_fp8_tuned.best_config} "
-              f"(max |error| {error:.3g})")
+        print(
+            f"gemm_fp8 {m}x{n}x{k}: OK on the GPU with {gemm_fp8_tuned.best_config} "
+            f"(max |error| {error:.3g})"
+        )
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
 on; the destination must already hold the intended starting value. The protocol is the store's:
 fence the shared writes into the async proxy, issue, ``commit_group``, ``wait_group 0``.
 """
+
 import numpy as np
 
 import jittile
@@ -55,6 +56,7 @@ def main() -> None:
         where = "interpreted on the CPU (no GPU)"
     np.testing.assert_array_equal(out, expected())
     print(f"tma_reduce_add: OK, {where}")
+
 
 if __name__ == "__main__":
     main()

@@ -4,6 +4,7 @@ The store protocol of the specification: complete the shared initialization, mak
 async proxy with ``fence.proxy.async.shared::cta``, issue the store, then ``commit_group`` and
 ``wait_group 0`` in the issuing thread. No mbarrier is involved.
 """
+
 import numpy as np
 
 import jittile
@@ -49,6 +50,7 @@ def main() -> None:
         where = "interpreted on the CPU (no GPU)"
     np.testing.assert_array_equal(out, expected())
     print(f"tma_store: OK, {where}")
+
 
 if __name__ == "__main__":
     main()

@@ -5,6 +5,7 @@ the matching ``swizzle(3, ...)`` (aligned to the 1024-byte swizzle period), ever
 mbarrier, and the same thread TMA-stores the tile back, then commits and waits for the bulk group.
 The grid walks the tiles through ``T.cuda.block_idx``; sizes are ``T.constexpr`` parameters.
 """
+
 import numpy as np
 
 import jittile
@@ -17,8 +18,14 @@ BM, BN = 64, 32  # 32 float32 = 128 bytes: one swizzle span per box row
 
 
 @jittile.kernel
-def swizzled_copy(A: T.Tensor(("m", "n"), "float32"), Out: T.Tensor(("m", "n"), "float32"),
-                  M: T.constexpr, N: T.constexpr, BM: T.constexpr, BN: T.constexpr):
+def swizzled_copy(
+    A: T.Tensor(("m", "n"), "float32"),
+    Out: T.Tensor(("m", "n"), "float32"),
+    M: T.constexpr,
+    N: T.constexpr,
+    BM: T.constexpr,
+    BN: T.constexpr,
+):
     T.device_entry(launch=T.cuda.LaunchConfig(grid=(N // BN, M // BM), block=32))
     lane = T.cuda.lane_id()
     row = T.cuda.block_idx("y") * BM
@@ -66,6 +73,7 @@ def main() -> None:
     run(a, out, m, n, BM, BN)
     np.testing.assert_array_equal(out, a)
     print(f"tma_swizzled_copy: OK, {where}")
+
 
 if __name__ == "__main__":
     main()

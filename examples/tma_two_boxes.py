@@ -2,6 +2,7 @@
 
 Only the import, the decorator and the host lines differ from the specification's example.
 """
+
 import numpy as np
 
 import jittile

@@ -4,11 +4,12 @@ Only the import lines, the decorator and the host lines differ from the specific
 No Blackwell GPU is needed to compile it: ``main()`` compiles for sm_100a, prints the instruction
 plan and the UTCCP count of the SASS, and launches only on a device of compute capability >= 10.
 """
+
 import numpy as np
 
 import jittile
 from jittile import T
-from jittile.axis import TLane, TCol
+from jittile.axis import TCol, TLane
 from jittile.layout import S, TileLayout
 
 tmem_layout = TileLayout(S[(128, 4) : (1 @ TLane, 1 @ TCol)])

@@ -8,11 +8,12 @@ values, not the original words or padding. No Blackwell GPU is needed to compile
 compiles for sm_100a, prints the plan and the UTCCP count, and launches only on compute capability
 >= 10.
 """
+
 import numpy as np
 
 import jittile
 from jittile import T
-from jittile.axis import TLane, TCol
+from jittile.axis import TCol, TLane
 from jittile.layout import S, TileLayout
 
 tmem_layout = TileLayout(S[(128, 4) : (1 @ TLane, 1 @ TCol)])

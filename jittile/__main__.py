@@ -1,4 +1,5 @@
 """``python -m jittile`` runs the ``jittile`` command."""
+
 from jittile.cli import main
 
 raise SystemExit(main())

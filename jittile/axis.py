@@ -4,6 +4,7 @@ A layout stride says how far one step of a shard or replica factor moves along s
 Plain integers move along memory (elements of a buffer); ``k @ TLane`` and ``k @ TCol`` move along the
 tensor-memory lane and column axes, so one layout language describes shared buffers and TMEM alike.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ class Axis:
     name: str
     label: str
 
-    def __rmatmul__(self, stride: int) -> "AxisStride":
+    def __rmatmul__(self, stride: int) -> AxisStride:
         # ``4 @ TLane``: int has no __matmul__, so Python asks the axis.
         if isinstance(stride, bool) or not isinstance(stride, int):
             return NotImplemented
@@ -46,7 +47,7 @@ class AxisStride:
         return f"{self.stride} @ {self.axis!r}"
 
 
-def as_axis_stride(value: "int | AxisStride") -> AxisStride:
+def as_axis_stride(value: int | AxisStride) -> AxisStride:
     """Normalise a layout stride: a plain int is a memory stride."""
     if isinstance(value, AxisStride):
         return value

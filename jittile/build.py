@@ -5,6 +5,7 @@ unless lowering warned), ``"stored"`` (compiled and written, or written first by
 process), ``"off"`` (compiled; disk cache off or not writable). ``JITTILE_DEBUG=cache`` logs each
 hit and miss, a miss with the components that differ from the closest entry of the same kernel.
 """
+
 from __future__ import annotations
 
 import time
@@ -19,8 +20,15 @@ from .keying import key_components
 from .targets import Target
 
 
-def build(name: str, qualname: str, source: KernelSource, params: list, target: Target, launch,
-          use_disk_cache: bool) -> CompiledKernel:
+def build(
+    name: str,
+    qualname: str,
+    source: KernelSource,
+    params: list,
+    target: Target,
+    launch,
+    use_disk_cache: bool,
+) -> CompiledKernel:
     """The compiled kernel of one specialization, from the disk cache when it holds it."""
     start = time.perf_counter()
     components = key_components(qualname, source, params, target, launch)
@@ -34,8 +42,10 @@ def build(name: str, qualname: str, source: KernelSource, params: list, target: 
         compiled = _from_entry(entry, source, params, target, launch, key) if entry else None
         if compiled is not None:
             if debug:
-                jcache.log(f"hit {qualname} {key[:12]} ({target.name}, {entry.hits} hits, "
-                           f"{1000 * (time.perf_counter() - start):.1f} ms)")
+                jcache.log(
+                    f"hit {qualname} {key[:12]} ({target.name}, {entry.hits} hits, "
+                    f"{1000 * (time.perf_counter() - start):.1f} ms)"
+                )
             return compiled
     if debug:
         jcache.log(f"{qualname} {key[:12]} {_why_missed(store, qualname, components)}")
@@ -47,15 +57,34 @@ def build(name: str, qualname: str, source: KernelSource, params: list, target: 
 
     lowered = lower_kernel(source, params, target, launch)
     artifact = compile_lowered(lowered, target, override)
-    meta = encode(name, qualname, source, target, key, components, lowered, artifact,
-                  time.perf_counter() - start)
+    meta = encode(
+        name,
+        qualname,
+        source,
+        target,
+        key,
+        components,
+        lowered,
+        artifact,
+        time.perf_counter() - start,
+    )
     stored = store.store(key, artifact.cubin, artifact.ptx, meta) if usable else None
     meta["cache"] = "stored" if stored is not None else "off"
     if debug:
-        jcache.log(f"{'stored' if stored is not None else 'compiled (memory only)'} "
-                   f"{qualname} {key[:12]} in {meta['compile_seconds']:.3f} s")
-    compiled = CompiledKernel(artifact.ptx, artifact.cubin, meta, lowered.ir, artifact.python,
-                              artifact.entry, artifact.param_layout, target)
+        jcache.log(
+            f"{'stored' if stored is not None else 'compiled (memory only)'} "
+            f"{qualname} {key[:12]} in {meta['compile_seconds']:.3f} s"
+        )
+    compiled = CompiledKernel(
+        artifact.ptx,
+        artifact.cubin,
+        meta,
+        lowered.ir,
+        artifact.python,
+        artifact.entry,
+        artifact.param_layout,
+        target,
+    )
     stages.dump(compiled.asm, name, key)
     return compiled
 
@@ -68,8 +97,9 @@ def _why_missed(store, qualname: str, components: dict) -> str:
     return f"miss: disk cache off ({reason})"
 
 
-def _from_entry(entry, source: KernelSource, params: list, target: Target, launch,
-                key: str) -> CompiledKernel | None:
+def _from_entry(
+    entry, source: KernelSource, params: list, target: Target, launch, key: str
+) -> CompiledKernel | None:
     """The compiled kernel of a verified disk entry; ``None`` (a miss) when its files vanished
     meanwhile or its metadata cannot describe this launch (then it is removed, with a warning)."""
     try:
@@ -83,8 +113,11 @@ def _from_entry(entry, source: KernelSource, params: list, target: Target, launc
             return decode(entry.metadata, cubin, ptx, source, params, target, launch, key)
         except BrokenEntry as exc:
             problem = str(exc)
-    warnings.warn(f"jittile cache: ignoring broken entry {key[:12]} in {entry.path.parent.parent}: "
-                  f"{problem}; it will be rebuilt", JittileWarning,
-                  stacklevel=user_stacklevel())
+    warnings.warn(
+        f"jittile cache: ignoring broken entry {key[:12]} in {entry.path.parent.parent}: "
+        f"{problem}; it will be rebuilt",
+        JittileWarning,
+        stacklevel=user_stacklevel(),
+    )
     jcache.default_store().remove(key)
     return None

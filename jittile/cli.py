@@ -3,6 +3,7 @@
 ``jittile cache ...`` needs only the standard library, so it works where no CUDA toolchain is
 installed; ``jittile compile`` imports the kernel's file and uses the compiler, but no GPU.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,6 +37,7 @@ _SASS_OPCODE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z
 
 # -- formatting ------------------------------------------------------------------------------------
 
+
 def _human_size(size: int) -> str:
     """Binary units, matching what ``--max-size`` accepts."""
     value, unit = float(size), "B"
@@ -63,13 +65,15 @@ def _when(timestamp: float) -> str:
 
 def _statics(params: dict) -> str:
     text = ",".join(f"{name}={describe(value)}" for name, value in sorted(params.items())) or "-"
-    return text if len(text) <= _STATICS_WIDTH else text[:_STATICS_WIDTH - 3] + "..."
+    return text if len(text) <= _STATICS_WIDTH else text[: _STATICS_WIDTH - 3] + "..."
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip()
-                     for row in [header, *rows])
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip()
+        for row in [header, *rows]
+    )
 
 
 def _sass_summary(sass: str) -> str:
@@ -81,6 +85,7 @@ def _sass_summary(sass: str) -> str:
 
 
 # -- cache commands --------------------------------------------------------------------------------
+
 
 def _store() -> DiskStore:
     store = cache.default_store()
@@ -102,11 +107,21 @@ def _where(store: DiskStore) -> str:
 def _entry_json(entry: Entry) -> dict:
     """What ``list --json`` says of one entry."""
     meta = entry.metadata
-    return {"key": entry.key, "kernel": entry.kernel, "qualname": entry.qualname,
-            "target": entry.target, "static_params": entry.static_params, "size": entry.size,
-            "hits": entry.hits, "created": entry.created, "last_used": entry.last_used,
-            "source_file": meta.get("source_file"), "source_line": meta.get("source_line"),
-            "path": str(entry.path), "files": {part: str(path) for part, path in entry.files.items()}}
+    return {
+        "key": entry.key,
+        "kernel": entry.kernel,
+        "qualname": entry.qualname,
+        "target": entry.target,
+        "static_params": entry.static_params,
+        "size": entry.size,
+        "hits": entry.hits,
+        "created": entry.created,
+        "last_used": entry.last_used,
+        "source_file": meta.get("source_file"),
+        "source_line": meta.get("source_line"),
+        "path": str(entry.path),
+        "files": {part: str(path) for part, path in entry.files.items()},
+    }
 
 
 def _damaged_json(item: Damaged) -> dict:
@@ -125,19 +140,44 @@ def _cache_list(args: argparse.Namespace) -> int:
     store = _store()
     survey = store.survey()
     found = selected(survey.entries, args.kernel)
-    damaged = [d for d in survey.damaged if args.kernel is None or d.metadata is None
-               or selects(args.kernel, d.metadata)]
+    damaged = [
+        d
+        for d in survey.damaged
+        if args.kernel is None or d.metadata is None or selects(args.kernel, d.metadata)
+    ]
     if args.json:
-        _print_json({"directory": str(store.directory), "writable": store.writable,
-                     "entries": [_entry_json(e) for e in found],
-                     "damaged": [_damaged_json(d) for d in damaged]})
+        _print_json(
+            {
+                "directory": str(store.directory),
+                "writable": store.writable,
+                "entries": [_entry_json(e) for e in found],
+                "damaged": [_damaged_json(d) for d in damaged],
+            }
+        )
         return 0
     if found:
-        rows = [[e.key[:KEY_PREFIX], e.qualname, e.target, _statics(e.static_params), _human_size(e.size),
-                 str(e.hits), _when(e.last_used), _source(e.metadata)] for e in found]
-        print(_table(["KEY", "KERNEL", "TARGET", "STATICS", "SIZE", "HITS", "LAST USED", "SOURCE"], rows))
-        print(f"\n{_count(len(found), 'entry', 'entries')}, {_human_size(sum(e.size for e in found))} in "
-              f"{_where(store)}")
+        rows = [
+            [
+                e.key[:KEY_PREFIX],
+                e.qualname,
+                e.target,
+                _statics(e.static_params),
+                _human_size(e.size),
+                str(e.hits),
+                _when(e.last_used),
+                _source(e.metadata),
+            ]
+            for e in found
+        ]
+        print(
+            _table(
+                ["KEY", "KERNEL", "TARGET", "STATICS", "SIZE", "HITS", "LAST USED", "SOURCE"], rows
+            )
+        )
+        print(
+            f"\n{_count(len(found), 'entry', 'entries')}, {_human_size(sum(e.size for e in found))} in "
+            f"{_where(store)}"
+        )
     else:
         print(_no_entries(store, args.kernel))
     if damaged:
@@ -164,8 +204,10 @@ def _plan_lines(kernel_ir: dict) -> list[str]:
     for site in kernel_ir.get("sites", []):
         lines.append(f"{':'.join(map(str, site['location']))}  {site['opcode']}")
         for record in site["plan"]:
-            lines.append(f"    {record['opcode']}  coords {record['coords']}  shared +"
-                         f"{record['shared_offset']}  {record['bytes']} bytes")
+            lines.append(
+                f"    {record['opcode']}  coords {record['coords']}  shared +"
+                f"{record['shared_offset']}  {record['bytes']} bytes"
+            )
     return lines or ["(no tile calls)"]
 
 
@@ -201,7 +243,11 @@ def _cache_show(args: argparse.Namespace) -> int:
     metadata = dict(found.metadata or {})
     kernel_ir, lowered = metadata.pop("kernel_ir", None), metadata.pop("lowered_source", None)
     print("\n--- metadata ---")
-    print(json.dumps(metadata, indent=2, sort_keys=True) if found.metadata is not None else "(unreadable)")
+    print(
+        json.dumps(metadata, indent=2, sort_keys=True)
+        if found.metadata is not None
+        else "(unreadable)"
+    )
     if isinstance(kernel_ir, dict):
         print("\n--- plan ---")
         print(_plan(kernel_ir))
@@ -223,8 +269,12 @@ def _cache_tunings(args: argparse.Namespace) -> int:
     """The autotuner's records (jittile/cache/tunings.py), of one kernel if named."""
     from .cache import tunings
 
-    found = [r for r in tunings.records() if args.kernel is None
-             or args.kernel in (r["identity"]["kernel"], r["identity"]["qualname"])]
+    found = [
+        r
+        for r in tunings.records()
+        if args.kernel is None
+        or args.kernel in (r["identity"]["kernel"], r["identity"]["qualname"])
+    ]
     if args.json:
         _print_json({"directory": str(tunings.folder()), "tunings": found})
         return 0
@@ -237,9 +287,17 @@ def _cache_tunings(args: argparse.Namespace) -> int:
         identity = record["identity"]
         best = identity["configs"][record["best"]]
         key = ", ".join(f"{k}={v}" for k, v in zip(identity["key"], identity["key_values"]))
-        rows.append([identity["qualname"], key, identity["device"], _statics(best["kwargs"]),
-                     f"{len(record['timings_ms'])}/{len(identity['configs'])}",
-                     _when(record.get("created", 0)), identity["source_file"]])
+        rows.append(
+            [
+                identity["qualname"],
+                key,
+                identity["device"],
+                _statics(best["kwargs"]),
+                f"{len(record['timings_ms'])}/{len(identity['configs'])}",
+                _when(record.get("created", 0)),
+                identity["source_file"],
+            ]
+        )
     print(_table(["KERNEL", "KEY", "DEVICE", "BEST", "TIMED", "TUNED", "SOURCE"], rows))
     print(f"\n{_count(len(found), 'tuning')} in {tunings.folder()}")
     return 0
@@ -264,12 +322,16 @@ def _cache_prune(args: argparse.Namespace) -> int:
         if isinstance(item, Damaged):
             print(f"removed damaged {item.label}: {item.reason}")
         else:
-            print(f"removed {item.key[:KEY_PREFIX]}  {item.qualname}  {_human_size(item.size)}  "
-                  f"last used {_when(item.last_used)}")
+            print(
+                f"removed {item.key[:KEY_PREFIX]}  {item.qualname}  {_human_size(item.size)}  "
+                f"last used {_when(item.last_used)}"
+            )
     left = store.survey()
     total = sum(e.size for e in left.entries)
-    print(f"{_count(len(removed), 'entry', 'entries')} removed; {_human_size(total)} left "
-          f"(limit {_human_size(limit)})")
+    print(
+        f"{_count(len(removed), 'entry', 'entries')} removed; {_human_size(total)} left "
+        f"(limit {_human_size(limit)})"
+    )
     if total > limit or left.damaged:
         _say_damaged(left.damaged)
         print(f"jittile: some entries could not be removed from {_where(store)}", file=sys.stderr)
@@ -285,17 +347,24 @@ def _cache_why(args: argparse.Namespace) -> int:
     survey = _store().survey()
     groups = by_kernel(selected(survey.entries, args.kernel))
     # Damaged entries of this kernel, or of no kernel one can tell.
-    _say_damaged([d for d in survey.damaged if d.metadata is None
-                  or selects(args.kernel, d.metadata)])
+    _say_damaged(
+        [d for d in survey.damaged if d.metadata is None or selects(args.kernel, d.metadata)]
+    )
     if not groups:
         raise JittileError(f"no cache entries for kernel {args.kernel!r}")
     if args.json:
-        _print_json({"kernel": args.kernel, "kernels": [_why_json(kernel, found)
-                                                        for kernel, found in groups.items()]})
+        _print_json(
+            {
+                "kernel": args.kernel,
+                "kernels": [_why_json(kernel, found) for kernel, found in groups.items()],
+            }
+        )
         return 0
     if len(groups) > 1:
-        print(f"{args.kernel}: {len(groups)} kernels of that name, compared separately "
-              f"(`jittile cache why FILE.py:{args.kernel}` picks one):\n")
+        print(
+            f"{args.kernel}: {len(groups)} kernels of that name, compared separately "
+            f"(`jittile cache why FILE.py:{args.kernel}` picks one):\n"
+        )
     print("\n\n".join(_why_text(kernel, found) for kernel, found in groups.items()))
     return 0
 
@@ -305,8 +374,11 @@ def _differing(found: list[Entry]) -> list[str]:
     # Equal values are transitive, so comparing every entry with the first finds every difference.
     paths: list[str] = []
     for other in found[1:]:
-        paths += [p for p in differing_components(_components(found[0]), _components(other))
-                  if p not in paths]
+        paths += [
+            p
+            for p in differing_components(_components(found[0]), _components(other))
+            if p not in paths
+        ]
     return paths
 
 
@@ -317,53 +389,90 @@ def _why_text(kernel: KernelId, found: list[Entry]) -> str:
     paths = _differing(found)
     if not paths:
         return f"{kernel}: {len(found)} entries with identical key components"
-    rows = [[e.key[:KEY_PREFIX], *(describe(lookup(_components(e), p)) for p in paths),
-             _when(e.last_used)] for e in found]
-    return "\n".join([f"{kernel}: {len(found)} entries differ in: {', '.join(paths)}",
-                      _table(["KEY", *paths, "LAST USED"], rows), "",
-                      *_change_lines(what_changed(found))])
+    rows = [
+        [
+            e.key[:KEY_PREFIX],
+            *(describe(lookup(_components(e), p)) for p in paths),
+            _when(e.last_used),
+        ]
+        for e in found
+    ]
+    return "\n".join(
+        [
+            f"{kernel}: {len(found)} entries differ in: {', '.join(paths)}",
+            _table(["KEY", *paths, "LAST USED"], rows),
+            "",
+            *_change_lines(what_changed(found)),
+        ]
+    )
 
 
 def _why_json(kernel: KernelId, found: list[Entry]) -> dict:
     """``why --json`` of one kernel: its entries' differing components and what changed last."""
     paths = _differing(found)
-    data = {"qualname": kernel.qualname, "source_file": kernel.source_file,
-            "entries": [{"key": e.key, "target": e.target, "created": e.created,
-                         "last_used": e.last_used,
-                         "components": {p: lookup(_components(e), p) for p in paths}}
-                        for e in found],
-            "differ_in": paths, "newest": None, "nearest": None, "changes": [],
-            "source_diff": None}
+    data = {
+        "qualname": kernel.qualname,
+        "source_file": kernel.source_file,
+        "entries": [
+            {
+                "key": e.key,
+                "target": e.target,
+                "created": e.created,
+                "last_used": e.last_used,
+                "components": {p: lookup(_components(e), p) for p in paths},
+            }
+            for e in found
+        ],
+        "differ_in": paths,
+        "newest": None,
+        "nearest": None,
+        "changes": [],
+        "source_diff": None,
+    }
     if len(found) > 1:
         changes = what_changed(found)
-        data.update(newest=changes.newest.key,
-                    nearest=changes.nearest.key if changes.nearest else None,
-                    changes=[{"path": path, "old": old, "new": new}
-                             for path, old, new in changes.components],
-                    source_changed=changes.source_changed, source_diff=changes.source_diff)
+        data.update(
+            newest=changes.newest.key,
+            nearest=changes.nearest.key if changes.nearest else None,
+            changes=[
+                {"path": path, "old": old, "new": new} for path, old, new in changes.components
+            ],
+            source_changed=changes.source_changed,
+            source_diff=changes.source_diff,
+        )
     return data
 
 
 def _change_lines(changes: Changes) -> list[str]:
     """What changed from the nearest entry of the newest entry's target to the newest entry."""
     newest, nearest = changes.newest, changes.nearest
-    head = f"newest entry {newest.key[:KEY_PREFIX]} ({newest.target}, created {_when(newest.created)})"
+    head = (
+        f"newest entry {newest.key[:KEY_PREFIX]} ({newest.target}, created {_when(newest.created)})"
+    )
     if nearest is None:
         return [f"{head}: no other {newest.target} entry to compare it with"]
-    lines = [f"{head} against the nearest {newest.target} entry {nearest.key[:KEY_PREFIX]} "
-             f"(created {_when(nearest.created)}):"]
-    lines += [f"  {path}: {describe(old)} -> {describe(new)}" for path, old, new in changes.components]
+    lines = [
+        f"{head} against the nearest {newest.target} entry {nearest.key[:KEY_PREFIX]} "
+        f"(created {_when(nearest.created)}):"
+    ]
+    lines += [
+        f"  {path}: {describe(old)} -> {describe(new)}" for path, old, new in changes.components
+    ]
     if changes.source_diff:
         lines.append("  source:")
         lines += [f"    {line}" for line in changes.source_diff]
     elif changes.source_changed:
-        why = "an entry has no recorded source text" if changes.source_diff is None else \
-            "its digest differs, its text does not"
+        why = (
+            "an entry has no recorded source text"
+            if changes.source_diff is None
+            else "its digest differs, its text does not"
+        )
         lines.append(f"  source: changed ({why})")
     return lines
 
 
 # -- compile ---------------------------------------------------------------------------------------
+
 
 def _parse_arg_spec(spec: str) -> Any:
     """``uint32[16,16]`` / ``float32[?,128]`` -> ``T.Tensor``; ``int32=5`` -> the scalar value."""
@@ -389,7 +498,9 @@ def _parse_arg_spec(spec: str) -> Any:
             return float(text) if kind.kind == "float" else int(text, 0)
         except ValueError:
             raise JittileError(f"--arg {spec!r}: {text!r} is not a {kind.name} value") from None
-    raise JittileError(f"--arg {spec!r}: expected DTYPE[EXTENTS] (e.g. float32[?,128]) or DTYPE=VALUE")
+    raise JittileError(
+        f"--arg {spec!r}: expected DTYPE[EXTENTS] (e.g. float32[?,128]) or DTYPE=VALUE"
+    )
 
 
 class _ImportFailed(Exception):
@@ -482,11 +593,15 @@ def _arguments(kernel: Any, specs: list[str]) -> list:
         elif isinstance(annotation, ScalarType):
             values.append(annotation(0))
         else:
-            raise JittileError(f"parameter {name!r} has no --arg and no T.Tensor or scalar "
-                               f"annotation: pass --arg {name}=VALUE")
+            raise JittileError(
+                f"parameter {name!r} has no --arg and no T.Tensor or scalar "
+                f"annotation: pass --arg {name}=VALUE"
+            )
     if positional:
-        raise JittileError(f"{_count(len(positional), 'positional --arg')} left over: every "
-                           f"parameter already has a value")
+        raise JittileError(
+            f"{_count(len(positional), 'positional --arg')} left over: every "
+            f"parameter already has a value"
+        )
     return values
 
 
@@ -503,10 +618,16 @@ def _compile(args: argparse.Namespace) -> int:
         stored = f"memory only ({store.disabled_reason})"
     else:
         stored = str(where) if where.is_dir() else "not stored"
-    summary = _table(["kernel", meta["name"]], [
-        ["target", str(meta["target"])], ["key", meta["key"][:KEY_PREFIX]],
-        ["registers", str(meta.get("registers", "?"))],
-        ["shared", f"{meta.get('shared_bytes', '?')} bytes"], ["cache", stored]])
+    summary = _table(
+        ["kernel", meta["name"]],
+        [
+            ["target", str(meta["target"])],
+            ["key", meta["key"][:KEY_PREFIX]],
+            ["registers", str(meta.get("registers", "?"))],
+            ["shared", f"{meta.get('shared_bytes', '?')} bytes"],
+            ["cache", stored],
+        ],
+    )
     plan = str(compiled.plan) or "(no tile calls)"
     # With --ptx/--sass the code goes to stdout alone, so it can be redirected to a file.
     report = sys.stderr if args.ptx or args.sass else sys.stdout
@@ -520,9 +641,12 @@ def _compile(args: argparse.Namespace) -> int:
 
 # -- entry point -----------------------------------------------------------------------------------
 
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="jittile", description="Inspect and manage the kernel cache; compile kernels ahead of time.")
+        prog="jittile",
+        description="Inspect and manage the kernel cache; compile kernels ahead of time.",
+    )
     parser.add_argument("--version", action="version", version=f"jittile {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -535,12 +659,14 @@ def _parser() -> argparse.ArgumentParser:
     show = actions.add_parser("show", help="metadata, PTX and SASS summary of one entry")
     show.add_argument("key", help="the key or a unique prefix of it")
     show.set_defaults(run=_cache_show)
-    clear = actions.add_parser("clear", help="remove every entry, damaged ones included, or only "
-                                             "one kernel's")
+    clear = actions.add_parser(
+        "clear", help="remove every entry, damaged ones included, or only one kernel's"
+    )
     clear.add_argument("kernel", nargs="?", metavar="KERNEL", help=_KERNEL_HELP)
     clear.set_defaults(run=_cache_clear)
-    prune = actions.add_parser("prune", help="remove damaged entries, then least recently used ones "
-                                             "down to a size")
+    prune = actions.add_parser(
+        "prune", help="remove damaged entries, then least recently used ones down to a size"
+    )
     prune.add_argument("--max-size", required=True, help="e.g. 500M (K/M/G/T are powers of 1024)")
     prune.set_defaults(run=_cache_prune)
     why = actions.add_parser("why", help="which key components differ between a kernel's entries")
@@ -552,18 +678,28 @@ def _parser() -> argparse.ArgumentParser:
     tuned.add_argument("--json", action="store_true", help="print the records as JSON")
     tuned.set_defaults(run=_cache_tunings)
 
-    compile_parser = commands.add_parser("compile", help="compile a kernel into the cache (no GPU needed)")
+    compile_parser = commands.add_parser(
+        "compile", help="compile a kernel into the cache (no GPU needed)"
+    )
     compile_parser.add_argument("location", metavar="FILE.py:KERNEL")
-    compile_parser.add_argument("--target", help="e.g. sm_90a, sm_100a; default: the kernel's own, "
-                                                 "else the GPU's, else sm_90a (as kernel.compile())")
+    compile_parser.add_argument(
+        "--target",
+        help="e.g. sm_90a, sm_100a; default: the kernel's own, "
+        "else the GPU's, else sm_90a (as kernel.compile())",
+    )
     output = compile_parser.add_mutually_exclusive_group()
     output.add_argument("--ptx", action="store_true", help="print the PTX")
     output.add_argument("--sass", action="store_true", help="print the SASS (needs nvdisasm)")
-    compile_parser.add_argument("--arg", action="append", default=[], metavar="SPEC",
-                                help="an argument: NAME=VALUE for a named parameter (BLOCK=64, "
-                                     "A=uint32[16,16], alpha=2.5), or, in order, uint32[16,16], "
-                                     "float32[?,128] or int32=5; parameters given no --arg compile "
-                                     "from their T.Tensor or scalar annotations")
+    compile_parser.add_argument(
+        "--arg",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="an argument: NAME=VALUE for a named parameter (BLOCK=64, "
+        "A=uint32[16,16], alpha=2.5), or, in order, uint32[16,16], "
+        "float32[?,128] or int32=5; parameters given no --arg compile "
+        "from their T.Tensor or scalar annotations",
+    )
     compile_parser.set_defaults(run=_compile)
     return parser
 

@@ -5,6 +5,7 @@ examples/tma_two_boxes.py), so the demo runs from any installed copy and any wor
 With no GPU it still does the real work: the kernel is lowered, compiled by NVVM for sm_90a,
 linked by nvJitLink and disassembled. With a GPU it also runs and checks the result.
 """
+
 from __future__ import annotations
 
 import os
@@ -45,7 +46,7 @@ def tma_load(A: T.Tensor((16, 16), "uint32"), Out: T.Tensor((16, 16), "uint32"))
             Out[g * 8 + r, lane] = shared[g, r, lane]
 
 
-def provenance(ck: "jittile.CompiledKernel", seconds: float) -> str:
+def provenance(ck: jittile.CompiledKernel, seconds: float) -> str:
     """Where ``ck`` came from, honestly: compiled now, or loaded from a disk-cache entry that an
     earlier run (perhaps another process) wrote, and where that entry is."""
     from jittile import cache
@@ -55,10 +56,15 @@ def provenance(ck: "jittile.CompiledKernel", seconds: float) -> str:
     entry = cache.default_store().entry_dir(meta["key"])
     if meta.get("cache") == "hit":
         written = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(meta["created"]))
-        return (f"loaded {what} from the disk cache in {seconds:.2f} s, not compiled: entry "
-                f"{entry}, written {written} (`jittile cache clear {meta['name']}` forgets it)")
-    where = f"stored in the disk cache at {entry}" if meta.get("cache") == "stored" else \
-        "not stored (disk cache off)"
+        return (
+            f"loaded {what} from the disk cache in {seconds:.2f} s, not compiled: entry "
+            f"{entry}, written {written} (`jittile cache clear {meta['name']}` forgets it)"
+        )
+    where = (
+        f"stored in the disk cache at {entry}"
+        if meta.get("cache") == "stored"
+        else "not stored (disk cache off)"
+    )
     return f"compiled {what} in {seconds:.2f} s, {where}"
 
 
@@ -82,8 +88,10 @@ def main() -> int:
     except jittile.JittileError as exc:
         print(f"\nSASS unavailable: {exc}")
     meta = ck.metadata
-    print(f"Resources: {meta['registers']} registers, {meta['shared_bytes']} B shared (planned), "
-          f"{meta['local_bytes']} B local, {meta['spill_stores']} B spilled")
+    print(
+        f"Resources: {meta['registers']} registers, {meta['shared_bytes']} B shared (planned), "
+        f"{meta['local_bytes']} B local, {meta['spill_stores']} B spilled"
+    )
     x = np.arange(256, dtype=np.uint32).reshape(16, 16)
     out = np.zeros_like(x)
     if driver.available():
@@ -91,8 +99,10 @@ def main() -> int:
         where = f"Ran on the GPU (driver {driver.driver_version()})"
     else:
         tma_load.interpret(x, out)
-        where = ("No CUDA device here: interpreted on the CPU (jittile's interpreter runs every "
-                 "thread, the TMA boxes and the mbarrier)")
+        where = (
+            "No CUDA device here: interpreted on the CPU (jittile's interpreter runs every "
+            "thread, the TMA boxes and the mbarrier)"
+        )
     np.testing.assert_array_equal(out, x)
     print(f"\n{where}: output matches the input.")
     return 0
@@ -103,4 +113,4 @@ if __name__ == "__main__":
         raise SystemExit(main())
     except BrokenPipeError:  # `python -m jittile.demo | head`: stop quietly, as other tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        raise SystemExit(1)
+        raise SystemExit(1) from None

@@ -8,6 +8,7 @@ from its declarations (``grammar``, ``operand_forms``, ``completions``, ``parame
 
 tests/test_language_reference.py fails when the file differs from what the code gives.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,8 +53,14 @@ def _namespace_entries(prefix: str, space) -> list[str]:
             lines += _entry(f"{prefix}.{name}", obj)
     if scalars:
         names = ", ".join(f"`{prefix}.{n}`" for n in scalars)
-        lines += [f"#### `{prefix}.<scalar>(value, /)`", "", f"{names}.", "",
-                  _paragraphs(ScalarType), ""]
+        lines += [
+            f"#### `{prefix}.<scalar>(value, /)`",
+            "",
+            f"{names}.",
+            "",
+            _paragraphs(ScalarType),
+            "",
+        ]
     return lines
 
 
@@ -88,18 +95,25 @@ def updated(text: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jittile.docs", description=__doc__.split(
-        "\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m jittile.docs", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("path", type=Path, help="the reference, e.g. docs/language.md")
-    parser.add_argument("--check", action="store_true",
-                        help="only say whether the generated sections are up to date")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="only say whether the generated sections are up to date",
+    )
     args = parser.parse_args(argv)
     text = args.path.read_text()
     fresh = updated(text)
     if args.check:
         if fresh != text:
-            print(f"{args.path}: generated sections are out of date; run python -m jittile.docs "
-                  f"{args.path}", file=sys.stderr)
+            print(
+                f"{args.path}: generated sections are out of date; run python -m jittile.docs "
+                f"{args.path}",
+                file=sys.stderr,
+            )
             return 1
         return 0
     if fresh != text:

@@ -1,5 +1,6 @@
 """Element types by name: sizes, NumPy equivalents, PTX spellings, the spellings the kernel language
 accepts, and the reduction facts every family and the interpreter share (:data:`REDUCTIONS`)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -43,7 +44,7 @@ class DType:
         return self.bit_type if redop in BITWISE_REDUCTIONS and self.kind != "float" else self.ptx
 
     @property
-    def storage(self) -> "DType":
+    def storage(self) -> DType:
         """The type memory holds the elements in: for floats narrower than float32 (and tf32),
         the unsigned integer of their width, whose bits are the format's; else the type itself."""
         if self.kind != "float" or self.name in ("float32", "float64"):
@@ -52,14 +53,21 @@ class DType:
 
 
 _ALL = [
-    DType("int8", 8, "int", "int8", "s8"), DType("uint8", 8, "uint", "uint8", "u8"),
-    DType("int16", 16, "int", "int16", "s16"), DType("uint16", 16, "uint", "uint16", "u16"),
-    DType("int32", 32, "int", "int32", "s32"), DType("uint32", 32, "uint", "uint32", "u32"),
-    DType("int64", 64, "int", "int64", "s64"), DType("uint64", 64, "uint", "uint64", "u64"),
-    DType("float16", 16, "float", "float16", "f16"), DType("bfloat16", 16, "float", None, "bf16"),
-    DType("float32", 32, "float", "float32", "f32"), DType("float64", 64, "float", "float64", "f64"),
+    DType("int8", 8, "int", "int8", "s8"),
+    DType("uint8", 8, "uint", "uint8", "u8"),
+    DType("int16", 16, "int", "int16", "s16"),
+    DType("uint16", 16, "uint", "uint16", "u16"),
+    DType("int32", 32, "int", "int32", "s32"),
+    DType("uint32", 32, "uint", "uint32", "u32"),
+    DType("int64", 64, "int", "int64", "s64"),
+    DType("uint64", 64, "uint", "uint64", "u64"),
+    DType("float16", 16, "float", "float16", "f16"),
+    DType("bfloat16", 16, "float", None, "bf16"),
+    DType("float32", 32, "float", "float32", "f32"),
+    DType("float64", 64, "float", "float64", "f64"),
     DType("tf32", 32, "float", None, "tf32"),
-    DType("float8_e4m3fn", 8, "float", None, "e4m3"), DType("float8_e5m2", 8, "float", None, "e5m2"),
+    DType("float8_e4m3fn", 8, "float", None, "e4m3"),
+    DType("float8_e5m2", 8, "float", None, "e5m2"),
     DType("float4_e2m1fn", 4, "float", None, "e2m1"),
     DType("bool", 8, "uint", "bool", "pred"),
 ]
@@ -91,16 +99,32 @@ def reduced_dtypes(ptx_type: str) -> tuple[DType, ...]:
     for ``.bN`` every integer type of N bits (unsigned first)."""
     if ptx_type.startswith("b") and ptx_type[1:].isdigit():
         bits = int(ptx_type[1:])
-        return tuple(sorted((d for d in _ALL if d.kind in ("uint", "int") and d.bits == bits
-                             and d.name != "bool"), key=lambda d: d.kind != "uint"))
+        return tuple(
+            sorted(
+                (
+                    d
+                    for d in _ALL
+                    if d.kind in ("uint", "int") and d.bits == bits and d.name != "bool"
+                ),
+                key=lambda d: d.kind != "uint",
+            )
+        )
     return (BY_PTX[ptx_type],)
 
 
-_ALIASES = {"float": "float32", "int": "int32", "half": "float16", "bf16": "bfloat16",
-            "fp16": "float16", "fp32": "float32", "fp64": "float64", "double": "float64"}
+_ALIASES = {
+    "float": "float32",
+    "int": "int32",
+    "half": "float16",
+    "bf16": "bfloat16",
+    "fp16": "float16",
+    "fp32": "float32",
+    "fp64": "float64",
+    "double": "float64",
+}
 
 
-def dtype(name: "str | DType | object") -> DType:
+def dtype(name: str | DType | object) -> DType:
     """Look up a dtype by name, NumPy dtype, torch dtype or ``T`` scalar type."""
     if isinstance(name, DType):
         return name

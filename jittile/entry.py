@@ -4,14 +4,15 @@ The metadata (``<kernel>.json`` of a disk entry) records, besides what ``jittile
 kernel's IR and parameter layout, so that a disk hit can launch and report a kernel without
 lowering it again.
 """
+
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
 
+from .frontend.source import KernelSource
 from .ir import KernelIR, Plan
 from .stages import pack_text
-from .frontend.source import KernelSource
 from .targets import Target
 
 
@@ -30,14 +31,17 @@ class CompiledKernel:
     _sass: str | None = field(default=None, repr=False)
     _stages: object = field(default=None, repr=False, compare=False)  # stages.Stages, made once
     _loaded: object = field(default=None, repr=False, compare=False)  # runtime LoadedCubin
-    _threads: threading.local = field(default_factory=threading.local, repr=False,
-                                      compare=False)  # .launcher: this thread's Launcher
+    _threads: threading.local = field(
+        default_factory=threading.local, repr=False, compare=False
+    )  # .launcher: this thread's Launcher
 
     def __repr__(self) -> str:
         meta = self.metadata
-        return (f"<jittile.CompiledKernel {meta.get('name')} for {meta.get('target')}: "
-                f"{meta.get('registers')} registers, {meta.get('shared_bytes')} B shared, "
-                f"key {str(meta.get('key'))[:12]}>")
+        return (
+            f"<jittile.CompiledKernel {meta.get('name')} for {meta.get('target')}: "
+            f"{meta.get('registers')} registers, {meta.get('shared_bytes')} B shared, "
+            f"key {str(meta.get('key'))[:12]}>"
+        )
 
     @property
     def sass(self) -> str:
@@ -58,8 +62,9 @@ class CompiledKernel:
 
             packed = self.metadata.get("nvvm_ir")
             makers = {
-                "checked": lambda: "\n".join(f"{site.location}: {site.family}: {site.opcode}"
-                                             for site in self.ir.plan),
+                "checked": lambda: "\n".join(
+                    f"{site.location}: {site.family}: {site.opcode}" for site in self.ir.plan
+                ),
                 "plan": lambda: str(self.ir.plan),
                 "python": lambda: self.lowered_source,
                 "ptx": lambda: self.ptx,
@@ -87,8 +92,13 @@ class CompiledKernel:
 
             with _LOADING:
                 if self._loaded is None:
-                    self._loaded = LoadedCubin(self.ir.name, self.cubin, self.entry, self.target,
-                                               self.ir.launch_shared_bytes)
+                    self._loaded = LoadedCubin(
+                        self.ir.name,
+                        self.cubin,
+                        self.entry,
+                        self.target,
+                        self.ir.launch_shared_bytes,
+                    )
             launcher = self._threads.launcher = Launcher(self.ir, self._loaded, self.param_layout)
         return launcher
 
@@ -96,17 +106,32 @@ class CompiledKernel:
 _LOADING = threading.Lock()  # one LoadedCubin per CompiledKernel however many threads launch
 
 
-def encode(name: str, qualname: str, source: KernelSource, target: Target, key: str,
-           components: dict, lowered, artifact, seconds: float) -> dict:
+def encode(
+    name: str,
+    qualname: str,
+    source: KernelSource,
+    target: Target,
+    key: str,
+    components: dict,
+    lowered,
+    artifact,
+    seconds: float,
+) -> dict:
     """The metadata of a freshly compiled specialization (``lowered`` from the frontend,
     ``artifact`` from the backend)."""
     ir = lowered.ir
     return {
-        "name": name, "qualname": qualname, "target": target.name,
-        "key": key, "key_components": components, "static_params": components["static_params"],
-        "source_file": source.filename, "source_line": source.firstlineno,
+        "name": name,
+        "qualname": qualname,
+        "target": target.name,
+        "key": key,
+        "key_components": components,
+        "static_params": components["static_params"],
+        "source_file": source.filename,
+        "source_line": source.firstlineno,
         "source_text": source.text,
-        "entry": artifact.entry, "registers": artifact.usage["registers"],
+        "entry": artifact.entry,
+        "registers": artifact.usage["registers"],
         "shared_bytes": ir.shared_bytes,
         "static_shared_bytes": artifact.usage["static_shared_bytes"],
         "dynamic_shared": ir.dynamic_shared,
@@ -127,8 +152,16 @@ class BrokenEntry(Exception):
     """A disk entry whose metadata cannot describe the kernel it is keyed for."""
 
 
-def decode(metadata: dict, cubin: bytes, ptx: str, source: KernelSource, params: list,
-           target: Target, launch, key: str) -> CompiledKernel:
+def decode(
+    metadata: dict,
+    cubin: bytes,
+    ptx: str,
+    source: KernelSource,
+    params: list,
+    target: Target,
+    launch,
+    key: str,
+) -> CompiledKernel:
     """The compiled kernel of a disk entry, its IR restored from the metadata; raises
     :class:`BrokenEntry` when the metadata lacks or garbles what it needs.
 
@@ -142,8 +175,12 @@ def decode(metadata: dict, cubin: bytes, ptx: str, source: KernelSource, params:
         layout = [tuple(p) for p in meta["param_layout"]]
         ir = KernelIR.restore(meta["kernel_ir"], params, source.locate, registry.plan_schema())
         lowered_source = meta["lowered_source"]
-        if (not isinstance(meta["entry"], str) or meta.get("key") != key or not cubin
-                or not isinstance(lowered_source, str)):
+        if (
+            not isinstance(meta["entry"], str)
+            or meta.get("key") != key
+            or not cubin
+            or not isinstance(lowered_source, str)
+        ):
             raise ValueError("entry name, key, cubin or lowered source")
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise BrokenEntry(f"metadata lacks or garbles {exc}") from None

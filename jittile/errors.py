@@ -8,6 +8,7 @@ removed from their tracebacks; ``JITTILE_DEBUG=1`` keeps them. Warnings about a 
 attributed to the kernel's line, and strict mode (``@jittile.kernel(strict=True)`` or
 ``JITTILE_STRICT=1``) raises them as :class:`ContractError` instead.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -55,8 +56,10 @@ def source_excerpt(location: Location) -> str:
     start = column(location.col_offset)
     end = column(location.end_col_offset) if location.end_col_offset else start + 1
     gutter = f"  {location.lineno} | "
-    return (f"{gutter}{line.expandtabs()}\n{' ' * (len(gutter) - 2)}| {' ' * start}^"
-            f"{'~' * max(0, end - start - 1)}")
+    return (
+        f"{gutter}{line.expandtabs()}\n{' ' * (len(gutter) - 2)}| {' ' * start}^"
+        f"{'~' * max(0, end - start - 1)}"
+    )
 
 
 class JittileError(Exception):
@@ -90,8 +93,15 @@ class CompileError(JittileError):
 class ContractError(CompileError):
     """A tile call or PTX instruction breaks its opcode's contract; raised before any GPU work."""
 
-    def __init__(self, message: str, location: Location | None = None, *, opcode: str | None = None,
-                 parameter: str | None = None, hint: str | None = None):
+    def __init__(
+        self,
+        message: str,
+        location: Location | None = None,
+        *,
+        opcode: str | None = None,
+        parameter: str | None = None,
+        hint: str | None = None,
+    ):
         self.opcode = opcode
         self.parameter = parameter
         prefix = []
@@ -126,15 +136,38 @@ class JittileWarning(UserWarning):
 # Words a newcomer reaches for that are spelled differently in jittile (keywords of tile calls,
 # of ``LaunchConfig``...): spelling distance alone does not find ``mbar`` from ``barrier``.
 SYNONYMS = {
-    "barrier": "mbar", "mbarrier": "mbar", "bar": "mbar",
-    "threads": "block", "num_threads": "block", "block_dim": "block", "block_size": "block",
-    "threads_per_block": "block", "blocks": "grid", "grid_dim": "grid", "num_blocks": "grid",
-    "grid_size": "grid", "cluster_dim": "cluster", "cluster_size": "cluster",
-    "coord": "coords", "coordinate": "coords", "coordinates": "coords", "offset": "coords",
-    "offsets": "coords", "index": "coords", "shape": "box", "box_shape": "box", "tile": "box",
-    "box_size": "box", "strides": "element_strides", "swizzle_mode": "swizzle",
-    "mask": "cta_mask", "multicast": "cta_mask", "predicate": "pred", "policy": "cache_policy",
-    "steps": "coord_steps", "coord_step": "coord_steps",
+    "barrier": "mbar",
+    "mbarrier": "mbar",
+    "bar": "mbar",
+    "threads": "block",
+    "num_threads": "block",
+    "block_dim": "block",
+    "block_size": "block",
+    "threads_per_block": "block",
+    "blocks": "grid",
+    "grid_dim": "grid",
+    "num_blocks": "grid",
+    "grid_size": "grid",
+    "cluster_dim": "cluster",
+    "cluster_size": "cluster",
+    "coord": "coords",
+    "coordinate": "coords",
+    "coordinates": "coords",
+    "offset": "coords",
+    "offsets": "coords",
+    "index": "coords",
+    "shape": "box",
+    "box_shape": "box",
+    "tile": "box",
+    "box_size": "box",
+    "strides": "element_strides",
+    "swizzle_mode": "swizzle",
+    "mask": "cta_mask",
+    "multicast": "cta_mask",
+    "predicate": "pred",
+    "policy": "cache_policy",
+    "steps": "coord_steps",
+    "coord_step": "coord_steps",
 }
 
 
@@ -151,6 +184,7 @@ def closest_name(word: str, candidates) -> str | None:
 
 # -- debugging, tracebacks -------------------------------------------------------------------------
 
+
 def debug_requested(topic: str) -> bool:
     """Whether ``JITTILE_DEBUG`` (a comma- or space-separated list) names ``topic``, or is ``1`` /
     ``all`` (everything: full tracebacks, the cache log)."""
@@ -160,8 +194,9 @@ def debug_requested(topic: str) -> bool:
 
 def _internal(tb: types.TracebackType) -> bool:
     filename = tb.tb_frame.f_code.co_filename
-    return filename.startswith("<frozen importlib") or \
-        os.path.abspath(filename).startswith(_PACKAGE_DIR)
+    return filename.startswith("<frozen importlib") or os.path.abspath(filename).startswith(
+        _PACKAGE_DIR
+    )
 
 
 def user_traceback(tb: types.TracebackType | None) -> types.TracebackType | None:
@@ -208,7 +243,8 @@ def user_stacklevel() -> int:
     jittile (the user's call), however deep in jittile the warning is issued."""
     frame, level = sys._getframe(1), 1
     while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(
-            _PACKAGE_DIR):
+        _PACKAGE_DIR
+    ):
         frame, level = frame.f_back, level + 1
     return level
 
@@ -227,7 +263,7 @@ def public_entry(function):
         except CompileError as exc:
             if debug_requested("traceback"):
                 raise
-            raise exc.with_traceback(user_traceback(exc.__traceback__))
+            raise exc.with_traceback(user_traceback(exc.__traceback__)) from None
 
     return without_jittile_frames
 
@@ -253,14 +289,18 @@ def strictness(strict: bool):
         _strict.reset(token)
 
 
-def warn_at(message: str, location: Location, *, opcode: str | None = None,
-            hint: str | None = None) -> str:
+def warn_at(
+    message: str, location: Location, *, opcode: str | None = None, hint: str | None = None
+) -> str:
     """Issue a :class:`JittileWarning` attributed to ``location`` (the user's line, not
     jittile's); in strict mode raise it as a :class:`ContractError`. Returns the warning text."""
     if strict_requested():
-        raise ContractError(f"{message} (strict mode: JittileWarnings are errors)", location,
-                            opcode=opcode, hint=hint)
+        raise ContractError(
+            f"{message} (strict mode: JittileWarnings are errors)",
+            location,
+            opcode=opcode,
+            hint=hint,
+        )
     text = f"{location}: {message}" + (f"; {hint}" if hint else "")
-    warnings.warn_explicit(JittileWarning(text), JittileWarning, location.filename,
-                           location.lineno)
+    warnings.warn_explicit(JittileWarning(text), JittileWarning, location.filename, location.lineno)
     return text

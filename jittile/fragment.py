@@ -18,11 +18,13 @@ Within a warpgroup, thread ``t`` is in warp ``w = t // 32`` with lane ``l``; ``g
   ``(g, q)``, ``(g + 8, q)``, ``(g, q + k/2)``, ``(g + 8, q + k/2)``, each packing ``32 / bits``
   consecutive columns starting at ``q * 32 / bits``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .dtypes import DType, dtype as as_dtype
+from .dtypes import DType
+from .dtypes import dtype as as_dtype
 
 WARPGROUP_THREADS = 128
 ROWS = 64  # a warpgroup's fragment always spans m64
@@ -46,42 +48,46 @@ class FragmentLayout:
     def __repr__(self) -> str:
         return f"wgmma_{self.kind}"
 
-    def problem(self, shape: tuple, dtype: "str | DType") -> str | None:
+    def problem(self, shape: tuple, dtype: str | DType) -> str | None:
         """Why ``shape`` / ``dtype`` cannot have this layout, or None."""
         dt = as_dtype(dtype)
         allowed = ACCUMULATOR_TYPES if self.kind == "accumulator" else A_TYPES
         if dt.name not in allowed:
             return f"a {self!r} fragment holds {', '.join(allowed)} elements, not {dt.name}"
         if len(shape) != 2 or shape[0] != ROWS:
-            return (f"a {self!r} fragment is a ({ROWS}, {'N' if self.kind == 'accumulator' else 'K'}) "
-                    f"tile of one warpgroup, got shape {tuple(shape)}")
+            return (
+                f"a {self!r} fragment is a ({ROWS}, {'N' if self.kind == 'accumulator' else 'K'}) "
+                f"tile of one warpgroup, got shape {tuple(shape)}"
+            )
         step = 8 if self.kind == "accumulator" else self.k_per_instruction(dt)
         if shape[1] % step:
-            return (f"its second extent must be a multiple of {step} "
-                    f"({'8-column chunks' if self.kind == 'accumulator' else 'one instruction of K'}), "
-                    f"got {shape[1]}")
+            return (
+                f"its second extent must be a multiple of {step} "
+                f"({'8-column chunks' if self.kind == 'accumulator' else 'one instruction of K'}), "
+                f"got {shape[1]}"
+            )
         return None
 
     @staticmethod
-    def k_per_instruction(dtype: "str | DType") -> int:
+    def k_per_instruction(dtype: str | DType) -> int:
         """K of one wgmma for this A type: 32 bytes of elements (k16 for 16-bit, k8 tf32, k32 8-bit)."""
         return 256 // as_dtype(dtype).bits
 
     @staticmethod
-    def per_register(dtype: "str | DType") -> int:
+    def per_register(dtype: str | DType) -> int:
         """Elements packed in one 32-bit register."""
         return 32 // as_dtype(dtype).bits
 
-    def registers(self, shape: tuple, dtype: "str | DType") -> int:
+    def registers(self, shape: tuple, dtype: str | DType) -> int:
         """32-bit registers per thread."""
         return shape[0] * shape[1] // WARPGROUP_THREADS // self.per_register(dtype)
 
-    def register_class(self, dtype: "str | DType") -> str:
+    def register_class(self, dtype: str | DType) -> str:
         """The asm constraint of one register: ``f`` for f32 accumulators, else ``r``."""
         dt = as_dtype(dtype)
         return "f" if self.kind == "accumulator" and dt.name == "float32" else "r"
 
-    def terms(self, register: int, dtype: "str | DType") -> tuple[int, int, int]:
+    def terms(self, register: int, dtype: str | DType) -> tuple[int, int, int]:
         """``(row offset, column offset, column step)`` of ``register``'s first element: it is at
         row ``16 w + g + row offset`` and column ``column offset + q * column step``."""
         per = self.per_register(dtype)
@@ -92,7 +98,7 @@ class FragmentLayout:
         k = self.k_per_instruction(dtype)
         return 8 * (r % 2), instruction * k + (r // 2) * (k // 2), per
 
-    def element(self, register: int, thread: int, dtype: "str | DType") -> tuple[int, int]:
+    def element(self, register: int, thread: int, dtype: str | DType) -> tuple[int, int]:
         """(row, column) of the first element that ``register`` of warpgroup thread ``thread``
         holds; the register's other elements follow in the columns after it."""
         warp, lane = divmod(thread % WARPGROUP_THREADS, 32)

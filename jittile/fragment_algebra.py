@@ -10,17 +10,20 @@ The accumulator registers ``8j .. 8j + 7`` (columns ``16j .. 16j + 15``) are, pa
 A-operand registers of k-step ``j`` of a 16-bit wgmma: ``a[m]`` packs ``acc[2m]`` (low half) and
 ``acc[2m + 1]``.
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from .fragment import wgmma_a, wgmma_accumulator
 from .frontend.fragments import FragmentVar
 from .kernel import func
 from .language import T
 
-ACCUMULATOR = "a float32 wgmma_accumulator fragment (T.alloc_local((64, N), 'float32', " \
-              "layout=wgmma_accumulator))"
+ACCUMULATOR = (
+    "a float32 wgmma_accumulator fragment (T.alloc_local((64, N), 'float32', "
+    "layout=wgmma_accumulator))"
+)
 
 
 def _described(value) -> str:
@@ -30,8 +33,11 @@ def _described(value) -> str:
 
 
 def _accumulator_problem(value) -> str | None:
-    if isinstance(value, FragmentVar) and value.layout == wgmma_accumulator \
-            and value.dtype.name == "float32":
+    if (
+        isinstance(value, FragmentVar)
+        and value.layout == wgmma_accumulator
+        and value.dtype.name == "float32"
+    ):
         return None
     return f"must be {ACCUMULATOR}, got {_described(value)}"
 
@@ -50,6 +56,7 @@ def _on_accumulator(fn: Callable):
 
 def _conversion(dtype: str):
     """``@func`` from an f32 accumulator ``acc`` into a ``dtype`` A fragment ``a`` of its shape."""
+
     def decorate(fn: Callable):
         helper = func(fn)
 
@@ -58,11 +65,15 @@ def _conversion(dtype: str):
             if (problem := _accumulator_problem(acc)) is not None:
                 return "acc", problem
             if not (isinstance(a, FragmentVar) and a.layout == wgmma_a and a.dtype.name == dtype):
-                return "a", (f"must be a {dtype} wgmma_a fragment (T.alloc_local((64, K), "
-                             f"{dtype!r}, layout=wgmma_a)), got {_described(a)}")
+                return "a", (
+                    f"must be a {dtype} wgmma_a fragment (T.alloc_local((64, K), "
+                    f"{dtype!r}, layout=wgmma_a)), got {_described(a)}"
+                )
             if a.shape != acc.shape:
-                return "a", (f"must have the accumulator's shape {acc.shape} (columns 16j.."
-                             f"16j+15 become k-step j), got {a.shape}")
+                return "a", (
+                    f"must have the accumulator's shape {acc.shape} (columns 16j.."
+                    f"16j+15 become k-step j), got {a.shape}"
+                )
             return None
 
         helper.requires = requires

@@ -15,12 +15,14 @@ it. So a plan value is typed data, never a string of code:
 ``str()`` of any of them reads in the user's words. This module imports nothing of jittile but
 ``errors`` and ``dtypes``.
 """
+
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields as dataclass_fields
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from dataclasses import fields as dataclass_fields
 from enum import Enum
-from collections.abc import Sequence
-from typing import Callable, Union
+from typing import Union
 
 from .dtypes import DType
 from .errors import JittileError, Location
@@ -43,8 +45,11 @@ class Var:
 
 
 # Special registers a plan may read; their spelling in the kernel language.
-SPECIAL_REGISTERS = {"lane": "T.cuda.lane_id()", "thread": "T.cuda.thread_idx()",
-                     "cluster_rank": "T.cuda.cluster_ctarank()"}
+SPECIAL_REGISTERS = {
+    "lane": "T.cuda.lane_id()",
+    "thread": "T.cuda.thread_idx()",
+    "cluster_rank": "T.cuda.cluster_ctarank()",
+}
 
 
 @dataclass(frozen=True)
@@ -66,7 +71,7 @@ class SharedAddress:
     """The 32-bit shared-window address of byte ``offset`` of shared buffer ``buffer``."""
 
     buffer: str
-    offset: "Expr" = 0
+    offset: Expr = 0
 
     def __str__(self) -> str:
         return f"&{self.buffer}" + ("" if self.offset == 0 else f"[+{_operand(self.offset)} B]")
@@ -103,8 +108,8 @@ class BinOp:
     """``left op right`` on unsigned integers."""
 
     op: str
-    left: "Expr"
-    right: "Expr"
+    left: Expr
+    right: Expr
 
     def __post_init__(self):
         if self.op not in BINARY_OPERATORS:
@@ -119,8 +124,11 @@ class BinOp:
             if isinstance(expr, BinOp):
                 theirs = _PRECEDENCE[expr.op]
                 # bitwise mixes always get parentheses, as C compilers advise
-                if theirs < mine or (right and theirs == mine) or (
-                        mine <= _PRECEDENCE[">>"] and expr.op != self.op):
+                if (
+                    theirs < mine
+                    or (right and theirs == mine)
+                    or (mine <= _PRECEDENCE[">>"] and expr.op != self.op)
+                ):
                     return f"({expr})"
                 return str(expr)
             return _operand(expr)
@@ -131,13 +139,16 @@ class BinOp:
 _PRECEDENCE = {"|": 1, "&": 2, ">>": 3, "+": 4, "*": 5, "%": 5}
 
 
-Expr = Union[int, Var, Special, SharedAddress, GlobalAddress, HostParam, BinOp]
+Expr = Union[int, Var, Special, SharedAddress, GlobalAddress, HostParam, BinOp]  # noqa: UP007
 
 
 def _operand(expr: Expr) -> str:
     text = str(expr)
-    return f"({text})" if isinstance(expr, BinOp) or (isinstance(expr, Var)
-                                                       and not text.isidentifier()) else text
+    return (
+        f"({text})"
+        if isinstance(expr, BinOp) or (isinstance(expr, Var) and not text.isidentifier())
+        else text
+    )
 
 
 def add(*terms: Expr) -> Expr:
@@ -177,8 +188,14 @@ def leaves(expr: Expr):
         yield expr
 
 
-_EXPR_TAGS = {"var": Var, "special": Special, "shared": SharedAddress, "global": GlobalAddress,
-              "host": HostParam, "binop": BinOp}
+_EXPR_TAGS = {
+    "var": Var,
+    "special": Special,
+    "shared": SharedAddress,
+    "global": GlobalAddress,
+    "host": HostParam,
+    "binop": BinOp,
+}
 _TAG_OF = {cls: tag for tag, cls in _EXPR_TAGS.items()}
 
 
@@ -269,14 +286,17 @@ class PlanFields:
 
     def items(self) -> list[tuple[str, object]]:
         """The present fields, in declaration order."""
-        return [(f.name, getattr(self, f.name)) for f in dataclass_fields(self)
-                if getattr(self, f.name) != f.default]
+        return [
+            (f.name, getattr(self, f.name))
+            for f in dataclass_fields(self)
+            if getattr(self, f.name) != f.default
+        ]
 
     def to_json(self) -> dict:
         return {name: _jsonable(value) for name, value in self.items()}
 
     @classmethod
-    def from_json(cls, data: dict) -> "PlanFields":
+    def from_json(cls, data: dict) -> PlanFields:
         """The inverse of :meth:`to_json`; raises ValueError on a field the class lacks."""
         known = {f.name for f in dataclass_fields(cls)}
         if not isinstance(data, dict) or not set(data) <= known:
@@ -308,7 +328,7 @@ class PlanSchema:
     families: frozenset[str]
     facts: Callable[[str], tuple[type[PlanFields], frozenset[str]]]
 
-    def record(self, data: dict, family: str) -> "PlanRecord":
+    def record(self, data: dict, family: str) -> PlanRecord:
         """The record :meth:`PlanRecord.to_json` wrote for a site of ``family``; ValueError where
         the family is not registered or does not complete that way."""
         if family not in self.families:
@@ -332,13 +352,15 @@ class RecordedPlan(Sequence):
         self._data, self._family, self._schema = data, family, schema
         self._records: list | None = None
 
-    def records(self) -> list["PlanRecord"]:
+    def records(self) -> list[PlanRecord]:
         if self._records is None:
             try:
                 self._records = [self._schema.record(r, self._family) for r in self._data]
             except (KeyError, TypeError, ValueError) as exc:
-                raise JittileError(f"a cached plan of the {self._family} family does not decode "
-                                   f"({exc}); remove the entry (jittile cache clear)") from None
+                raise JittileError(
+                    f"a cached plan of the {self._family} family does not decode "
+                    f"({exc}); remove the entry (jittile cache clear)"
+                ) from None
         return self._records
 
     def __getitem__(self, index):
@@ -417,28 +439,47 @@ class PlanRecord:
         elif self.completion != "none":
             parts.append(f"completes via {self.completion.replace('_', ' ')}")
         for role, value in self.operands:
-            if role in ("barrier", "size") or role.startswith("coord") or "[" in role or (
-                    role == "shared" and isinstance(value, SharedAddress)
-                    and isinstance(value.offset, int)):
+            if (
+                role in ("barrier", "size")
+                or role.startswith("coord")
+                or "[" in role
+                or (
+                    role == "shared"
+                    and isinstance(value, SharedAddress)
+                    and isinstance(value.offset, int)
+                )
+            ):
                 continue  # shown above, or one register of a fragment the fields name
-            parts.append(str(value) if isinstance(value, HostParam) else
-                         f"{'shared address' if role == 'shared' else role} {value}")
+            parts.append(
+                str(value)
+                if isinstance(value, HostParam)
+                else f"{'shared address' if role == 'shared' else role} {value}"
+            )
         parts += [f"{k}={_field_text(v)}" for k, v in self.fields.items()]
         return "  ".join(parts)
 
     def to_json(self) -> dict:
-        return {"opcode": self.opcode, "instance": list(self.instance),
-                "coords": [expr_to_json(c) for c in self.coords],
-                "shared_offset": self.shared_offset, "bytes": self.bytes,
-                "operands": [[role, expr_to_json(v)] for role, v in self.operands],
-                "asm": None if self.asm is None else {
-                    "template": self.asm.template, "outputs": list(self.asm.outputs),
-                    "inputs": list(self.asm.inputs), "memory": self.asm.memory,
-                    "comment": self.asm.comment},
-                "completion": self.completion,
-                "barrier": None if self.barrier is None else expr_to_json(self.barrier),
-                "fields": self.fields.to_json(),
-                "results": [expr_to_json(v) for v in self.results]}
+        return {
+            "opcode": self.opcode,
+            "instance": list(self.instance),
+            "coords": [expr_to_json(c) for c in self.coords],
+            "shared_offset": self.shared_offset,
+            "bytes": self.bytes,
+            "operands": [[role, expr_to_json(v)] for role, v in self.operands],
+            "asm": None
+            if self.asm is None
+            else {
+                "template": self.asm.template,
+                "outputs": list(self.asm.outputs),
+                "inputs": list(self.asm.inputs),
+                "memory": self.asm.memory,
+                "comment": self.asm.comment,
+            },
+            "completion": self.completion,
+            "barrier": None if self.barrier is None else expr_to_json(self.barrier),
+            "fields": self.fields.to_json(),
+            "results": [expr_to_json(v) for v in self.results],
+        }
 
     @classmethod
     def from_json(cls, data: dict, fields: type[PlanFields] = PlanFields) -> PlanRecord:
@@ -446,17 +487,26 @@ class PlanRecord:
         :meth:`PlanSchema.record` also checks the completion)."""
         asm = data["asm"]
         return cls(
-            opcode=_str(data["opcode"]), instance=tuple(_int(i) for i in data["instance"]),
+            opcode=_str(data["opcode"]),
+            instance=tuple(_int(i) for i in data["instance"]),
             coords=tuple(expr_from_json(c) for c in data["coords"]),
-            shared_offset=_int(data["shared_offset"]), bytes=_int(data["bytes"]),
+            shared_offset=_int(data["shared_offset"]),
+            bytes=_int(data["bytes"]),
             operands=tuple((_str(role), expr_from_json(v)) for role, v in data["operands"]),
-            asm=None if asm is None else Asm(
-                _str(asm["template"]), tuple(map(_str, asm["outputs"])),
-                tuple(map(_str, asm["inputs"])), bool(asm["memory"]), _str(asm["comment"])),
+            asm=None
+            if asm is None
+            else Asm(
+                _str(asm["template"]),
+                tuple(map(_str, asm["outputs"])),
+                tuple(map(_str, asm["inputs"])),
+                bool(asm["memory"]),
+                _str(asm["comment"]),
+            ),
             completion=data["completion"],
             barrier=None if data["barrier"] is None else expr_from_json(data["barrier"]),
             fields=fields.from_json(data["fields"]),
-            results=tuple(expr_from_json(v) for v in data.get("results", ())))
+            results=tuple(expr_from_json(v) for v in data.get("results", ())),
+        )
 
 
 def _int(value) -> int:
@@ -469,7 +519,9 @@ def _field_text(value) -> str:
     if isinstance(value, Enum):
         return str(value.value)
     if isinstance(value, tuple):
-        return "(" + ", ".join(_field_text(v) for v in value) + ("," if len(value) == 1 else "") + ")"
+        return (
+            "(" + ", ".join(_field_text(v) for v in value) + ("," if len(value) == 1 else "") + ")"
+        )
     return str(value)
 
 
@@ -515,8 +567,10 @@ class SiteRecord:
 
     def __repr__(self) -> str:
         count = len(self.plan)
-        return (f"<tile call site {self.location}: {self.opcode}, {count} instruction"
-                f"{'' if count == 1 else 's'}>")
+        return (
+            f"<tile call site {self.location}: {self.opcode}, {count} instruction"
+            f"{'' if count == 1 else 's'}>"
+        )
 
     def __str__(self) -> str:
         head = f"{self.location}: tile call of family {self.family}"
@@ -537,8 +591,10 @@ class Plan(list):
         """What the REPL shows for ``ck.plan``: a count, then the listing ``print`` gives (the
         records' typed fields are their attributes: ``ck.plan[0].plan[0].coords``...)."""
         sites, count = len(self), sum(len(site.plan) for site in self)
-        head = (f"<jittile plan: {sites} tile call site{'' if sites == 1 else 's'}, {count} "
-                f"native instruction{'' if count == 1 else 's'}>")
+        head = (
+            f"<jittile plan: {sites} tile call site{'' if sites == 1 else 's'}, {count} "
+            f"native instruction{'' if count == 1 else 's'}>"
+        )
         return f"{head}\n{self}" if self else head
 
 
@@ -615,12 +671,15 @@ def _dims(value, what: str) -> tuple[int, int, int]:
     try:
         value = tuple(value)
     except TypeError:
-        raise JittileError(f"{what} must be a positive int or a tuple of 1-3 positive ints, "
-                           f"got {value!r}") from None
-    if not 1 <= len(value) <= 3 or not all(isinstance(v, int) and not isinstance(v, bool)
-                                           and v >= 1 for v in value):
-        raise JittileError(f"{what} must be a positive int or a tuple of 1-3 positive ints, got "
-                           f"{value!r}")
+        raise JittileError(
+            f"{what} must be a positive int or a tuple of 1-3 positive ints, got {value!r}"
+        ) from None
+    if not 1 <= len(value) <= 3 or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in value
+    ):
+        raise JittileError(
+            f"{what} must be a positive int or a tuple of 1-3 positive ints, got {value!r}"
+        )
     return value + (1,) * (3 - len(value))
 
 
@@ -701,14 +760,24 @@ class KernelIR:
             "alignments": [asdict(a) for a in self.alignments],
             "shared_bytes": self.shared_bytes,
             "shared_align": self.shared_align,
-            "launch": None if launch is None else {"grid": list(launch.grid),
-                                                   "block": list(launch.block),
-                                                   "cluster": launch.cluster and list(launch.cluster)},
-            "sites": [{"node": site_nodes.get(s.location, -1),
-                       "location": [s.location.filename, s.location.lineno, s.location.col_offset],
-                       "opcode": s.opcode, "family": s.family,
-                       "predicate": None if s.predicate is None else expr_to_json(s.predicate),
-                       "plan": [r.to_json() for r in s.plan]} for s in self.sites],
+            "launch": None
+            if launch is None
+            else {
+                "grid": list(launch.grid),
+                "block": list(launch.block),
+                "cluster": launch.cluster and list(launch.cluster),
+            },
+            "sites": [
+                {
+                    "node": site_nodes.get(s.location, -1),
+                    "location": [s.location.filename, s.location.lineno, s.location.col_offset],
+                    "opcode": s.opcode,
+                    "family": s.family,
+                    "predicate": None if s.predicate is None else expr_to_json(s.predicate),
+                    "plan": [r.to_json() for r in s.plan],
+                }
+                for s in self.sites
+            ],
         }
 
     @classmethod
@@ -720,16 +789,24 @@ class KernelIR:
         launch = data["launch"]
 
         def site(s: dict) -> SiteRecord:
-            recorded = Location(_str(s["location"][0]), _int(s["location"][1]),
-                                _int(s["location"][2]))
-            return SiteRecord(locate(s["node"], recorded), _str(s["opcode"]), _str(s["family"]),
-                              RecordedPlan(s["plan"], _str(s["family"]), schema),
-                              None if s["predicate"] is None else expr_from_json(s["predicate"]))
+            recorded = Location(
+                _str(s["location"][0]), _int(s["location"][1]), _int(s["location"][2])
+            )
+            return SiteRecord(
+                locate(s["node"], recorded),
+                _str(s["opcode"]),
+                _str(s["family"]),
+                RecordedPlan(s["plan"], _str(s["family"]), schema),
+                None if s["predicate"] is None else expr_from_json(s["predicate"]),
+            )
 
         return cls(
-            name=_str(data["name"]), params=list(params),
+            name=_str(data["name"]),
+            params=list(params),
             host_tensormaps=[HostTensorMap(**_tuples(t)) for t in data["host_tensormaps"]],
             alignments=[ArgumentAlignment(**a) for a in data["alignments"]],
-            shared_bytes=_int(data["shared_bytes"]), shared_align=_int(data["shared_align"]),
+            shared_bytes=_int(data["shared_bytes"]),
+            shared_align=_int(data["shared_align"]),
             launch=None if launch is None else LaunchConfig(**launch),
-            sites=[site(s) for s in data["sites"]])
+            sites=[site(s) for s in data["sites"]],
+        )

@@ -6,6 +6,7 @@ Data flows one way: arguments -> specialization (jittile/specialize.py: paramete
 (jittile/launch.py). The key needs no lowering, so a disk hit loads the cubin and the kernel's
 recorded IR without running the frontend or numba.
 """
+
 from __future__ import annotations
 
 import linecache
@@ -13,8 +14,16 @@ import threading
 
 from .build import build
 from .entry import CompiledKernel
-from .errors import (CompileError, JittileError, LaunchError, Location, closest_name,
-                     public_entry, strictness, user_frame)
+from .errors import (
+    CompileError,
+    JittileError,
+    LaunchError,
+    Location,
+    closest_name,
+    public_entry,
+    strictness,
+    user_frame,
+)
 from .frontend.checks import definition_problem
 from .frontend.source import KernelSource, load_source
 from .keying import source_digest, toolchain_versions
@@ -46,8 +55,9 @@ class Kernel:
     kinds and device) and ``fast_paths`` (this thread's fast paths by launch configuration).
     """
 
-    def __init__(self, pyfunc, target: str | Target | None = None, cache: bool = True,
-                 strict: bool = False):
+    def __init__(
+        self, pyfunc, target: str | Target | None = None, cache: bool = True, strict: bool = False
+    ):
         self.pyfunc = pyfunc
         self.__name__ = pyfunc.__name__
         self.__qualname__ = pyfunc.__qualname__
@@ -82,8 +92,9 @@ class Kernel:
         return self._source
 
     @public_entry
-    def compile(self, *args, target: str | Target | None = None, launch=None,
-                **kwargs) -> CompiledKernel:
+    def compile(
+        self, *args, target: str | Target | None = None, launch=None, **kwargs
+    ) -> CompiledKernel:
         """Compile for example arguments (arrays or ``T.Tensor`` specs; none: the annotations);
         needs no GPU. NumPy arrays are only inspected, never copied."""
         specializer = self.specializer
@@ -108,8 +119,15 @@ class Kernel:
             found = None if again else self._memory.get(memo_key)
             if found is None:
                 with strictness(self.strict):
-                    found = build(self.__name__, self.__qualname__, self.source, params, target,
-                                  launch, self.use_disk_cache)
+                    found = build(
+                        self.__name__,
+                        self.__qualname__,
+                        self.source,
+                        params,
+                        target,
+                        launch,
+                        self.use_disk_cache,
+                    )
                 self._memory[memo_key] = found
         return found
 
@@ -135,9 +153,15 @@ class Kernel:
         from . import cache as jcache
 
         digest, filename = source_digest(self.source), self.source.filename
-        return [e for e in jcache.entries() if e.qualname == self.__qualname__
-                and (e.metadata.get("key_components", {}).get("source") == digest
-                     or e.metadata.get("source_file") == filename)]
+        return [
+            e
+            for e in jcache.entries()
+            if e.qualname == self.__qualname__
+            and (
+                e.metadata.get("key_components", {}).get("source") == digest
+                or e.metadata.get("source_file") == filename
+            )
+        ]
 
     def __getitem__(self, config) -> Configured:
         if not isinstance(config, tuple) or len(config) != 2:
@@ -162,8 +186,9 @@ def func(fn):
 
 
 @public_entry
-def kernel(fn=None, *, target: str | Target | None = None, cache: bool = True,
-           strict: bool = False):
+def kernel(
+    fn=None, *, target: str | Target | None = None, cache: bool = True, strict: bool = False
+):
     """Decorator: ``@jittile.kernel`` or ``@jittile.kernel(target="sm_90a", cache=True,
     strict=False)`` makes a function written in the kernel language ``T`` a :class:`Kernel`:
 
@@ -186,8 +211,7 @@ def kernel(fn=None, *, target: str | Target | None = None, cache: bool = True,
     if target is not None:
         target = parse_target(target)
     if fn is None:
-        return lambda f: Kernel(_checked_definition(f), target=target, cache=cache,
-                                strict=strict)
+        return lambda f: Kernel(_checked_definition(f), target=target, cache=cache, strict=strict)
     _check_definition(fn, "kernel")
     return Kernel(fn, target=target, cache=cache, strict=strict)
 
@@ -220,7 +244,9 @@ def parse_target(target: str | Target) -> Target:
         end = end if end >= 0 else line.find(")", col)
         where = Location(filename, lineno, max(col, 0), end if col >= 0 and end > col else None)
         close = closest_name(str(target), SUPPORTED_TARGETS)
-        hint = (f"did you mean target={close!r}?" if close else "") + \
-            " Hopper is target='sm_90a', Blackwell target='sm_100a'; or leave target out to " \
+        hint = (
+            (f"did you mean target={close!r}?" if close else "")
+            + " Hopper is target='sm_90a', Blackwell target='sm_100a'; or leave target out to "
             "compile for the GPU present (sm_90a without one)"
+        )
         raise CompileError(exc.message, where, hint=hint.strip()) from None

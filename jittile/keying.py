@@ -1,11 +1,12 @@
 """Keying: what a specialization's cubin depends on, known before lowering so that a cache hit
 needs none (jittile/cache/components.py says what is in and out of a key)."""
+
 from __future__ import annotations
 
 from .cache.components import helper_components, referenced_globals
 from .cache.components import source_digest as tree_digest
-from .ir import ArrayParam, ConstexprParam, ScalarParam, TensorMapParam
 from .frontend.source import KernelSource
+from .ir import ArrayParam, ConstexprParam, ScalarParam, TensorMapParam
 from .targets import Target
 from .version import __version__
 
@@ -31,8 +32,16 @@ def argument_components(params: list) -> list[dict]:
     args = []
     for p in params:
         if isinstance(p, ArrayParam):
-            args.append({"name": p.name, "kind": "array", "dtype": p.dtype.name, "ndim": p.ndim,
-                         "static_shape": list(p.static_shape), "layout": p.layout})
+            args.append(
+                {
+                    "name": p.name,
+                    "kind": "array",
+                    "dtype": p.dtype.name,
+                    "ndim": p.ndim,
+                    "static_shape": list(p.static_shape),
+                    "layout": p.layout,
+                }
+            )
         elif isinstance(p, ScalarParam):
             args.append({"name": p.name, "kind": "scalar", "dtype": p.dtype.name})
         elif isinstance(p, TensorMapParam):
@@ -40,8 +49,9 @@ def argument_components(params: list) -> list[dict]:
     return args
 
 
-def key_components(qualname: str, source: KernelSource, params: list, target: Target,
-                   launch) -> dict:
+def key_components(
+    qualname: str, source: KernelSource, params: list, target: Target, launch
+) -> dict:
     """Everything the cubin of ``params`` depends on.
 
     Globals: every data value the body reads from its module or closure, including attribute
@@ -56,8 +66,9 @@ def key_components(qualname: str, source: KernelSource, params: list, target: Ta
         "helpers": helper_components(source.tree, source.globals, source.closure),
         "static_params": {p.name: repr(p.value) for p in params if isinstance(p, ConstexprParam)},
         "args": argument_components(params),
-        "launch": None if launch is None else {"block": list(launch.block),
-                                               "cluster": launch.cluster and list(launch.cluster)},
+        "launch": None
+        if launch is None
+        else {"block": list(launch.block), "cluster": launch.cluster and list(launch.cluster)},
         "target": target.name,
         "versions": toolchain_versions(),
     }

@@ -6,6 +6,7 @@ globals the kernel reads (jittile/watch.py). Otherwise every argument is convert
 prepared launch of their kinds found by a dictionary lookup; only the first launch of a kind
 specializes, compiles (or hits a cache) and resolves the launch configuration.
 """
+
 from __future__ import annotations
 
 import os
@@ -42,11 +43,9 @@ class LaunchedKernel(Protocol):
     prepared: dict
     fast_paths: FastPaths
 
-    def specialization(self, params: list, target: Target, launch) -> CompiledKernel:
-        ...
+    def specialization(self, params: list, target: Target, launch) -> CompiledKernel: ...
 
-    def refresh(self) -> None:
-        ...
+    def refresh(self) -> None: ...
 
 
 _runtime_arrays = None  # jittile.runtime.arrays, imported by the first launch
@@ -88,8 +87,7 @@ class Configured:
         fast = None if kwargs else self.kernel.fast_paths.table.get((self.config, cluster))
         try:
             if fast is None or not fast.launch(args, stream, shared_bytes):
-                launch_kernel(self.kernel, args, kwargs, self.config, stream, cluster,
-                              shared_bytes)
+                launch_kernel(self.kernel, args, kwargs, self.config, stream, cluster, shared_bytes)
         except LaunchError as error:
             raise launch_failure(error, self.kernel.__name__) from None
 
@@ -104,8 +102,10 @@ def launch_failure(error: LaunchError, name: str) -> LaunchError:
     hint = error.hint
     driver = sys.modules.get("jittile.runtime.driver")
     if hint is None and driver is not None and driver.NO_DEVICE in error.message:
-        hint = (f"without a GPU, run it on the CPU interpreter: {name}.interpret(...) (or "
-                f"{name}.interpret[grid, block](...)), or set JITTILE_INTERPRET=1 for every launch")
+        hint = (
+            f"without a GPU, run it on the CPU interpreter: {name}.interpret(...) (or "
+            f"{name}.interpret[grid, block](...)), or set JITTILE_INTERPRET=1 for every launch"
+        )
     message = error.message
     if not message.startswith(f"launch of {name}"):
         message = f"launch of {name}: {message}"
@@ -115,8 +115,15 @@ def launch_failure(error: LaunchError, name: str) -> LaunchError:
 
 
 @public_entry
-def launch_kernel(kernel: LaunchedKernel, args: tuple, kwargs: dict, config: LaunchConfig | None,
-                  stream, cluster, shared_bytes: int | None) -> None:
+def launch_kernel(
+    kernel: LaunchedKernel,
+    args: tuple,
+    kwargs: dict,
+    config: LaunchConfig | None,
+    stream,
+    cluster,
+    shared_bytes: int | None,
+) -> None:
     """Launch ``kernel`` with ``config`` (None: its ``T.device_entry`` launch); NumPy arguments are
     copied to the device and back. Callers try the kernel's fast path (``kernel.fast_paths``) first;
     what it refuses comes here."""
@@ -131,9 +138,15 @@ def launch_kernel(kernel: LaunchedKernel, args: tuple, kwargs: dict, config: Lau
     _launch_converted(kernel, args, kwargs, config, stream, cluster, shared_bytes)
 
 
-def _launch_converted(kernel: LaunchedKernel, args: tuple, kwargs: dict,
-                      config: LaunchConfig | None, stream, cluster,
-                      shared_bytes: int | None) -> None:
+def _launch_converted(
+    kernel: LaunchedKernel,
+    args: tuple,
+    kwargs: dict,
+    config: LaunchConfig | None,
+    stream,
+    cluster,
+    shared_bytes: int | None,
+) -> None:
     """The full path: convert every argument, find the device and stream, find (or prepare) the
     launch of these argument kinds, pack, launch; then keep this thread's fast path for
     launches that fingerprint alike."""
@@ -144,8 +157,9 @@ def _launch_converted(kernel: LaunchedKernel, args: tuple, kwargs: dict,
     if kwargs:
         args = specializer.bind(args, kwargs)
     try:
-        converted = [arrays.convert_argument(a) if not arrays.takes_stream(type(a)) else None
-                     for a in args]
+        converted = [
+            arrays.convert_argument(a) if not arrays.takes_stream(type(a)) else None for a in args
+        ]
         stream_of = streams.current_stream_reader(args, converted)
         launch_stream = stream_of() if stream is None else streams.stream_handle(stream)
         for position, arg in enumerate(args):  # protocol arrays: ordered before that stream
@@ -154,18 +168,15 @@ def _launch_converted(kernel: LaunchedKernel, args: tuple, kwargs: dict,
     except LaunchError as problem:  # e.g. a NumPy array and no device to copy it to
         _raise_argument_error_first(specializer, args, problem)
     static = specializer.static_positions
-    if static:
-        kinds = [("static", v) if i in static else (v.kind if type(v) is view_type else type(v))
-                 for i, v in enumerate(converted)]
-    else:
-        kinds = [v.kind if type(v) is view_type else type(v) for v in converted]
+    kinds = _argument_kinds(converted, static, view_type)
     previous = None
     try:
         device = streams.launch_device(specializer.names, converted)
         if device is None:  # no device array: the current device
             if not streams.driver.available():
-                _raise_argument_error_first(specializer, args,
-                                            LaunchError(streams.driver.NO_DEVICE))
+                _raise_argument_error_first(
+                    specializer, args, LaunchError(streams.driver.NO_DEVICE)
+                )
             device = streams.driver.current_device()
         key = (config, cluster, device, *kinds)
         prepared = kernel.prepared.get(key)
@@ -175,17 +186,44 @@ def _launch_converted(kernel: LaunchedKernel, args: tuple, kwargs: dict,
         compiled, grid, block, cluster_dims, runtime_positions = prepared
         launcher = compiled.launcher()
         previous = launcher.bind(device)
-        launcher.launch([converted[i] for i in runtime_positions], grid, block, launch_stream,
-                        cluster_dims, shared_bytes)
+        launcher.launch(
+            [converted[i] for i in runtime_positions],
+            grid,
+            block,
+            launch_stream,
+            cluster_dims,
+            shared_bytes,
+        )
     finally:
         for value in converted:
             if type(value) is view_type and value.owned:
                 value.finish()
         streams.driver.restore_context(previous)
-    fast = _fastpath().FastLaunch.after(launcher, grid, block, cluster_dims, kernel.watch, args,
-                                        converted, static, runtime_positions, stream_of)
+    fast = _fastpath().FastLaunch.after(
+        launcher,
+        grid,
+        block,
+        cluster_dims,
+        kernel.watch,
+        args,
+        converted,
+        static,
+        runtime_positions,
+        stream_of,
+    )
     if fast is not None:
         kernel.fast_paths.table[(config, cluster)] = fast
+
+
+def _argument_kinds(converted: list, static, view_type) -> list:
+    """What a prepared launch is keyed by, per argument: a static's value, an array's kind, or
+    a scalar's type."""
+    if static:
+        return [
+            ("static", v) if i in static else (v.kind if type(v) is view_type else type(v))
+            for i, v in enumerate(converted)
+        ]
+    return [v.kind if type(v) is view_type else type(v) for v in converted]
 
 
 def _raise_argument_error_first(specializer, args: tuple, problem: LaunchError) -> NoReturn:
@@ -204,24 +242,29 @@ def launch_target(kernel: LaunchedKernel, device: int) -> Target:
     where no driver can say)."""
     driver = _streams().driver
     return kernel.target or device_target(
-        driver.device_capability(device) if driver.available() else None)
+        driver.device_capability(device) if driver.available() else None
+    )
 
 
-def prepare(kernel: LaunchedKernel, converted: tuple, config: LaunchConfig | None, cluster,
-            device: int) -> tuple:
+def prepare(
+    kernel: LaunchedKernel, converted: tuple, config: LaunchConfig | None, cluster, device: int
+) -> tuple:
     """What repeated launches of these argument kinds on ``device`` reuse: the compiled kernel
     (for the kernel's target, else the device's), grid, block, cluster dimensions and the
     positions of the runtime (non-constexpr) arguments."""
     if config is not None and cluster is not None:
         config = LaunchConfig(grid=config.grid, block=config.block, cluster=cluster)
-    key_launch = None if config is None else LaunchConfig(grid=1, block=config.block,
-                                                           cluster=config.cluster)
+    key_launch = (
+        None if config is None else LaunchConfig(grid=1, block=config.block, cluster=config.cluster)
+    )
     params = kernel.specializer.params(converted)
     compiled = kernel.specialization(params, launch_target(kernel, device), key_launch)
     launch_config = config or compiled.ir.launch
     if launch_config is None:
-        raise LaunchError(f"{kernel.__name__} has no launch configuration: use "
-                          f"T.device_entry(launch=...) or kernel[grid, block](...)")
+        raise LaunchError(
+            f"{kernel.__name__} has no launch configuration: use "
+            f"T.device_entry(launch=...) or kernel[grid, block](...)"
+        )
     cluster_dims = cluster if cluster is not None else launch_config.cluster
     if cluster_dims is not None:
         cluster_dims = LaunchConfig(cluster=cluster_dims).cluster

@@ -10,28 +10,31 @@ so ``S[(2, 32, 4) : ...]`` describes a ``(64, 4)`` tile as well as a ``(2, 32, 4
 the standard TMA / shared-matrix-descriptor swizzles, so the same object drives index arithmetic, TMA
 ``swizzle=`` checks and tcgen05 descriptor derivation.
 """
+
 from __future__ import annotations
 
 import functools
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import product
-from typing import Sequence, Union
+from typing import Union
 
 from .axis import AXES, AxisStride, Mem, as_axis_stride
-from .dtypes import DType, dtype as as_dtype
+from .dtypes import DType
+from .dtypes import dtype as as_dtype
 from .fragment import FragmentLayout, wgmma_a, wgmma_accumulator  # noqa: F401  (register layouts)
 
 Shape = tuple[int, ...]
 Factors = tuple[tuple[int, AxisStride], ...]
 
 
-def _as_tuple(value: "int | Sequence") -> tuple:
+def _as_tuple(value: int | Sequence) -> tuple:
     return tuple(value) if isinstance(value, (tuple, list)) else (value,)
 
 
-def _as_shape(shape: "int | Sequence[int]") -> Shape:
+def _as_shape(shape: int | Sequence[int]) -> Shape:
     extents = _as_tuple(shape)
     for extent in extents:
         if isinstance(extent, bool) or not isinstance(extent, int) or extent < 1:
@@ -42,11 +45,15 @@ def _as_shape(shape: "int | Sequence[int]") -> Shape:
 def _factors(key: object, kind: str) -> Factors:
     """Parse the slice ``shape : strides`` written inside ``S[...]`` or ``R[...]``."""
     if not isinstance(key, slice) or key.step is not None:
-        raise TypeError(f"write {kind}[shape : strides], e.g. {kind}[(8, 16) : (16, 1)]; got {kind}[{key!r}]")
+        raise TypeError(
+            f"write {kind}[shape : strides], e.g. {kind}[(8, 16) : (16, 1)]; got {kind}[{key!r}]"
+        )
     extents = _as_shape(key.start)
     strides = tuple(as_axis_stride(s) for s in _as_tuple(key.stop))
     if len(extents) != len(strides):
-        raise ValueError(f"{kind}[{key.start!r} : {key.stop!r}]: {len(extents)} extents but {len(strides)} strides")
+        raise ValueError(
+            f"{kind}[{key.start!r} : {key.stop!r}]: {len(extents)} extents but {len(strides)} strides"
+        )
     for stride in strides:
         if stride.stride < 0:
             raise ValueError(f"{kind}[...]: negative stride {stride!r} is not supported")
@@ -68,7 +75,7 @@ class LayoutSpec:
     shard: Factors = ()
     replicas: Factors = ()
 
-    def __add__(self, other: "LayoutSpec") -> "LayoutSpec":
+    def __add__(self, other: LayoutSpec) -> LayoutSpec:
         if not isinstance(other, LayoutSpec):
             return NotImplemented
         return LayoutSpec(self.shard + other.shard, self.replicas + other.replicas)
@@ -117,11 +124,14 @@ def _group(factors: Shape, shape: Shape) -> tuple[tuple[int, ...], ...]:
             raise ValueError(
                 f"layout factors {factors} do not group onto shape {shape}: consecutive factors must "
                 f"multiply to each extent, but the factors {tuple(factors[j] for j in group)} for axis {dim} "
-                f"give {size}, not {extent}")
+                f"give {size}, not {extent}"
+            )
         groups.append(tuple(group))
     if any(f != 1 for f in factors[i:]):
-        raise ValueError(f"layout factors {factors} do not group onto shape {shape}: "
-                         f"factors {factors[i:]} are left over")
+        raise ValueError(
+            f"layout factors {factors} do not group onto shape {shape}: "
+            f"factors {factors[i:]} are left over"
+        )
     return tuple(groups)
 
 
@@ -178,20 +188,26 @@ class TileLayout:
         """A plain layout is the unswizzled mode 0 (see ``ComposeLayout.swizzle_mode``)."""
         return 0
 
-    def _groups(self, shape: "Sequence[int] | None") -> tuple[Shape, tuple[tuple[int, ...], ...]]:
+    def _groups(self, shape: Sequence[int] | None) -> tuple[Shape, tuple[tuple[int, ...], ...]]:
         logical = self.shard_shape if shape is None else _as_shape(shape)
         return logical, _group(self.shard_shape, logical)
 
-    def axis_offsets(self, coords: Sequence[int], shape: "Sequence[int] | None" = None) -> dict[str, int]:
+    def axis_offsets(
+        self, coords: Sequence[int], shape: Sequence[int] | None = None
+    ) -> dict[str, int]:
         """Offsets along each axis ("mem", "lane", "col") of the logical element at ``coords``."""
         logical, groups = self._groups(shape)
         coords = _as_tuple(coords)
         if len(coords) != len(logical):
-            raise ValueError(f"{len(coords)} coordinates {coords} for a rank-{len(logical)} shape {logical}")
+            raise ValueError(
+                f"{len(coords)} coordinates {coords} for a rank-{len(logical)} shape {logical}"
+            )
         offsets = {axis.name: 0 for axis in AXES}
         for coord, extent, group in zip(coords, logical, groups):
             if not 0 <= coord < extent:
-                raise ValueError(f"coordinate {coord} is outside extent {extent} of shape {logical}")
+                raise ValueError(
+                    f"coordinate {coord} is outside extent {extent} of shape {logical}"
+                )
             for i in reversed(group):
                 extent_i, stride = self.spec.shard[i]
                 offsets[stride.axis.name] += (coord % extent_i) * stride.stride
@@ -212,12 +228,12 @@ class TileLayout:
         if not self.is_memory:
             raise ValueError(f"{self!r} has tensor-memory strides; it has no memory offset")
 
-    def memory_offset(self, coords: Sequence[int], shape: "Sequence[int] | None" = None) -> int:
+    def memory_offset(self, coords: Sequence[int], shape: Sequence[int] | None = None) -> int:
         """Element offset of ``coords`` in a memory layout."""
         self._require_memory()
         return self.axis_offsets(coords, shape)["mem"]
 
-    def index_source(self, coord_srcs: Sequence[str], shape: "Sequence[int] | None" = None) -> str:
+    def index_source(self, coord_srcs: Sequence[str], shape: Sequence[int] | None = None) -> str:
         """A Python/C integer expression of the memory offset, given coordinate expressions.
 
         Used by code generation; integer-literal coordinates fold to constants.
@@ -225,7 +241,9 @@ class TileLayout:
         self._require_memory()
         logical, groups = self._groups(shape)
         if len(coord_srcs) != len(logical):
-            raise ValueError(f"{len(coord_srcs)} coordinate expressions for a rank-{len(logical)} shape {logical}")
+            raise ValueError(
+                f"{len(coord_srcs)} coordinate expressions for a rank-{len(logical)} shape {logical}"
+            )
         terms: list[str] = []
         constant = 0
         for src, group in zip(coord_srcs, groups):
@@ -242,7 +260,7 @@ class TileLayout:
                 extent_i, stride = self.spec.shard[i]
                 if stride.stride == 0:
                     continue
-                inner = math.prod(self.spec.shard[j][0] for j in split[k + 1:])
+                inner = math.prod(self.spec.shard[j][0] for j in split[k + 1 :])
                 expr = _paren(src)
                 if inner != 1:
                     expr += f" // {inner}"
@@ -280,13 +298,19 @@ class ComposeLayout:
                 raise ValueError(f"ComposeLayout {name} must be a nonnegative int, got {value!r}")
         if self.swizzle_len > self.atom_len:
             # The XOR source bits must lie above the swizzled bits, or the map is not a permutation.
-            raise ValueError(f"ComposeLayout swizzle_len {self.swizzle_len} exceeds atom_len {self.atom_len}")
+            raise ValueError(
+                f"ComposeLayout swizzle_len {self.swizzle_len} exceeds atom_len {self.atom_len}"
+            )
         if not isinstance(self.tile_layout, TileLayout) or not self.tile_layout.is_memory:
-            raise ValueError(f"ComposeLayout swizzles a memory TileLayout, not {self.tile_layout!r}")
+            raise ValueError(
+                f"ComposeLayout swizzles a memory TileLayout, not {self.tile_layout!r}"
+            )
 
     def __repr__(self) -> str:
-        return (f"ComposeLayout({self.per_element}, {self.swizzle_len}, {self.atom_len}, "
-                f"{self.tile_layout!r})")
+        return (
+            f"ComposeLayout({self.per_element}, {self.swizzle_len}, {self.atom_len}, "
+            f"{self.tile_layout!r})"
+        )
 
     @property
     def shard_shape(self) -> Shape:
@@ -301,12 +325,12 @@ class ComposeLayout:
         return True
 
     @property
-    def element_bytes(self) -> "int | None":
+    def element_bytes(self) -> int | None:
         """Element size for which this is a 16-byte-granule swizzle, if any."""
         return 16 >> self.per_element if self.per_element <= 4 else None
 
     @property
-    def swizzle_mode(self) -> "int | None":
+    def swizzle_mode(self) -> int | None:
         """The standard swizzle (0..3 = none/32B/64B/128B) this is for ``element_bytes``, else None."""
         if self.swizzle_len == 0:
             return 0
@@ -314,17 +338,19 @@ class ComposeLayout:
             return self.swizzle_len
         return None
 
-    def axis_offsets(self, coords: Sequence[int], shape: "Sequence[int] | None" = None) -> dict[str, int]:
+    def axis_offsets(
+        self, coords: Sequence[int], shape: Sequence[int] | None = None
+    ) -> dict[str, int]:
         offsets = {axis.name: 0 for axis in AXES}
         offsets["mem"] = self.memory_offset(coords, shape)
         return offsets
 
-    def memory_offset(self, coords: Sequence[int], shape: "Sequence[int] | None" = None) -> int:
+    def memory_offset(self, coords: Sequence[int], shape: Sequence[int] | None = None) -> int:
         """Swizzled element offset of ``coords``."""
         offset = self.tile_layout.memory_offset(coords, shape)
         return _xor_swizzle(offset, self.per_element, self.swizzle_len, self.atom_len)
 
-    def index_source(self, coord_srcs: Sequence[str], shape: "Sequence[int] | None" = None) -> str:
+    def index_source(self, coord_srcs: Sequence[str], shape: Sequence[int] | None = None) -> str:
         """Expression of the swizzled offset (see ``TileLayout.index_source``)."""
         inner = self.tile_layout.index_source(coord_srcs, shape)
         if self.swizzle_len == 0:
@@ -338,29 +364,31 @@ class ComposeLayout:
         return f"{o} ^ ({bits})"
 
 
-Layout = Union[TileLayout, ComposeLayout]
+Layout = Union[TileLayout, ComposeLayout]  # noqa: UP007
 
 
-def row_major(shape: "int | Sequence[int]") -> TileLayout:
+def row_major(shape: int | Sequence[int]) -> TileLayout:
     """The compact C-order layout of ``shape`` (the ``"default"`` layout)."""
     extents = _as_shape(shape)
-    strides = [math.prod(extents[i + 1:]) for i in range(len(extents))]
+    strides = [math.prod(extents[i + 1 :]) for i in range(len(extents))]
     return TileLayout(LayoutSpec(shard=tuple(zip(extents, (as_axis_stride(s) for s in strides)))))
 
 
-def swizzle(mode: int, shape: "int | Sequence[int]", dtype: "str | DType") -> Layout:
+def swizzle(mode: int, shape: int | Sequence[int], dtype: str | DType) -> Layout:
     """The standard TMA / shared-matrix swizzle over a row-major tile: mode 0..3 = none/32B/64B/128B."""
     dt = as_dtype(dtype)
     if mode not in (0, 1, 2, 3):
         raise ValueError(f"swizzle mode must be 0, 1, 2 or 3 (none/32B/64B/128B), got {mode!r}")
     if dt.bits % 8 or dt.bytes > 16 or 16 % dt.bytes:
-        raise ValueError(f"swizzle() needs a whole-byte element of at most 16 bytes; {dt.name} has {dt.bits} bits")
+        raise ValueError(
+            f"swizzle() needs a whole-byte element of at most 16 bytes; {dt.name} has {dt.bits} bits"
+        )
     if mode == 0:
         return row_major(shape)
     return ComposeLayout((16 // dt.bytes).bit_length() - 1, mode, 3, row_major(shape))
 
 
-def tiled_swizzle(mode: int, shape: "int | Sequence[int]", dtype: "str | DType") -> Layout:
+def tiled_swizzle(mode: int, shape: int | Sequence[int], dtype: str | DType) -> Layout:
     """``swizzle(mode, ...)`` for tiles wider than one swizzled row: the last axis is cut into
     chunks of the swizzle span (16/32/64/128 bytes), and each chunk is its own row-major
     swizzled block of all the rows, the chunks one after another (leading axes outermost).
@@ -378,43 +406,57 @@ def tiled_swizzle(mode: int, shape: "int | Sequence[int]", dtype: "str | DType")
     if cols <= wide:
         return swizzle(mode, shape, dtype)
     if cols % wide:
-        raise ValueError(f"tiled_swizzle: the last extent {cols} is not a multiple of the "
-                         f"{wide} {dt.name} elements of one {16 << mode if mode else 16}-byte chunk")
+        raise ValueError(
+            f"tiled_swizzle: the last extent {cols} is not a multiple of the "
+            f"{wide} {dt.name} elements of one {16 << mode if mode else 16}-byte chunk"
+        )
     block = rows * cols
-    strides = [block * math.prod(lead[i + 1:]) for i in range(len(lead))]
+    strides = [block * math.prod(lead[i + 1 :]) for i in range(len(lead))]
     factors = (*lead, rows, cols // wide, wide)
-    spec = LayoutSpec(shard=tuple(zip(factors, (as_axis_stride(s) for s in
-                                                (*strides, wide, rows * wide, 1)))))
+    spec = LayoutSpec(
+        shard=tuple(zip(factors, (as_axis_stride(s) for s in (*strides, wide, rows * wide, 1))))
+    )
     tile = TileLayout(spec)
     if mode == 0:
         return tile
     return ComposeLayout((16 // dt.bytes).bit_length() - 1, mode, 3, tile)
 
 
-def resolve_layout(layout: "Layout | LayoutSpec | str | None", shape: "int | Sequence[int]",
-                   dtype: "str | DType") -> Layout:
+def resolve_layout(
+    layout: Layout | LayoutSpec | str | None, shape: int | Sequence[int], dtype: str | DType
+) -> Layout:
     """The layout of a buffer: row-major for ``"default"``/None, else ``layout`` checked against shape and dtype."""
     extents = _as_shape(shape)
     dt = as_dtype(dtype)
     if layout is None or (isinstance(layout, str) and layout == "default"):
         return row_major(extents)
     if isinstance(layout, str):
-        raise ValueError(f"unknown layout name {layout!r}; use \"default\" or a TileLayout/ComposeLayout")
+        raise ValueError(
+            f'unknown layout name {layout!r}; use "default" or a TileLayout/ComposeLayout'
+        )
     if isinstance(layout, LayoutSpec):
         layout = TileLayout(layout)
     if not isinstance(layout, (TileLayout, ComposeLayout)):
-        raise TypeError(f"a layout is \"default\", a TileLayout or a ComposeLayout, not {layout!r}")
+        raise TypeError(f'a layout is "default", a TileLayout or a ComposeLayout, not {layout!r}')
     if layout.size != math.prod(extents):
-        raise ValueError(f"layout {layout!r} has {layout.size} elements (shard shape {layout.shard_shape}) "
-                         f"but the shape {extents} has {math.prod(extents)}")
+        raise ValueError(
+            f"layout {layout!r} has {layout.size} elements (shard shape {layout.shard_shape}) "
+            f"but the shape {extents} has {math.prod(extents)}"
+        )
     _group(layout.shard_shape, extents)
-    if isinstance(layout, ComposeLayout) and layout.swizzle_mode and layout.element_bytes * 8 != dt.bits:
-        raise ValueError(f"{layout!r} swizzles {layout.element_bytes}-byte elements but the buffer is {dt.name}; "
-                         f"build it with swizzle(mode, shape, {dt.name!r})")
+    if (
+        isinstance(layout, ComposeLayout)
+        and layout.swizzle_mode
+        and layout.element_bytes * 8 != dt.bits
+    ):
+        raise ValueError(
+            f"{layout!r} swizzles {layout.element_bytes}-byte elements but the buffer is {dt.name}; "
+            f"build it with swizzle(mode, shape, {dt.name!r})"
+        )
     return layout
 
 
-def byte_swizzle_mode(layout: Layout, dtype: "str | DType") -> int:
+def byte_swizzle_mode(layout: Layout, dtype: str | DType) -> int:
     """Which standard TMA/descriptor swizzle (0..3) a shared layout of ``dtype`` elements implements."""
     dt = as_dtype(dtype)
     if isinstance(layout, TileLayout):
@@ -425,8 +467,10 @@ def byte_swizzle_mode(layout: Layout, dtype: "str | DType") -> int:
         raise TypeError(f"expected a TileLayout or ComposeLayout, got {layout!r}")
     mode = layout.swizzle_mode
     if mode is None or (mode and layout.element_bytes * 8 != dt.bits):
-        raise ValueError(f"{layout!r} is no standard 32B/64B/128B swizzle for {dt.name} elements "
-                         f"(that would be {_swizzle_hint(dt)})")
+        raise ValueError(
+            f"{layout!r} is no standard 32B/64B/128B swizzle for {dt.name} elements "
+            f"(that would be {_swizzle_hint(dt)})"
+        )
     return mode
 
 

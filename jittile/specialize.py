@@ -4,6 +4,7 @@ compiled code (dtype, rank, static extents and layout of arrays; types of scalar
 
 Nothing here needs the device but choosing the default target.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -17,7 +18,6 @@ from .frontend.checks import definition_location
 from .ir import ArrayParam, ConstexprParam, ScalarParam, TensorMapParam
 from .language.types import ScalarType, Tensor, constexpr
 from .targets import Target, device_target
-
 
 # The keywords of ``kernel.compile`` and of launches, which a misspelled one most likely meant.
 CALL_KEYWORDS = ("target", "launch", "stream", "cluster", "shared_bytes")
@@ -39,8 +39,10 @@ def resolve_target(requested: Target | None, default: Target | None) -> Target:
 def is_runtime_argument(value) -> bool:
     """Whether ``value`` is a DeviceView or a TensorMap. Neither exists before its module is
     imported, so the classes are looked up among the loaded modules rather than imported."""
-    for module_name, class_name in (("jittile.runtime.arrays", "DeviceView"),
-                                    ("jittile.runtime.tensormap", "TensorMap")):
+    for module_name, class_name in (
+        ("jittile.runtime.arrays", "DeviceView"),
+        ("jittile.runtime.tensormap", "TensorMap"),
+    ):
         module = sys.modules.get(module_name)
         if module is not None and isinstance(value, getattr(module, class_name)):
             return True
@@ -56,13 +58,19 @@ class Specializer:
         try:
             self.signature = inspect.signature(pyfunc, eval_str=True)
         except Exception as exc:  # a string annotation that does not evaluate
-            raise CompileError(f"{self.name}: the parameter annotations do not evaluate: "
-                               f"{type(exc).__name__}: {exc}", self.location) from None
+            raise CompileError(
+                f"{self.name}: the parameter annotations do not evaluate: "
+                f"{type(exc).__name__}: {exc}",
+                self.location,
+            ) from None
         self.names = list(self.signature.parameters)
-        self.annotations = [None if p.annotation is inspect.Parameter.empty else p.annotation
-                            for p in self.signature.parameters.values()]
-        self.static_positions = frozenset(i for i, ann in enumerate(self.annotations)
-                                          if ann is constexpr)
+        self.annotations = [
+            None if p.annotation is inspect.Parameter.empty else p.annotation
+            for p in self.signature.parameters.values()
+        ]
+        self.static_positions = frozenset(
+            i for i, ann in enumerate(self.annotations) if ann is constexpr
+        )
 
     def bind(self, args: tuple, kwargs: dict) -> tuple:
         """Positional and keyword arguments in parameter order; an unknown keyword is named with
@@ -73,9 +81,11 @@ class Specializer:
             if keyword not in self.signature.parameters:
                 close = closest_name(keyword, [*self.signature.parameters, *CALL_KEYWORDS])
                 mean = f" (did you mean {close}=?)" if close else ""
-                raise LaunchError(f"{self.name}: got an unexpected keyword argument "
-                                  f"{keyword!r}{mean}; its parameters are "
-                                  f"{', '.join(self.signature.parameters)}")
+                raise LaunchError(
+                    f"{self.name}: got an unexpected keyword argument "
+                    f"{keyword!r}{mean}; its parameters are "
+                    f"{', '.join(self.signature.parameters)}"
+                )
         try:
             return tuple(self.signature.bind(*args, **kwargs).arguments.values())
         except TypeError as exc:
@@ -88,11 +98,15 @@ class Specializer:
         (and a disk hit) does not import it.
         """
         if len(args) != len(self.names):
-            missing = ", ".join(repr(n) for n in self.names[len(args):])
-            raise LaunchError(f"{self.name} takes {len(self.names)} arguments, got {len(args)}"
-                              + (f": {missing} missing" if missing else ""))
-        return [self._param(name, ann, value)
-                for name, ann, value in zip(self.names, self.annotations, args)]
+            missing = ", ".join(repr(n) for n in self.names[len(args) :])
+            raise LaunchError(
+                f"{self.name} takes {len(self.names)} arguments, got {len(args)}"
+                + (f": {missing} missing" if missing else "")
+            )
+        return [
+            self._param(name, ann, value)
+            for name, ann, value in zip(self.names, self.annotations, args)
+        ]
 
     def _param(self, name: str, ann, value):
         if ann is constexpr:
@@ -121,9 +135,11 @@ class Specializer:
             elif isinstance(ann, ScalarType):
                 specs.append(ann(0))
             else:
-                raise CompileError(f"{self.name}: parameter {name!r} has no T.Tensor or scalar "
-                                   f"annotation; pass example arguments to compile()",
-                                   self.location)
+                raise CompileError(
+                    f"{self.name}: parameter {name!r} has no T.Tensor or scalar "
+                    f"annotation; pass example arguments to compile()",
+                    self.location,
+                )
         return specs
 
     def example_specs(self, args: tuple) -> tuple:
@@ -133,8 +149,11 @@ class Specializer:
         for a in args:
             if isinstance(a, np.ndarray):
                 specs.append(Tensor(a.shape, a.dtype.name))
-            elif (isinstance(a, (Tensor, int, float, bool, np.generic)) or is_runtime_argument(a)
-                  or not hasattr(a, "shape")):
+            elif (
+                isinstance(a, (Tensor, int, float, bool, np.generic))
+                or is_runtime_argument(a)
+                or not hasattr(a, "shape")
+            ):
                 specs.append(a)
             else:
                 from .runtime.arrays import device_view
@@ -154,16 +173,20 @@ def array_param(name: str, ann, value) -> ArrayParam:
     static = (None,) * ndim
     if isinstance(ann, Tensor):
         if ann.ndim != ndim:
-            raise LaunchError(f"argument {name!r}: rank {ndim} does not match the annotated "
-                              f"T.Tensor{ann.shape}")
+            raise LaunchError(
+                f"argument {name!r}: rank {ndim} does not match the annotated T.Tensor{ann.shape}"
+            )
         if lookup_dtype(ann.dtype) != dtype:
-            raise LaunchError(f"argument {name!r}: dtype {dtype.name} does not match the "
-                              f"annotated {ann.dtype}")
+            raise LaunchError(
+                f"argument {name!r}: dtype {dtype.name} does not match the annotated {ann.dtype}"
+            )
         static = ann.static_shape
         for axis, (want, got) in enumerate(zip(static, shape)):
             if want is not None and got is not None and want != got:
-                raise LaunchError(f"argument {name!r}: extent {got} on axis {axis} does not "
-                                  f"match the annotated {want}")
+                raise LaunchError(
+                    f"argument {name!r}: extent {got} on axis {axis} does not "
+                    f"match the annotated {want}"
+                )
     return ArrayParam(name, dtype, ndim, static, layout)
 
 

@@ -24,19 +24,26 @@ NVVM IR compressed in its metadata and unpacks it when asked). Environment switc
 - ``JITTILE_ALWAYS_COMPILE=1``: ``kernel.compile`` and the first launch of a specialization
   compile again instead of using the memory or disk cache (the result is still stored).
 """
+
 from __future__ import annotations
 
 import base64
 import os
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Callable, Iterator
 
 STAGES = ("checked", "plan", "python", "nvvm", "ptx", "cubin", "sass")
 ALIASES = {"llir": "nvvm"}  # Triton's name for the LLVM IR stage
-_DUMP_FILES = {"checked": "checked.txt", "plan": "plan.txt", "python": "py", "nvvm": "ll",
-               "ptx": "ptx", "cubin": "cubin", "sass": "sass"}
+_DUMP_FILES = {
+    "checked": "checked.txt",
+    "plan": "plan.txt",
+    "python": "py",
+    "nvvm": "ll",
+    "ptx": "ptx",
+    "cubin": "cubin",
+    "sass": "sass",
+}
 
 
 def always_compile() -> bool:
@@ -64,8 +71,10 @@ class Stages(Mapping):
     def __getitem__(self, name: str):
         stage = ALIASES.get(name, name)
         if stage not in self._makers:
-            raise KeyError(f"{name!r} is not a compile stage; the stages are {', '.join(STAGES)}"
-                           f" (also {', '.join(ALIASES)})")
+            raise KeyError(
+                f"{name!r} is not a compile stage; the stages are {', '.join(STAGES)}"
+                f" (also {', '.join(ALIASES)})"
+            )
         if stage not in self._made:
             self._made[stage] = self._makers[stage]()
         return self._made[stage]

@@ -5,6 +5,7 @@ architecture-specific instructions: in practice ``sm_90a`` itself and the Blackw
 the PTX ISA lists for the same instructions. Requirements are sets of accepting targets, so each
 instruction table entry states exactly where it assembles.
 """
+
 from __future__ import annotations
 
 import re
@@ -24,27 +25,30 @@ class Target:
     suffix: str = ""
 
     @classmethod
-    def parse(cls, text: "str | Target") -> "Target":
+    def parse(cls, text: str | Target) -> Target:
         """A compile target by name; an unknown or unsupported name raises :class:`JittileError`
         naming the supported targets."""
         if isinstance(text, Target):
             return text
         target = cls.from_name(text)
         if target.name not in TARGETS:
-            raise JittileError(f"unsupported target {text!r}: jittile compiles for "
-                               f"{', '.join(TARGETS)}")
+            raise JittileError(
+                f"unsupported target {text!r}: jittile compiles for {', '.join(TARGETS)}"
+            )
         return target
 
     @classmethod
-    def from_name(cls, text: "str | Target") -> "Target":
+    def from_name(cls, text: str | Target) -> Target:
         """Any well-formed ``sm_XY[a|f]`` name, supported or not (an instruction's minimum target
         such as ``sm_80`` is one)."""
         if isinstance(text, Target):
             return text
         match = _TARGET_RE.match(str(text).strip())
         if not match:
-            raise JittileError(f"unknown target {text!r}: expected a name like 'sm_90a' or "
-                               f"'sm_100a'; jittile compiles for {', '.join(TARGETS)}")
+            raise JittileError(
+                f"unknown target {text!r}: expected a name like 'sm_90a' or "
+                f"'sm_100a'; jittile compiles for {', '.join(TARGETS)}"
+            )
         digits, suffix = match.groups()
         return cls(int(digits[:-1]), int(digits[-1]), suffix)
 
@@ -77,13 +81,25 @@ class Target:
 # renamed it sm_110, and its compilers refuse it.
 _KB = 1024
 TARGETS = {
-    "sm_90": 227 * _KB, "sm_90a": 227 * _KB,
-    "sm_100": 227 * _KB, "sm_100a": 227 * _KB, "sm_100f": 227 * _KB,
-    "sm_103": 227 * _KB, "sm_103a": 227 * _KB, "sm_103f": 227 * _KB,
-    "sm_107a": 227 * _KB, "sm_107f": 227 * _KB,
-    "sm_110": 227 * _KB, "sm_110a": 227 * _KB, "sm_110f": 227 * _KB,
-    "sm_120": 99 * _KB, "sm_120a": 99 * _KB, "sm_120f": 99 * _KB,
-    "sm_121": 99 * _KB, "sm_121a": 99 * _KB, "sm_121f": 99 * _KB,
+    "sm_90": 227 * _KB,
+    "sm_90a": 227 * _KB,
+    "sm_100": 227 * _KB,
+    "sm_100a": 227 * _KB,
+    "sm_100f": 227 * _KB,
+    "sm_103": 227 * _KB,
+    "sm_103a": 227 * _KB,
+    "sm_103f": 227 * _KB,
+    "sm_107a": 227 * _KB,
+    "sm_107f": 227 * _KB,
+    "sm_110": 227 * _KB,
+    "sm_110a": 227 * _KB,
+    "sm_110f": 227 * _KB,
+    "sm_120": 99 * _KB,
+    "sm_120a": 99 * _KB,
+    "sm_120f": 99 * _KB,
+    "sm_121": 99 * _KB,
+    "sm_121a": 99 * _KB,
+    "sm_121f": 99 * _KB,
 }
 SUPPORTED_TARGETS = tuple(TARGETS)
 
@@ -92,7 +108,7 @@ SUPPORTED_TARGETS = tuple(TARGETS)
 # grid, and the CTAs of a cluster without the non-portable opt-in (which jittile does not request).
 MAX_THREADS_PER_BLOCK = 1024
 MAX_BLOCK_DIMS = (1024, 1024, 64)
-MAX_GRID_DIMS = (2 ** 31 - 1, 65535, 65535)
+MAX_GRID_DIMS = (2**31 - 1, 65535, 65535)
 MAX_CLUSTER_CTAS = 8
 
 # Architecture-specific feature sets: which targets accept instructions that the PTX ISA restricts to
@@ -103,7 +119,7 @@ _FAMILY = {
 }
 
 
-def satisfies(target: "str | Target", requirement: str) -> bool:
+def satisfies(target: str | Target, requirement: str) -> bool:
     """Whether ``target`` can assemble an instruction that needs ``requirement``."""
     target = Target.from_name(target)
     req = Target.from_name(requirement)

@@ -19,6 +19,7 @@ device name, so later calls and later processes reuse it without timing anything
 ``JITTILE_PRINT_AUTOTUNING=1`` prints each choice; ``JITTILE_AUTOTUNE_JOBS=N`` caps the worker
 processes (1: compile in this process).
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -29,15 +30,16 @@ import statistics
 import subprocess
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from .errors import JittileError, LaunchError, public_entry
 from .kernel import Kernel, parse_target
-from .launch import launch_target
 from .language.cuda import LaunchConfig
 from .language.types import constexpr
+from .launch import launch_target
 from .targets import Target
 
 __all__ = ["Autotuner", "Config", "autotune"]
@@ -48,16 +50,25 @@ class Config:
     and ``cluster``, where given, set the launch's block and cluster shape for this config (as
     Triton's ``num_warps`` does); ``pre_hook(named_args)`` runs before each of its launches."""
 
-    def __init__(self, kwargs: dict, *, block=None, cluster=None,
-                 pre_hook: Callable[[dict], None] | None = None):
+    def __init__(
+        self,
+        kwargs: dict,
+        *,
+        block=None,
+        cluster=None,
+        pre_hook: Callable[[dict], None] | None = None,
+    ):
         self.kwargs = dict(kwargs)
         self.block = block
         self.cluster = cluster
         self.pre_hook = pre_hook
 
     def as_json(self) -> dict:
-        return {"kwargs": {k: _plain(v) for k, v in sorted(self.kwargs.items())},
-                "block": _plain(self.block), "cluster": _plain(self.cluster)}
+        return {
+            "kwargs": {k: _plain(v) for k, v in sorted(self.kwargs.items())},
+            "block": _plain(self.block),
+            "cluster": _plain(self.cluster),
+        }
 
     def _identity(self) -> tuple:
         return (tuple(sorted(self.kwargs.items())), self.block, self.cluster)
@@ -70,8 +81,11 @@ class Config:
 
     def __repr__(self) -> str:
         parts = [", ".join(f"{k}={v!r}" for k, v in self.kwargs.items())]
-        parts += [f"{name}={value!r}" for name, value in (("block", self.block),
-                                                          ("cluster", self.cluster)) if value]
+        parts += [
+            f"{name}={value!r}"
+            for name, value in (("block", self.block), ("cluster", self.cluster))
+            if value
+        ]
         return f"Config({', '.join(p for p in parts if p)})"
 
 
@@ -84,9 +98,17 @@ def _plain(value):
     return value
 
 
-def autotune(configs: list[Config], key: list[str], *, prune_configs_by: dict | None = None,
-             reset_to_zero: list[str] | None = None, restore_value: list[str] | None = None,
-             warmup: int = 5, rep: int = 20, do_bench: Callable | None = None):
+def autotune(
+    configs: list[Config],
+    key: list[str],
+    *,
+    prune_configs_by: dict | None = None,
+    reset_to_zero: list[str] | None = None,
+    restore_value: list[str] | None = None,
+    warmup: int = 5,
+    rep: int = 20,
+    do_bench: Callable | None = None,
+):
     """Decorator over ``@jittile.kernel``: tune ``configs`` per value of the ``key`` arguments.
 
     ``prune_configs_by={"early_config_prune": fn}`` filters configs (``fn(configs, named_args)``)
@@ -94,12 +116,22 @@ def autotune(configs: list[Config], key: list[str], *, prune_configs_by: dict | 
     writes, zeroed before each timed launch / restored to their values before the tuning;
     ``warmup`` and ``rep`` are launch counts per config (the median of ``rep`` CUDA-event times is
     kept); ``do_bench(fn) -> milliseconds`` replaces the timing."""
+
     def decorate(kernel: Kernel) -> Autotuner:
         if not isinstance(kernel, Kernel):
             raise JittileError("@jittile.autotune decorates a @jittile.kernel: put it above it")
-        return Autotuner(kernel, configs, key, prune_configs_by=prune_configs_by,
-                         reset_to_zero=reset_to_zero, restore_value=restore_value,
-                         warmup=warmup, rep=rep, do_bench=do_bench)
+        return Autotuner(
+            kernel,
+            configs,
+            key,
+            prune_configs_by=prune_configs_by,
+            reset_to_zero=reset_to_zero,
+            restore_value=restore_value,
+            warmup=warmup,
+            rep=rep,
+            do_bench=do_bench,
+        )
+
     return decorate
 
 
@@ -108,9 +140,19 @@ class Autotuner:
     ``tuned[grid, block](...)``), where grid and block may be functions of the named arguments
     and the config's values (``meta``)."""
 
-    def __init__(self, kernel: Kernel, configs: list[Config], key: list[str], *,
-                 prune_configs_by=None, reset_to_zero=None, restore_value=None, warmup=5, rep=20,
-                 do_bench=None):
+    def __init__(
+        self,
+        kernel: Kernel,
+        configs: list[Config],
+        key: list[str],
+        *,
+        prune_configs_by=None,
+        reset_to_zero=None,
+        restore_value=None,
+        warmup=5,
+        rep=20,
+        do_bench=None,
+    ):
         self.kernel = kernel
         self.__name__, self.__qualname__ = kernel.__name__, kernel.__qualname__
         self.__doc__ = kernel.__doc__
@@ -131,25 +173,35 @@ class Autotuner:
     def _check_declaration(self, specializer) -> None:
         if not self.configs:
             raise JittileError(f"@jittile.autotune of {self.__name__}: no configs")
-        static = {name for name, ann in zip(specializer.names, specializer.annotations)
-                  if ann is constexpr}
+        static = {
+            name
+            for name, ann in zip(specializer.names, specializer.annotations)
+            if ann is constexpr
+        }
         for config in self.configs:
             if not isinstance(config, Config):
-                raise JittileError(f"@jittile.autotune of {self.__name__}: configs are "
-                                   f"jittile.Config objects, got {config!r}")
+                raise JittileError(
+                    f"@jittile.autotune of {self.__name__}: configs are "
+                    f"jittile.Config objects, got {config!r}"
+                )
             for name in config.kwargs:
                 if name not in static:
                     raise JittileError(
                         f"@jittile.autotune of {self.__name__}: {config!r} sets {name!r}, which is "
                         f"not a T.constexpr parameter of the kernel (those are: "
-                        f"{', '.join(sorted(static)) or 'none'})")
+                        f"{', '.join(sorted(static)) or 'none'})"
+                    )
         for name in (*self.key, *self.reset_to_zero, *self.restore_value):
             if name not in specializer.names:
-                raise JittileError(f"@jittile.autotune of {self.__name__}: {name!r} is not a "
-                                   f"parameter of the kernel ({', '.join(specializer.names)})")
+                raise JittileError(
+                    f"@jittile.autotune of {self.__name__}: {name!r} is not a "
+                    f"parameter of the kernel ({', '.join(specializer.names)})"
+                )
 
     def __repr__(self) -> str:
-        return f"<jittile.autotune {self.__qualname__}: {len(self.configs)} configs, key {self.key}>"
+        return (
+            f"<jittile.autotune {self.__qualname__}: {len(self.configs)} configs, key {self.key}>"
+        )
 
     # -- arguments ------------------------------------------------------------------------------
     def _named(self, args: tuple, kwargs: dict, config: Config | None = None) -> dict:
@@ -157,9 +209,11 @@ class Autotuner:
         set_by_configs = {n for c in self.configs for n in c.kwargs}
         free = [n for n in self._names if n not in set_by_configs]
         if len(args) > len(free):
-            raise LaunchError(f"{self.__name__} takes {len(free)} positional arguments besides "
-                              f"its tuned ones ({', '.join(sorted(set_by_configs))}), got "
-                              f"{len(args)}")
+            raise LaunchError(
+                f"{self.__name__} takes {len(free)} positional arguments besides "
+                f"its tuned ones ({', '.join(sorted(set_by_configs))}), got "
+                f"{len(args)}"
+            )
         named = dict(zip(free, args))
         for name, value in kwargs.items():
             if name not in self._names:
@@ -172,8 +226,9 @@ class Autotuner:
         values = {**named, **config.kwargs}
         missing = [n for n in self._names if n not in values]
         if missing:
-            raise LaunchError(f"{self.__name__} with {config!r}: "
-                              f"{', '.join(repr(m) for m in missing)} missing")
+            raise LaunchError(
+                f"{self.__name__} with {config!r}: {', '.join(repr(m) for m in missing)} missing"
+            )
         return tuple(values[n] for n in self._names)
 
     def _key_values(self, named: dict) -> tuple:
@@ -182,13 +237,15 @@ class Autotuner:
             value = named.get(name)
             shape = getattr(value, "shape", None)
             if shape is not None and not isinstance(value, np.generic):
-                out.append(("array", tuple(int(s) for s in shape), str(getattr(value, "dtype", ""))))
+                out.append(
+                    ("array", tuple(int(s) for s in shape), str(getattr(value, "dtype", "")))
+                )
             else:
                 out.append(_plain(value))
         return tuple(out)
 
     # -- launching ------------------------------------------------------------------------------
-    def __getitem__(self, launch) -> "_TunedLaunch":
+    def __getitem__(self, launch) -> _TunedLaunch:
         if not isinstance(launch, tuple) or len(launch) != 2:
             raise LaunchError("launch with tuned[grid, block](...)")
         return _TunedLaunch(self, launch[0], launch[1])
@@ -211,8 +268,11 @@ class Autotuner:
         ``T.device_entry`` gives."""
         meta = {**named, **config.kwargs}
         grid = grid(meta) if callable(grid) else grid
-        block = config.block if config.block is not None else (block(meta) if callable(block)
-                                                               else block)
+        block = (
+            config.block
+            if config.block is not None
+            else (block(meta) if callable(block) else block)
+        )
         return grid, block, config.cluster
 
     def _launch(self, config, named, grid, block, stream, shared_bytes) -> None:
@@ -225,18 +285,24 @@ class Autotuner:
         else:
             if grid is None or block is None:
                 raise LaunchError(f"{self.__name__}: give both grid and block, or neither")
-            self.kernel[grid, block](*full, stream=stream, cluster=cluster,
-                                     shared_bytes=shared_bytes)
+            self.kernel[grid, block](
+                *full, stream=stream, cluster=cluster, shared_bytes=shared_bytes
+            )
 
     # -- tuning ---------------------------------------------------------------------------------
     def _identity(self, key_values: tuple, device_name: str) -> dict:
         from .keying import source_digest
 
-        return {"kernel": self.__name__, "qualname": self.__qualname__,
-                "source": source_digest(self.kernel.source),
-                "source_file": self.kernel.source.filename,
-                "configs": [c.as_json() for c in self.configs], "key": self.key,
-                "key_values": _plain(list(key_values)), "device": device_name}
+        return {
+            "kernel": self.__name__,
+            "qualname": self.__qualname__,
+            "source": source_digest(self.kernel.source),
+            "source_file": self.kernel.source.filename,
+            "configs": [c.as_json() for c in self.configs],
+            "key": self.key,
+            "key_values": _plain(list(key_values)),
+            "device": device_name,
+        }
 
     def _tune(self, named: dict, grid, block, stream, device: int) -> Config:
         from .cache import tunings
@@ -251,11 +317,13 @@ class Autotuner:
             return chosen
         launch_stream = _launch_stream(named, stream)
         if driver.stream_capturing(launch_stream):  # timing needs synchronizing: not in a graph
-            raise LaunchError(f"{self.__name__}: a first launch for key "
-                              f"{self._key_values(named)} is being captured into a CUDA graph, "
-                              f"and tuning it would time the configs on a capturing stream: "
-                              f"launch once with these key values before the capture (the "
-                              f"choice is then reused, and cached on disk)")
+            raise LaunchError(
+                f"{self.__name__}: a first launch for key "
+                f"{self._key_values(named)} is being captured into a CUDA graph, "
+                f"and tuning it would time the configs on a capturing stream: "
+                f"launch once with these key values before the capture (the "
+                f"choice is then reused, and cached on disk)"
+            )
         candidates = self._pruned(named)
         target = launch_target(self.kernel, device)
         compiled = self._compile(candidates, named, grid, block, target)
@@ -275,12 +343,21 @@ class Autotuner:
             progress.done()
         chosen = min(runnable, key=lambda c: timings[c])
         self.timings = timings
-        tunings.save(identity, self.configs.index(chosen),
-                     {repr(c): round(t, 6) for c, t in timings.items()},
-                     {repr(c): compiled[c].message for c in candidates if c not in timings})
-        _report(self, chosen, identity, f"{len(timings)} configs timed, "
-                f"{len(candidates) - len(timings)} dropped, "
-                f"{time.perf_counter() - started:.2f} s", timings[chosen])
+        tunings.save(
+            identity,
+            self.configs.index(chosen),
+            {repr(c): round(t, 6) for c, t in timings.items()},
+            {repr(c): compiled[c].message for c in candidates if c not in timings},
+        )
+        _report(
+            self,
+            chosen,
+            identity,
+            f"{len(timings)} configs timed, "
+            f"{len(candidates) - len(timings)} dropped, "
+            f"{time.perf_counter() - started:.2f} s",
+            timings[chosen],
+        )
         return chosen
 
     def _pruned(self, named: dict) -> list[Config]:
@@ -290,7 +367,7 @@ class Autotuner:
             raise LaunchError(f"{self.__name__}: early_config_prune left no config")
         return configs
 
-    def _time(self, config, named, grid, block, stream, saved: "_Saved") -> float:
+    def _time(self, config, named, grid, block, stream, saved: _Saved) -> float:
         handle = saved.stream
 
         def prepare():
@@ -332,11 +409,12 @@ class Autotuner:
 
         requested = None if target is None else parse_target(target)
         named = self._named(args, kwargs)
-        return self._compile(self.configs, named, None, None,
-                             resolve_target(requested, self.kernel.target))
+        return self._compile(
+            self.configs, named, None, None, resolve_target(requested, self.kernel.target)
+        )
 
     @property
-    def interpret(self) -> "_Interpreting":
+    def interpret(self) -> _Interpreting:
         """``tuned.interpret(...)`` / ``tuned.interpret[grid, block](...)``: run the first config
         that compiles on the CPU interpreter, untimed."""
         return _Interpreting(self)
@@ -361,7 +439,7 @@ class _Interpreting:
     def __init__(self, tuner: Autotuner, grid=None, block=None):
         self.tuner, self.grid, self.block = tuner, grid, block
 
-    def __getitem__(self, launch) -> "_Interpreting":
+    def __getitem__(self, launch) -> _Interpreting:
         return _Interpreting(self.tuner, *launch)
 
     def __call__(self, *args, **kwargs) -> None:
@@ -422,8 +500,9 @@ def _zero(value, stream: int) -> None:
     if view.host is not None:
         view.host[...] = 0
     else:
-        driver.check(driver.bindings().cuMemsetD8Async(view.ptr, 0, nbytes, stream),
-                     "cuMemsetD8Async")
+        driver.check(
+            driver.bindings().cuMemsetD8Async(view.ptr, 0, nbytes, stream), "cuMemsetD8Async"
+        )
 
 
 class _Saved:
@@ -447,8 +526,9 @@ class _Saved:
     def _copy(self, dst: int, src: int, nbytes: int) -> None:
         from .runtime import driver
 
-        driver.check(driver.bindings().cuMemcpyDtoDAsync(dst, src, nbytes, self.stream),
-                     "cuMemcpyDtoDAsync")
+        driver.check(
+            driver.bindings().cuMemcpyDtoDAsync(dst, src, nbytes, self.stream), "cuMemcpyDtoDAsync"
+        )
 
     def restore(self) -> None:
         for target, copy, nbytes in self.copies:
@@ -460,13 +540,14 @@ class _Saved:
     def __del__(self):
         from .runtime import driver
 
-        for target, copy, nbytes in getattr(self, "copies", ()):
+        for target, copy, _nbytes in getattr(self, "copies", ()):
             if not isinstance(target, np.ndarray):
                 driver.free(copy)
 
 
-def _event_median(prepare: Callable[[], None], fn: Callable[[], None], warmup: int, rep: int,
-                  stream: int) -> float:
+def _event_median(
+    prepare: Callable[[], None], fn: Callable[[], None], warmup: int, rep: int, stream: int
+) -> float:
     """Median milliseconds of ``fn``'s device work on ``stream``, from CUDA events around each
     call; ``prepare`` (resets, restores) runs before each, outside the timed region."""
     from .runtime import driver
@@ -504,8 +585,10 @@ class _Progress:
         if time.perf_counter() - self.started > 1.0:
             self.shown = True
             done = "#" * (20 * self.count // self.total)
-            sys.stderr.write(f"\rjittile autotune {self.name}: [{done:<20}] {self.count}/"
-                             f"{self.total} configs timed")
+            sys.stderr.write(
+                f"\rjittile autotune {self.name}: [{done:<20}] {self.count}/"
+                f"{self.total} configs timed"
+            )
             sys.stderr.flush()
 
     def done(self) -> None:
@@ -513,14 +596,18 @@ class _Progress:
             sys.stderr.write("\n")
 
 
-def _report(tuner: Autotuner, config: Config, identity: dict, how: str,
-            milliseconds: float | None = None) -> None:
+def _report(
+    tuner: Autotuner, config: Config, identity: dict, how: str, milliseconds: float | None = None
+) -> None:
     if os.environ.get("JITTILE_PRINT_AUTOTUNING", "") in ("", "0"):
         return
     values = ", ".join(f"{k}={v}" for k, v in zip(identity["key"], identity["key_values"]))
     timing = "" if milliseconds is None else f" ({milliseconds:.4f} ms)"
-    print(f"jittile autotune {tuner.__name__} [{values}] on {identity['device']}: "
-          f"{config!r}{timing}; {how}", file=sys.stderr)
+    print(
+        f"jittile autotune {tuner.__name__} [{values}] on {identity['device']}: "
+        f"{config!r}{timing}; {how}",
+        file=sys.stderr,
+    )
 
 
 # -- compiling in worker processes --------------------------------------------------------------
@@ -531,8 +618,14 @@ def _worker_count(kernel: Kernel, configs: int) -> int:
 
     asked = os.environ.get("JITTILE_AUTOTUNE_JOBS")
     jobs = int(asked) if asked else (os.cpu_count() or 1)
-    if (jobs <= 1 or configs <= 1 or not kernel.use_disk_cache or not disk_cache_requested()
-            or "<locals>" in kernel.__qualname__ or not os.path.isfile(kernel.source.filename)):
+    if (
+        jobs <= 1
+        or configs <= 1
+        or not kernel.use_disk_cache
+        or not disk_cache_requested()
+        or "<locals>" in kernel.__qualname__
+        or not os.path.isfile(kernel.source.filename)
+    ):
         return 1
     return min(jobs, configs)
 
@@ -549,18 +642,31 @@ def _compile_in_workers(tuner: Autotuner, configs, named, grid, block, target, j
         full = tuner._full(named, config)
         _, config_block, cluster = tuner._launch_shape(config, named, grid, block)
         example = specs.example_specs(full)
-        tasks.append((tuner.kernel.source.filename, tuner.kernel.source.globals.get("__name__"),
-                      tuner.__qualname__, example, target,
-                      None if config_block is None else (config_block, cluster)))
+        tasks.append(
+            (
+                tuner.kernel.source.filename,
+                tuner.kernel.source.globals.get("__name__"),
+                tuner.__qualname__,
+                example,
+                target,
+                None if config_block is None else (config_block, cluster),
+            )
+        )
     package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([package_root] + [p for p in
-                                         env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    env["PYTHONPATH"] = os.pathsep.join(
+        [package_root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    )
     workers = []
     for share in range(jobs):
         payload = pickle.dumps({"path": list(sys.path), "tasks": tasks[share::jobs]})
-        worker = subprocess.Popen([sys.executable, "-c", _WORKER_MAIN], stdin=subprocess.PIPE,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        worker = subprocess.Popen(
+            [sys.executable, "-c", _WORKER_MAIN],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
         workers.append((worker, payload))
     for worker, payload in workers:
         try:
@@ -569,8 +675,10 @@ def _compile_in_workers(tuner: Autotuner, configs, named, grid, block, target, j
             worker.wait()
 
 
-_WORKER_MAIN = ("import pickle, sys; from jittile.tuning import _compile_tasks; "
-                "_compile_tasks(pickle.load(sys.stdin.buffer))")
+_WORKER_MAIN = (
+    "import pickle, sys; from jittile.tuning import _compile_tasks; "
+    "_compile_tasks(pickle.load(sys.stdin.buffer))"
+)
 
 
 def _compile_tasks(payload: dict) -> None:

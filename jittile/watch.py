@@ -10,6 +10,7 @@ keeps the compiled code. Values that can change in place (lists, arrays, plain o
 compared by text on every check. Attributes of the kernel language (``T.cuda.lane_id``) and of
 jittile's modules are jittile's code, not watched.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -34,8 +35,9 @@ class _Scope:
 
 def _opaque(value) -> bool:
     """The kernel language and jittile's modules: their attributes are jittile's code."""
-    return value is T or (isinstance(value, types.ModuleType)
-                          and value.__name__.split(".")[0] == "jittile")
+    return value is T or (
+        isinstance(value, types.ModuleType) and value.__name__.split(".")[0] == "jittile"
+    )
 
 
 def _immutable(value) -> bool:
@@ -44,8 +46,11 @@ def _immutable(value) -> bool:
         return True
     if isinstance(value, (tuple, frozenset)):
         return all(_immutable(v) for v in value)
-    if (dataclasses.is_dataclass(value) and not isinstance(value, type)
-            and value.__dataclass_params__.frozen):
+    if (
+        dataclasses.is_dataclass(value)
+        and not isinstance(value, type)
+        and value.__dataclass_params__.frozen
+    ):
         return all(_immutable(getattr(value, f.name)) for f in dataclasses.fields(value))
     return False
 
@@ -108,8 +113,9 @@ class GlobalsWatch:
         self._read = _reader(list(names))
         self._values = self._read(self._scope)
         self._texts = tuple(value_text(v) for v in self._values)
-        self._in_place = any(t is not None and not _immutable(v)
-                             for v, t in zip(self._values, self._texts))
+        self._in_place = any(
+            t is not None and not _immutable(v) for v, t in zip(self._values, self._texts)
+        )
 
     def changed(self) -> bool:
         """Whether a value read differs from the recorded one: by identity first, then by text

@@ -1,7 +1,9 @@
 """Kernels of the bulk-copy GPU tests (module level so jittile can read their source)."""
+
+from gpu_kernels import run_reduction
+
 import jittile
 from jittile import T
-from gpu_kernels import run_reduction
 
 LOAD_CTA = "cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes"
 LOAD_CLUSTER = "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
@@ -28,8 +30,9 @@ def bulk_roundtrip(A, Out, LOAD: T.constexpr, STORE_OP: T.constexpr, HINTED: T.c
         if HINTED:
             policy = T.ptx["createpolicy.fractional.L2::evict_last.b64"]()
             T.cuda.tile.apply(T.ptx[PREFETCH + HINT], A[0, 0:256], cache_policy=policy)
-            T.cuda.tile.apply(T.ptx[LOAD + HINT], buf, A[row, 0:256], mbar=mbar.ptr_to([0]),
-                              cache_policy=policy)
+            T.cuda.tile.apply(
+                T.ptx[LOAD + HINT], buf, A[row, 0:256], mbar=mbar.ptr_to([0]), cache_policy=policy
+            )
         else:
             T.cuda.tile.apply(T.ptx[PREFETCH], A[0, 0:256])
             T.cuda.tile.apply(T.ptx[LOAD], buf, A[row, 0:256], mbar=mbar.ptr_to([0]))
@@ -81,8 +84,13 @@ def bulk_multicast(A, Out, CLUSTER: T.constexpr):
         T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(1024))
     T.cuda.cluster_sync()
     if tid == 0 and rank == 0:
-        T.cuda.tile.apply(T.ptx[LOAD_CLUSTER + ".multicast::cluster"], buf, A[1, 0:256],
-                          mbar=mbar.ptr_to([0]), cta_mask=T.uint16((1 << CLUSTER) - 1))
+        T.cuda.tile.apply(
+            T.ptx[LOAD_CLUSTER + ".multicast::cluster"],
+            buf,
+            A[1, 0:256],
+            mbar=mbar.ptr_to([0]),
+            cta_mask=T.uint16((1 << CLUSTER) - 1),
+        )
     T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
     for k in range(8):
         Out[rank, k * 32 + tid] = buf[k * 32 + tid]
@@ -114,5 +122,6 @@ def reduction_opcode(op: str, type_: str) -> str:
 def run_bulk_reduction(op: str, type_: str, dtype: str, rng) -> tuple:
     """(result, expected) of ``bulk_reduce`` with ``.op.type`` over ``dtype`` elements."""
     opcode = reduction_opcode(op, type_)
-    return run_reduction(op.split(".")[0], dtype, rng,
-                         lambda src, out: bulk_reduce(src, out, opcode, dtype))
+    return run_reduction(
+        op.split(".")[0], dtype, rng, lambda src, out: bulk_reduce(src, out, opcode, dtype)
+    )

@@ -6,6 +6,7 @@ exact NumPy expectations; the rest skip with the reason. On the GPU, ``JITTILE_D
 runs every launch of those tests twice, on the device and on the interpreter, and compares the
 arrays bit for bit.
 """
+
 import os
 
 import numpy as np
@@ -27,8 +28,9 @@ DEVICE_ARRAYS = ("cupy", "torch", "numba", "dlpack", "cuda")
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "gpu: needs a CUDA device (interpreted or skipped without "
-                                       "one)")
+    config.addinivalue_line(
+        "markers", "gpu: needs a CUDA device (interpreted or skipped without one)"
+    )
 
 
 def interpretable(item) -> bool:
@@ -36,10 +38,19 @@ def interpretable(item) -> bool:
     name = item.originalname if hasattr(item, "originalname") else item.name
     params = getattr(getattr(item, "callspec", None), "params", {})
     device_params = any(any(tag in str(v) for tag in DEVICE_ARRAYS) for v in params.values())
-    return (name not in DEVICE_ONLY and not device_params
-            and item.module.__name__ not in ("test_gpu_torch_dtypes", "test_gpu_interpreter",
-                                             "test_gpu_runtime", "test_gpu_autotune",
-                                             "test_gpu_gemm", "test_gpu_attention"))  # torch tensors
+    return (
+        name not in DEVICE_ONLY
+        and not device_params
+        and item.module.__name__
+        not in (
+            "test_gpu_torch_dtypes",
+            "test_gpu_interpreter",
+            "test_gpu_runtime",
+            "test_gpu_autotune",
+            "test_gpu_gemm",
+            "test_gpu_attention",
+        )
+    )  # torch tensors
 
 
 def pytest_collection_modifyitems(config, items):
@@ -87,7 +98,8 @@ def _compare_every_launch(monkeypatch):
             if isinstance(gpu, np.ndarray):
                 assert gpu.tobytes() == cpu.tobytes(), (
                     f"{kernel.__name__} argument {index}: the interpreter differs from the GPU "
-                    f"at {np.flatnonzero(gpu.view(np.uint8) != cpu.view(np.uint8))[:8]} (bytes)")
+                    f"at {np.flatnonzero(gpu.view(np.uint8) != cpu.view(np.uint8))[:8]} (bytes)"
+                )
         DIFFERENTIAL_LAUNCHES.append(kernel.__name__)
 
     monkeypatch.setattr(launch_module, "launch_kernel", both)
@@ -99,6 +111,8 @@ DIFFERENTIAL_LAUNCHES: list = []
 
 def pytest_terminal_summary(terminalreporter):
     if DIFFERENTIAL_LAUNCHES:
-        terminalreporter.write_line(f"differential: {len(DIFFERENTIAL_LAUNCHES)} launches "
-                                    f"compared bit for bit, GPU vs interpreter "
-                                    f"({len(set(DIFFERENTIAL_LAUNCHES))} kernels)")
+        terminalreporter.write_line(
+            f"differential: {len(DIFFERENTIAL_LAUNCHES)} launches "
+            f"compared bit for bit, GPU vs interpreter "
+            f"({len(set(DIFFERENTIAL_LAUNCHES))} kernels)"
+        )

@@ -6,14 +6,19 @@ ml_dtypes is the independent reference, corrected where the PTX ISA's ``cvt`` de
 MAX_NORM, where ml_dtypes gives NaN (e4m3fn) or infinity (e5m2); a NaN result is the canonical NaN
 (0x7FFF, 0x7F on a store; 0x7FFFFFFF on a float16/fp8 load, where ml_dtypes keeps the payload).
 """
+
 import ml_dtypes
 import numpy as np
 
 import jittile
 from jittile import T
 
-FORMATS = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16,
-           "float8_e4m3fn": ml_dtypes.float8_e4m3fn, "float8_e5m2": ml_dtypes.float8_e5m2}
+FORMATS = {
+    "float16": np.float16,
+    "bfloat16": ml_dtypes.bfloat16,
+    "float8_e4m3fn": ml_dtypes.float8_e4m3fn,
+    "float8_e5m2": ml_dtypes.float8_e5m2,
+}
 CANONICAL_NAN = {"float16": 0x7FFF, "bfloat16": 0x7FFF, "float8_e4m3fn": 0x7F, "float8_e5m2": 0x7F}
 
 
@@ -60,17 +65,39 @@ def special_values(name: str) -> np.ndarray:
     ties = ((low + high) / 2).astype(np.float32)  # exact: one bit more than the format
     if len(ties) > 4096:
         ties = ties[np.random.default_rng(1).choice(len(ties), 4096, replace=False)]
-    near = np.concatenate([ties, np.nextafter(ties, np.float32(np.inf)),
-                           np.nextafter(ties, np.float32(0))])
+    near = np.concatenate(
+        [ties, np.nextafter(ties, np.float32(np.inf)), np.nextafter(ties, np.float32(0))]
+    )
     tiny = float(info.smallest_subnormal)
     biggest = float(info.max)
     ulp_top = biggest - float(np.array(finite[-2], bits_type).view(fmt))
     with np.errstate(over="ignore"):  # bfloat16's beyond-the-top values are float32 infinity
-        edges = np.array([0.0, tiny, tiny / 2, tiny * 0.75, tiny * 1.5, tiny / 4,
-                          float(info.smallest_normal), float(info.smallest_normal) - tiny / 2,
-                          biggest, biggest + ulp_top / 2, biggest + ulp_top / 4,
-                          biggest + ulp_top, biggest * 2, 1e30, 3.4e38, np.inf, 1.0, 1.75,
-                          1.0 + 2 ** -8, 1e-40, 1e-45], dtype=np.float32)
+        edges = np.array(
+            [
+                0.0,
+                tiny,
+                tiny / 2,
+                tiny * 0.75,
+                tiny * 1.5,
+                tiny / 4,
+                float(info.smallest_normal),
+                float(info.smallest_normal) - tiny / 2,
+                biggest,
+                biggest + ulp_top / 2,
+                biggest + ulp_top / 4,
+                biggest + ulp_top,
+                biggest * 2,
+                1e30,
+                3.4e38,
+                np.inf,
+                1.0,
+                1.75,
+                1.0 + 2**-8,
+                1e-40,
+                1e-45,
+            ],
+            dtype=np.float32,
+        )
     nans = f32([0x7FC00000, 0xFFC00000, 0x7F800001, 0xFFBFFFFF, 0x7FFFFFFF])
     rng = np.random.default_rng(2)
     random = rng.integers(0, 1 << 32, 2048, dtype=np.uint64).astype(np.uint32).view(np.float32)
@@ -85,9 +112,14 @@ def roundtrip_kernel(name: str):
     bits_type = "uint8" if name.startswith("float8") else "uint16"
 
     @jittile.kernel
-    def roundtrip(X: T.Tensor((None,), "float32"), Bits: T.Tensor((None,), bits_type),
-                  Stored: T.Tensor((None, 3), bits_type), Loaded: T.Tensor((None, 3), "float32"),
-                  G: T.Tensor((None,), name), n: T.int32):
+    def roundtrip(
+        X: T.Tensor((None,), "float32"),
+        Bits: T.Tensor((None,), bits_type),
+        Stored: T.Tensor((None, 3), bits_type),
+        Loaded: T.Tensor((None, 3), "float32"),
+        G: T.Tensor((None,), name),
+        n: T.int32,
+    ):
         T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=128))
         s = T.alloc_shared((128,), name)
         local = T.alloc_local((1,), name)

@@ -1,4 +1,5 @@
 """Kernels shared by the GPU tests (module level so jittile can read their source)."""
+
 import ml_dtypes
 import numpy as np
 
@@ -37,8 +38,15 @@ def cluster_big_smem(A, Out, Rank):
 
 
 @jittile.kernel
-def tma_roundtrip(A, Out, LOAD: T.constexpr, STORE: T.constexpr, BOX: T.constexpr,
-                  COORDS: T.constexpr, NBYTES: T.constexpr):
+def tma_roundtrip(
+    A,
+    Out,
+    LOAD: T.constexpr,
+    STORE: T.constexpr,
+    BOX: T.constexpr,
+    COORDS: T.constexpr,
+    NBYTES: T.constexpr,
+):
     """TMA-load one box of A into shared memory, then TMA-store it to the same place in Out."""
     T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))
     tid = T.cuda.thread_idx("x")
@@ -80,8 +88,14 @@ def reduction_reference(op: str, before, src):
         return np.where(before >= src, 0, before + 1).astype(before.dtype)
     if op == "dec":
         return np.where((before == 0) | (before > src), src, before - 1).astype(before.dtype)
-    ufunc = {"add": np.add, "min": np.minimum, "max": np.maximum, "and": np.bitwise_and,
-             "or": np.bitwise_or, "xor": np.bitwise_xor}[op]
+    ufunc = {
+        "add": np.add,
+        "min": np.minimum,
+        "max": np.maximum,
+        "and": np.bitwise_and,
+        "or": np.bitwise_or,
+        "xor": np.bitwise_xor,
+    }[op]
     return ufunc(before, src)
 
 
@@ -91,8 +105,10 @@ def run_reduction(op: str, dtype: str, rng, reduce=None) -> tuple:
     arrays (bfloat16 as ml_dtypes arrays, compared as float32)."""
     opcode = f"cp.reduce.async.bulk.tensor.2d.global.shared::cta.{op}.tile.bulk_group"
     if reduce is None:
+
         def reduce(src, out):
             tma_reduce(src, out, opcode, dtype)
+
     if dtype == "bfloat16":  # ml_dtypes arrays; the reference adds in float32, rounds once
         src = rng.standard_normal((16, 32)).astype(ml_dtypes.bfloat16)
         out = rng.standard_normal((32, 64)).astype(ml_dtypes.bfloat16)
@@ -106,8 +122,8 @@ def run_reduction(op: str, dtype: str, rng, reduce=None) -> tuple:
         src = rng.integers(0, 8, size=(16, 32)).astype(dtype)
         out = rng.integers(0, 10, size=(32, 64)).astype(dtype)
     elif np.dtype(dtype).kind == "u":
-        src = rng.integers(0, 2 ** 31, size=(16, 32)).astype(dtype)
-        out = rng.integers(0, 2 ** 31, size=(32, 64)).astype(dtype)
+        src = rng.integers(0, 2**31, size=(16, 32)).astype(dtype)
+        out = rng.integers(0, 2**31, size=(32, 64)).astype(dtype)
     elif np.dtype(dtype).kind == "i":
         src = rng.integers(-1000, 1000, size=(16, 32)).astype(dtype)
         out = rng.integers(-1000, 1000, size=(32, 64)).astype(dtype)
@@ -127,8 +143,9 @@ def tma_swizzled(A, Out, SW: T.constexpr, COLS: T.constexpr):
     image back through the buffer's layout."""
     T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))
     tid = T.cuda.thread_idx("x")
-    buf = T.alloc_shared((3, 32, COLS), "float32", layout=swizzle(SW, (3, 32, COLS), "float32"),
-                         align=1024)
+    buf = T.alloc_shared(
+        (3, 32, COLS), "float32", layout=swizzle(SW, (3, 32, COLS), "float32"), align=1024
+    )
     mbar = T.alloc_shared((1,), "uint64")
     if tid == 0:
         T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), T.uint32(1))
@@ -137,11 +154,23 @@ def tma_swizzled(A, Out, SW: T.constexpr, COLS: T.constexpr):
         T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(3 * 32 * COLS * 4))
         T.cuda.tile.apply(
             T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"],
-            buf[0:2], A, box=(32, COLS), coords=(0, 0), coord_steps=((32, 0),), swizzle=SW,
-            mbar=mbar.ptr_to([0]))
+            buf[0:2],
+            A,
+            box=(32, COLS),
+            coords=(0, 0),
+            coord_steps=((32, 0),),
+            swizzle=SW,
+            mbar=mbar.ptr_to([0]),
+        )
         T.cuda.tile.apply(
             T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"],
-            buf[2], A, box=(32, COLS), coords=(64, COLS), swizzle=SW, mbar=mbar.ptr_to([0]))
+            buf[2],
+            A,
+            box=(32, COLS),
+            coords=(64, COLS),
+            swizzle=SW,
+            mbar=mbar.ptr_to([0]),
+        )
     T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
     for g, r in T.grid(3, 32):
         if tid < COLS:
@@ -149,8 +178,16 @@ def tma_swizzled(A, Out, SW: T.constexpr, COLS: T.constexpr):
 
 
 @jittile.kernel
-def tma_load_2d(A, Out, BOX: T.constexpr, COORDS: T.constexpr, ES: T.constexpr, FILL: T.constexpr,
-                FMT: T.constexpr, IMG: T.constexpr):
+def tma_load_2d(
+    A,
+    Out,
+    BOX: T.constexpr,
+    COORDS: T.constexpr,
+    ES: T.constexpr,
+    FILL: T.constexpr,
+    FMT: T.constexpr,
+    IMG: T.constexpr,
+):
     """One 2-D load with element strides / OOB fill / format; threads copy the image out."""
     T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))
     tid = T.cuda.thread_idx("x")
@@ -163,8 +200,15 @@ def tma_load_2d(A, Out, BOX: T.constexpr, COORDS: T.constexpr, ES: T.constexpr, 
         T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(IMG[0] * IMG[1] * 4))
         T.cuda.tile.apply(
             T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"],
-            buf, A, box=BOX, coords=COORDS, element_strides=ES, oob_fill=FILL, format=FMT,
-            mbar=mbar.ptr_to([0]))
+            buf,
+            A,
+            box=BOX,
+            coords=COORDS,
+            element_strides=ES,
+            oob_fill=FILL,
+            format=FMT,
+            mbar=mbar.ptr_to([0]),
+        )
     T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
     for r in range(IMG[0]):
         c = tid
@@ -188,10 +232,17 @@ def tma_multicast(A, Out, CLUSTER: T.constexpr):
     T.cuda.cluster_sync()
     if tid == 0 and rank == 0:
         T.cuda.tile.apply(
-            T.ptx["cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-                  ".multicast::cluster"],
-            buf, A, box=(16, 32), coords=(16, 0), cta_mask=T.uint16((1 << CLUSTER) - 1),
-            mbar=mbar.ptr_to([0]))
+            T.ptx[
+                "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                ".multicast::cluster"
+            ],
+            buf,
+            A,
+            box=(16, 32),
+            coords=(16, 0),
+            cta_mask=T.uint16((1 << CLUSTER) - 1),
+            mbar=mbar.ptr_to([0]),
+        )
     T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
     for r in range(16):
         Out[rank, r, tid] = buf[r, tid]
@@ -217,7 +268,13 @@ def tma_predicated(A, Out, P):
             T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(1024))
         T.cuda.tile.apply(
             T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"],
-            buf, A, box=(8, 32), coords=(0, 0), mbar=mbar.ptr_to([0]), pred=go)
+            buf,
+            A,
+            box=(8, 32),
+            coords=(0, 0),
+            mbar=mbar.ptr_to([0]),
+            pred=go,
+        )
     if go:
         T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
     T.cuda.cta_sync()
@@ -239,9 +296,17 @@ def tma_cache_hint(A, Out):
         policy = T.ptx["createpolicy.fractional.L2::evict_last.b64"]()
         T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(1024))
         T.cuda.tile.apply(
-            T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
-                  ".L2::cache_hint"],
-            buf, A, box=(8, 32), coords=(8, 0), mbar=mbar.ptr_to([0]), cache_policy=policy)
+            T.ptx[
+                "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
+                ".L2::cache_hint"
+            ],
+            buf,
+            A,
+            box=(8, 32),
+            coords=(8, 0),
+            mbar=mbar.ptr_to([0]),
+            cache_policy=policy,
+        )
     T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
     for r in range(8):
         Out[r, tid] = buf[r, tid]
@@ -253,8 +318,12 @@ def tma_interleaved(A, Out, IL: T.constexpr, SW: T.constexpr):
     three channel slices by a leading repeat with coord_steps ((0, 1, 0),)."""
     T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))
     tid = T.cuda.thread_idx("x")
-    buf = T.alloc_shared((3, 1, 1, 8, 8 * IL), "uint16",
-                         layout=swizzle(SW, (3, 1, 1, 8, 8 * IL), "uint16"), align=256)
+    buf = T.alloc_shared(
+        (3, 1, 1, 8, 8 * IL),
+        "uint16",
+        layout=swizzle(SW, (3, 1, 1, 8, 8 * IL), "uint16"),
+        align=256,
+    )
     mbar = T.alloc_shared((1,), "uint64")
     if tid == 0:
         T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), T.uint32(1))
@@ -263,8 +332,15 @@ def tma_interleaved(A, Out, IL: T.constexpr, SW: T.constexpr):
         T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(3 * 8 * 16 * IL))
         T.cuda.tile.apply(
             T.ptx["cp.async.bulk.tensor.3d.shared::cta.global.tile.mbarrier::complete_tx::bytes"],
-            buf, A, box=(1, 1, 8), coords=(1, 0, 0), coord_steps=((0, 1, 0),), interleave=IL,
-            swizzle=SW, mbar=mbar.ptr_to([0]))
+            buf,
+            A,
+            box=(1, 1, 8),
+            coords=(1, 0, 0),
+            coord_steps=((0, 1, 0),),
+            interleave=IL,
+            swizzle=SW,
+            mbar=mbar.ptr_to([0]),
+        )
     T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
     for s, w in T.grid(3, 8):
         if tid < 8 * IL:
@@ -283,7 +359,12 @@ def load_rows(dst, src, row, bar):
     """A @jittile.func helper: one (8, 32) box into dst (a stage of the caller's buffer)."""
     T.cuda.tile.apply(
         T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"],
-        dst, src, box=(8, 32), coords=(row, 0), mbar=bar)
+        dst,
+        src,
+        box=(8, 32),
+        coords=(row, 0),
+        mbar=bar,
+    )
 
 
 @jittile.kernel
@@ -321,8 +402,15 @@ def tma_runtime_stage(A, Out):
         if lane == 0:
             T.ptx.mbarrier.arrive.expect_tx.shared.b64(full.ptr_to([stage]), T.uint32(1024))
             T.cuda.tile.apply(
-                T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"],
-                ring[stage], A, box=(8, 32), coords=(t * 8, 0), mbar=full.ptr_to([stage]))
+                T.ptx[
+                    "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
+                ],
+                ring[stage],
+                A,
+                box=(8, 32),
+                coords=(t * 8, 0),
+                mbar=full.ptr_to([stage]),
+            )
         T.cuda.mbarrier_wait(full.ptr_to([stage]), (t // 2) % 2)
         for r in range(8):
             Out[t * 8 + r, lane] = ring[stage, r, lane]

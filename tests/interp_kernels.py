@@ -1,4 +1,5 @@
 """Kernels of the interpreter tests (module level so jittile can read their source)."""
+
 import jittile
 from jittile import T
 
@@ -105,8 +106,9 @@ def bulk_rows(A: T.Tensor((4, 256), "uint32"), Out: T.Tensor((4, 256), "uint32")
         T.cuda.tile.apply(T.ptx[LOAD], buf[stage], A[row, 0:256], mbar=mbar.ptr_to([0]))
     T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
     if lane == 0:
-        T.cuda.tile.apply(T.ptx["cp.async.bulk.global.shared::cta.bulk_group"], Out[row, 0:256],
-                          buf[stage])
+        T.cuda.tile.apply(
+            T.ptx["cp.async.bulk.global.shared::cta.bulk_group"], Out[row, 0:256], buf[stage]
+        )
         T.ptx.cp.async_.bulk.commit_group()
         T.ptx.cp.async_.bulk.wait_group(0)
 

@@ -1,5 +1,6 @@
 """Kernels written into their own temporary module files (jittile reads a kernel's source from its
 file), imported under a fresh module name."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -10,12 +11,12 @@ from pathlib import Path
 
 _serial = itertools.count()
 
-HEADER = '''\
+HEADER = """\
 import jittile
 from jittile import T
 
 
-'''
+"""
 
 
 def module_from(tmp_path: Path, source: str, header: str = HEADER, path: Path | None = None):
@@ -34,8 +35,10 @@ def module_from(tmp_path: Path, source: str, header: str = HEADER, path: Path | 
 def body_kernel(tmp_path: Path, body: str, params: str = 'A: T.Tensor((16,), "uint32")'):
     """A kernel whose body is ``body`` (after a one-warp ``T.device_entry``); returns it and
     its file."""
-    source = (f"@jittile.kernel\ndef kernel({params}):\n"
-              f"    T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))\n"
-              + textwrap.indent(textwrap.dedent(body), "    "))
+    source = (
+        f"@jittile.kernel\ndef kernel({params}):\n"
+        f"    T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))\n"
+        + textwrap.indent(textwrap.dedent(body), "    ")
+    )
     module = module_from(tmp_path, source)
     return module.kernel, Path(module.__file__)

@@ -1,5 +1,6 @@
 """Kernels applying one ``T`` math function or warp shuffle per element, and the NumPy references
 they are checked against (tests/test_math.py interpreted, tests/test_gpu_math.py on the GPU)."""
+
 from fractions import Fraction
 
 import numpy as np
@@ -36,8 +37,12 @@ def unary(x, y, FN: T.constexpr, APPROX: T.constexpr):
 
 
 @jittile.kernel
-def binary(a: T.Tensor((N,), "float32"), b: T.Tensor((N,), "float32"),
-           lo: T.Tensor((N,), "float32"), hi: T.Tensor((N,), "float32")):
+def binary(
+    a: T.Tensor((N,), "float32"),
+    b: T.Tensor((N,), "float32"),
+    lo: T.Tensor((N,), "float32"),
+    hi: T.Tensor((N,), "float32"),
+):
     T.device_entry(launch=T.cuda.LaunchConfig(grid=(N // BLOCK,), block=(BLOCK,)))
     i = T.cuda.thread_idx() + T.cuda.block_idx() * BLOCK
     lo[i] = T.fmin(a[i], b[i])
@@ -45,8 +50,12 @@ def binary(a: T.Tensor((N,), "float32"), b: T.Tensor((N,), "float32"),
 
 
 @jittile.kernel
-def fused(a: T.Tensor((N,), "float32"), b: T.Tensor((N,), "float32"),
-          c: T.Tensor((N,), "float32"), d: T.Tensor((N,), "float32")):
+def fused(
+    a: T.Tensor((N,), "float32"),
+    b: T.Tensor((N,), "float32"),
+    c: T.Tensor((N,), "float32"),
+    d: T.Tensor((N,), "float32"),
+):
     T.device_entry(launch=T.cuda.LaunchConfig(grid=(N // BLOCK,), block=(BLOCK,)))
     i = T.cuda.thread_idx() + T.cuda.block_idx() * BLOCK
     d[i] = T.fma(a[i], b[i], c[i])
@@ -73,18 +82,18 @@ EXACT = {  # (function name, approx) -> (opcode, NumPy float32 reference: IEEE, 
     ("rcp", False): ("rcp.rn.f32", lambda x: np.float32(1) / x),
 }
 APPROX = {  # (function name, approx) -> (opcodes, float64 reference, relative tolerance)
-    ("exp2", False): (("ex2.approx.ftz.f32",), np.exp2, 2.0 ** -21),
-    ("exp", False): (("mul.rn.ftz.f32", "ex2.approx.ftz.f32"), np.exp, 2.0 ** -18),
-    ("log2", False): (("lg2.approx.ftz.f32",), np.log2, 2.0 ** -21),
-    ("log", False): (("lg2.approx.ftz.f32", "mul.rn.ftz.f32"), np.log, 2.0 ** -21),
-    ("sqrt", True): (("sqrt.approx.ftz.f32",), np.sqrt, 2.0 ** -22),
-    ("rsqrt", False): (("rsqrt.approx.ftz.f32",), lambda x: 1 / np.sqrt(x), 2.0 ** -22),
-    ("rcp", True): (("rcp.approx.ftz.f32",), lambda x: 1 / x, 2.0 ** -22),
-    ("tanh", False): (("tanh.approx.f32",), np.tanh, 2.0 ** -10),
+    ("exp2", False): (("ex2.approx.ftz.f32",), np.exp2, 2.0**-21),
+    ("exp", False): (("mul.rn.ftz.f32", "ex2.approx.ftz.f32"), np.exp, 2.0**-18),
+    ("log2", False): (("lg2.approx.ftz.f32",), np.log2, 2.0**-21),
+    ("log", False): (("lg2.approx.ftz.f32", "mul.rn.ftz.f32"), np.log, 2.0**-21),
+    ("sqrt", True): (("sqrt.approx.ftz.f32",), np.sqrt, 2.0**-22),
+    ("rsqrt", False): (("rsqrt.approx.ftz.f32",), lambda x: 1 / np.sqrt(x), 2.0**-22),
+    ("rcp", True): (("rcp.approx.ftz.f32",), lambda x: 1 / x, 2.0**-22),
+    ("tanh", False): (("tanh.approx.f32",), np.tanh, 2.0**-10),
 }
 # Where an approximation's error is absolute: lg2's results near x = 1 are near 0 (the H200 was
 # off by more than a relative 2^-21 there, run 45).
-ABSOLUTE = {("log2", False): 2.0 ** -21, ("log", False): 2.0 ** -21}
+ABSOLUTE = {("log2", False): 2.0**-21, ("log", False): 2.0**-21}
 CANONICAL_NAN = 0x7FFFFFFF
 
 
@@ -108,8 +117,9 @@ def check_approx(key, x: np.ndarray, y: np.ndarray) -> None:
     """Within the tolerance where the result is a normal float32; NaN and infinities exactly."""
     opcodes, reference, tolerance = APPROX[key]
     tiny = np.finfo(np.float32).tiny
-    flushed = np.where(("ftz" in opcodes[-1]) & (np.abs(x) < tiny), np.copysign(np.float32(0), x),
-                       x)
+    flushed = np.where(
+        ("ftz" in opcodes[-1]) & (np.abs(x) < tiny), np.copysign(np.float32(0), x), x
+    )
     with np.errstate(all="ignore"):
         want = reference(flushed.astype(np.float64))
     normal = np.isfinite(want) & (np.abs(want) >= tiny) & (np.abs(want) < 3e38)
@@ -123,9 +133,28 @@ def check_approx(key, x: np.ndarray, y: np.ndarray) -> None:
 def special_values() -> np.ndarray:
     """Zeros, subnormals, extremes, NaN and infinities, then N float32s of every magnitude."""
     tiny = np.finfo(np.float32).tiny
-    specials = np.array([0.0, -0.0, 1.0, -1.0, 0.5, 2.0, np.inf, -np.inf, np.nan, tiny, -tiny,
-                         tiny / 4, -tiny / 4, np.finfo(np.float32).max, 3.0, 1e-30, 1e30],
-                        dtype=np.float32)
+    specials = np.array(
+        [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            0.5,
+            2.0,
+            np.inf,
+            -np.inf,
+            np.nan,
+            tiny,
+            -tiny,
+            tiny / 4,
+            -tiny / 4,
+            np.finfo(np.float32).max,
+            3.0,
+            1e-30,
+            1e30,
+        ],
+        dtype=np.float32,
+    )
     rng = np.random.default_rng(24)
     random = (rng.standard_normal(N) * 2.0 ** rng.integers(-20, 20, N)).astype(np.float32)
     return np.concatenate([specials, random])[:N]

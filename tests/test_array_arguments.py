@@ -4,6 +4,7 @@ Fakes stand in for device arrays: a torch-like tensor whose ``__cuda_array_inter
 torch's does for float8, and DLPack producers built with ctypes. Host arrays go through a fake
 driver whose "device memory" is host memory, so the upload and copy-back run without a GPU.
 """
+
 import ctypes
 
 import ml_dtypes
@@ -52,12 +53,26 @@ class _TorchLikeCuda:
     @property
     def __cuda_array_interface__(self):
         self.interface_reads += 1
-        return {"data": (self._ptr, False), "shape": self.shape, "version": 3, "strides": None,
-                "typestr": _TYPESTRS[self.dtype.name]}  # KeyError for float8, as in torch
+        return {
+            "data": (self._ptr, False),
+            "shape": self.shape,
+            "version": 3,
+            "strides": None,
+            "typestr": _TYPESTRS[self.dtype.name],
+        }  # KeyError for float8, as in torch
 
 
-@pytest.mark.parametrize("name,size", [("float8_e4m3fn", 1), ("float8_e5m2", 1), ("bfloat16", 2),
-                                       ("uint16", 2), ("uint32", 4), ("uint64", 8)])
+@pytest.mark.parametrize(
+    "name,size",
+    [
+        ("float8_e4m3fn", 1),
+        ("float8_e5m2", 1),
+        ("bfloat16", 2),
+        ("uint16", 2),
+        ("uint32", 4),
+        ("uint64", 8),
+    ],
+)
 def test_torch_cuda_tensors_convert_through_torch_accessors(name, size):
     tensor = _TorchLikeCuda(0x7000_0000, (4, 6), (12, 2), name)  # every other column
     for _ in range(2):  # the second time through the per-type converter
@@ -68,8 +83,9 @@ def test_torch_cuda_tensors_convert_through_torch_accessors(name, size):
     assert tensor.interface_reads == 0
 
 
-@pytest.mark.parametrize("name,match", [("float4_e2m1fn_x2", r"uint8 tensor"),
-                                        ("complex64", "no jittile equivalent")])
+@pytest.mark.parametrize(
+    "name,match", [("float4_e2m1fn_x2", r"uint8 tensor"), ("complex64", "no jittile equivalent")]
+)
 def test_torch_dtypes_without_an_equivalent_are_launch_errors(name, match):
     with pytest.raises(LaunchError, match=match):
         convert_argument(_TorchLikeCuda(0x1000, (4,), (1,), name))
@@ -82,8 +98,9 @@ def bf16_fill(A: T.Tensor((None,), "bfloat16")):
 
 
 def test_float8_tensor_dtype_is_checked_against_the_annotation():
-    with pytest.raises(LaunchError, match="dtype float8_e4m3fn does not match the annotated "
-                                          "bfloat16"):
+    with pytest.raises(
+        LaunchError, match="dtype float8_e4m3fn does not match the annotated bfloat16"
+    ):
         bf16_fill(_TorchLikeCuda(0x1000, (32,), (1,), "float8_e4m3fn"))
 
 
@@ -96,20 +113,41 @@ _PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
 class _DLPackProducer:
     """A DLPack producer over given memory, legacy (``dltensor``) or versioned capsules."""
 
-    def __init__(self, device, ptr, shape, strides, code, bits, lanes=1, byte_offset=0,
-                 versioned=True, major=1, read_only=False, keep=None):
+    def __init__(
+        self,
+        device,
+        ptr,
+        shape,
+        strides,
+        code,
+        bits,
+        lanes=1,
+        byte_offset=0,
+        versioned=True,
+        major=1,
+        read_only=False,
+        keep=None,
+    ):
         self.device = (device, 0)
         self.keep = keep  # what owns the memory
         self._shape = (ctypes.c_int64 * len(shape))(*shape)
         self._strides = None if strides is None else (ctypes.c_int64 * len(shape))(*strides)
-        tensor = arrays._DLTensor(ptr, device, 0, len(shape), code, bits, lanes,
-                                  ctypes.cast(self._shape, ctypes.POINTER(ctypes.c_int64)),
-                                  None if strides is None else
-                                  ctypes.cast(self._strides, ctypes.POINTER(ctypes.c_int64)),
-                                  byte_offset)
+        tensor = arrays._DLTensor(
+            ptr,
+            device,
+            0,
+            len(shape),
+            code,
+            bits,
+            lanes,
+            ctypes.cast(self._shape, ctypes.POINTER(ctypes.c_int64)),
+            None if strides is None else ctypes.cast(self._strides, ctypes.POINTER(ctypes.c_int64)),
+            byte_offset,
+        )
         if versioned:
-            self._managed = arrays._DLManagedTensorVersioned(major, 1, None, None, int(read_only),
-                                                             tensor)
+            self._managed = arrays._DLManagedTensorVersioned(
+                major, 1, None, None, int(read_only), tensor
+            )
             self._name = b"dltensor_versioned"
         else:
             self._managed, self._name = tensor, b"dltensor"
@@ -131,15 +169,26 @@ class _LegacyProducer(_DLPackProducer):
         return _PyCapsule_New(ctypes.addressof(self._managed), self._name, None)
 
 
-@pytest.mark.parametrize("code,bits,name", [(4, 16, "bfloat16"), (10, 8, "float8_e4m3fn"),
-                                            (12, 8, "float8_e5m2"), (6, 8, "bool"),
-                                            (1, 16, "uint16"), (1, 64, "uint64"), (0, 8, "int8"),
-                                            (2, 16, "float16"), (2, 64, "float64")])
+@pytest.mark.parametrize(
+    "code,bits,name",
+    [
+        (4, 16, "bfloat16"),
+        (10, 8, "float8_e4m3fn"),
+        (12, 8, "float8_e5m2"),
+        (6, 8, "bool"),
+        (1, 16, "uint16"),
+        (1, 64, "uint64"),
+        (0, 8, "int8"),
+        (2, 16, "float16"),
+        (2, 64, "float64"),
+    ],
+)
 @pytest.mark.parametrize("versioned", [True, False])
 def test_dlpack_cuda_arrays_of_every_dtype(code, bits, name, versioned):
     size = bits // 8
-    producer = _DLPackProducer(2, 0x7000_0000, (3, 4), (8, 2), code, bits, byte_offset=64,
-                               versioned=versioned)
+    producer = _DLPackProducer(
+        2, 0x7000_0000, (3, 4), (8, 2), code, bits, byte_offset=64, versioned=versioned
+    )
     view = convert_argument(producer)
     assert (view.ptr, view.shape, view.strides) == (0x7000_0040, (3, 4), (8 * size, 2 * size))
     assert view.dtype == dtype(name) and view.host is None
@@ -152,11 +201,16 @@ def test_dlpack_without_strides_or_max_version_is_row_major():
     assert view.strides == (8, 2) and view.c_contiguous and view.dtype == dtype("bfloat16")
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    (dict(code=17, bits=4), "packed FP4 as a uint8"), (dict(code=2, bits=32, lanes=4), "4 lanes"),
-    (dict(code=5, bits=64), "code 5"), (dict(code=2, bits=32, major=2), "DLPack 2.1"),
-    (dict(code=2, bits=32, device=4), "device type 4"),  # OpenCL
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(code=17, bits=4), "packed FP4 as a uint8"),
+        (dict(code=2, bits=32, lanes=4), "4 lanes"),
+        (dict(code=5, bits=64), "code 5"),
+        (dict(code=2, bits=32, major=2), "DLPack 2.1"),
+        (dict(code=2, bits=32, device=4), "device type 4"),  # OpenCL
+    ],
+)
 def test_dlpack_arrays_jittile_cannot_take_are_launch_errors(kwargs, match):
     kwargs = {"device": 2, **kwargs}
     with pytest.raises(LaunchError, match=match):
@@ -169,8 +223,13 @@ class _InterfaceAndDLPack(_DLPackProducer):
 
     @property
     def __cuda_array_interface__(self):
-        return {"data": (0x2000, False), "shape": (4,), "typestr": "<V2", "strides": None,
-                "version": 3}
+        return {
+            "data": (0x2000, False),
+            "shape": (4,),
+            "typestr": "<V2",
+            "strides": None,
+            "version": 3,
+        }
 
 
 def test_an_opaque_interface_typestr_defers_to_dlpack():
@@ -180,8 +239,12 @@ def test_an_opaque_interface_typestr_defers_to_dlpack():
 
 class _InterfaceOnly:
     def __init__(self, typestr):
-        self.__cuda_array_interface__ = {"data": (0x2000, False), "shape": (4,), "version": 3,
-                                         "typestr": typestr}
+        self.__cuda_array_interface__ = {
+            "data": (0x2000, False),
+            "shape": (4,),
+            "version": 3,
+            "typestr": typestr,
+        }
 
 
 def test_an_opaque_interface_typestr_without_dlpack_is_a_launch_error():
@@ -254,8 +317,9 @@ def test_a_read_only_host_array_is_not_copied_back(host_driver):
     assert host.tolist() == list(range(8)) and not host_driver.blocks
 
 
-@pytest.mark.parametrize("code,bits,container", [(4, 16, np.int16), (10, 8, np.uint8),
-                                                 (12, 8, np.uint8)])
+@pytest.mark.parametrize(
+    "code,bits,container", [(4, 16, np.int16), (10, 8, np.uint8), (12, 8, np.uint8)]
+)
 def test_cpu_dlpack_arrays_numpy_cannot_type_round_trip(host_driver, code, bits, container):
     base = np.arange(24, dtype=container).reshape(4, 6)
     producer = _DLPackProducer(1, base.ctypes.data, (4, 3), (6, 2), code, bits, keep=base)
@@ -271,8 +335,9 @@ def test_cpu_dlpack_arrays_numpy_cannot_type_round_trip(host_driver, code, bits,
 
 def test_a_read_only_cpu_dlpack_array_is_not_copied_back(host_driver):
     base = np.arange(8, dtype=np.float32)
-    view = device_view(_DLPackProducer(1, base.ctypes.data, (8,), (1,), 2, 32, read_only=True,
-                                       keep=base))
+    view = device_view(
+        _DLPackProducer(1, base.ctypes.data, (8,), (1,), 2, 32, read_only=True, keep=base)
+    )
     view.upload()
     _kernel_writes(host_driver, view, np.zeros(8, np.float32))
     view.finish()
@@ -314,8 +379,9 @@ def test_ml_dtypes_arrays_round_trip_as_their_bits(host_driver, name):
 
 
 def test_ml_dtypes_array_dtype_is_checked_against_the_annotation():
-    with pytest.raises(LaunchError, match="dtype float8_e5m2 does not match the annotated "
-                                          "bfloat16"):
+    with pytest.raises(
+        LaunchError, match="dtype float8_e5m2 does not match the annotated bfloat16"
+    ):
         bf16_fill(np.zeros(32, ml_dtypes.float8_e5m2))
 
 
@@ -323,8 +389,23 @@ def test_ml_dtypes_array_dtype_is_checked_against_the_annotation():
 def test_torch_cpu_tensors_of_every_dtype_describe_without_a_device(monkeypatch):
     torch = pytest.importorskip("torch")
     monkeypatch.setattr(arrays.driver, "alloc", lambda n: pytest.fail("allocated while describing"))
-    names = ["bool", "uint8", "int8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
-             "float16", "bfloat16", "float32", "float64", "float8_e4m3fn", "float8_e5m2"]
+    names = [
+        "bool",
+        "uint8",
+        "int8",
+        "int16",
+        "uint16",
+        "int32",
+        "uint32",
+        "int64",
+        "uint64",
+        "float16",
+        "bfloat16",
+        "float32",
+        "float64",
+        "float8_e4m3fn",
+        "float8_e5m2",
+    ]
     for name in names:
         tensor = torch.zeros((4, 6), dtype=getattr(torch, name))[:, ::2]
         view = device_view(tensor)
@@ -355,8 +436,9 @@ def test_torch_cpu_tensor_that_requires_grad_is_passed():
 
 def test_torch_cpu_tensor_dtype_is_checked_against_the_annotation():
     torch = pytest.importorskip("torch")
-    with pytest.raises(LaunchError, match="dtype float8_e5m2 does not match the annotated "
-                                          "bfloat16"):
+    with pytest.raises(
+        LaunchError, match="dtype float8_e5m2 does not match the annotated bfloat16"
+    ):
         bf16_fill(torch.zeros(32, dtype=torch.float8_e5m2))
 
 

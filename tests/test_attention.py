@@ -1,24 +1,27 @@
 """examples/attention_fwd.py on the CPU: interpreted within bf16 tolerance of a float32 NumPy
 reference (ragged length, causal and not, grouped-query heads, the log-sum-exp), its argument
 checks, and its sm_90a build (setmaxnreg in the SASS, no local memory, no ptxas advisory)."""
+
 import warnings
 
+import attention_fwd as attn
 import ml_dtypes
 import numpy as np
 import pytest
 
-import attention_fwd as attn
-
 
 def _inputs(heads: int, kv_heads: int, seq: int, head_dim: int, seed: int = 0):
     rng = np.random.default_rng(seed)
-    return [rng.standard_normal((1, h, seq, head_dim)).astype(ml_dtypes.bfloat16)
-            for h in (heads, kv_heads, kv_heads)]
+    return [
+        rng.standard_normal((1, h, seq, head_dim)).astype(ml_dtypes.bfloat16)
+        for h in (heads, kv_heads, kv_heads)
+    ]
 
 
-@pytest.mark.parametrize("head_dim, causal, heads, kv_heads, seq", [
-    (64, False, 2, 1, 200), (64, True, 1, 1, 200), (128, True, 2, 1, 140),
-    (64, True, 1, 1, 520)])  # 5 key blocks: D=64's 4-stage ring wraps around
+@pytest.mark.parametrize(
+    "head_dim, causal, heads, kv_heads, seq",
+    [(64, False, 2, 1, 200), (64, True, 1, 1, 200), (128, True, 2, 1, 140), (64, True, 1, 1, 520)],
+)  # 5 key blocks: D=64's 4-stage ring wraps around
 def test_interpreted_attention_matches_float32(head_dim, causal, heads, kv_heads, seq):
     q, k, v = _inputs(heads, kv_heads, seq, head_dim)
     o, lse = attn.attention(q, k, v, causal=causal, return_lse=True)
@@ -35,11 +38,14 @@ def test_sm_scale_is_applied():
     np.testing.assert_allclose(o.astype(np.float32), expected, atol=2e-2, rtol=2e-2)
 
 
-@pytest.mark.parametrize("shapes, message", [
-    (((1, 2, 64, 96), (1, 2, 64, 96)), "head dimension 96"),
-    (((1, 3, 64, 64), (1, 2, 64, 64)), "not a multiple"),
-    (((1, 2, 64, 64), (1, 2, 32, 64)), "must be"),
-])
+@pytest.mark.parametrize(
+    "shapes, message",
+    [
+        (((1, 2, 64, 96), (1, 2, 64, 96)), "head dimension 96"),
+        (((1, 3, 64, 64), (1, 2, 64, 64)), "not a multiple"),
+        (((1, 2, 64, 64), (1, 2, 32, 64)), "must be"),
+    ],
+)
 def test_unsupported_shapes_are_refused(shapes, message):
     q, k = (np.zeros(s, ml_dtypes.bfloat16) for s in shapes)
     with pytest.raises(ValueError, match=message):

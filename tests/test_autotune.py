@@ -1,21 +1,21 @@
 """``@jittile.autotune`` on the CPU: declaration checks, pruning, compile_all (also in worker
 processes), key handling, the memory and disk tuning caches, and interpret. Timing and launches
 go through stand-ins of the driver; the H200 tunes for real in bench/gemm.py."""
+
 from __future__ import annotations
 
 import json
 
+import autotune_kernels
 import numpy as np
 import pytest
+from autotune_kernels import tiled_fill
 
 import jittile
-from jittile import ContractError, JittileError, LaunchError, T
+from bench.launch_host_cpu import CupyLike, driver_stand_ins
+from jittile import JittileError, LaunchError, T
 from jittile.cache import tunings
 from jittile.runtime import driver
-from bench.launch_host_cpu import CupyLike, driver_stand_ins
-
-import autotune_kernels
-from autotune_kernels import tiled_fill
 
 WIDE = jittile.Config({"WIDTH": 4096})
 
@@ -105,7 +105,8 @@ def test_the_fastest_config_is_chosen_per_key_and_kept(gpu, disk, monkeypatch):
 
 
 def test_a_first_tuning_inside_a_graph_capture_is_a_launch_error_and_a_tuned_key_launches(
-        gpu, disk, monkeypatch):
+    gpu, disk, monkeypatch
+):
     """Timing configs needs synchronizing, which a capturing stream refuses: the first launch of
     a key during a capture says to launch once before it; a key tuned before captures fine."""
     timed, widths = _timed(monkeypatch, {32: 2.0, 64: 1.0})
@@ -114,8 +115,11 @@ def test_a_first_tuning_inside_a_graph_capture_is_a_launch_error_and_a_tuned_key
     monkeypatch.setattr(driver, "stream_capturing", lambda stream: True)
     tiled_fill(out, 10)
     assert widths[-1] == 64 and len(timed) == 2
-    with pytest.raises(LaunchError, match=r"captured into a CUDA graph.*launch once with these "
-                                          r"key values before the capture"):
+    with pytest.raises(
+        LaunchError,
+        match=r"captured into a CUDA graph.*launch once with these "
+        r"key values before the capture",
+    ):
         tiled_fill(out, 30)
     assert len(timed) == 2
 
@@ -146,10 +150,16 @@ def test_an_edited_record_is_ignored(gpu, disk, monkeypatch):
 
 def test_early_config_prune_and_reset_to_zero(gpu, disk, monkeypatch):
     pruned = jittile.autotune(
-        configs=tiled_fill.configs, key=["n"], reset_to_zero=["Out"],
-        prune_configs_by={"early_config_prune": lambda configs, named: [
-            c for c in configs if c.kwargs["WIDTH"] <= named["n"]]},
-        do_bench=lambda fn: (fn(), 1.0)[1])(autotune_kernels.tiled_fill.kernel)
+        configs=tiled_fill.configs,
+        key=["n"],
+        reset_to_zero=["Out"],
+        prune_configs_by={
+            "early_config_prune": lambda configs, named: [
+                c for c in configs if c.kwargs["WIDTH"] <= named["n"]
+            ]
+        },
+        do_bench=lambda fn: (fn(), 1.0)[1],
+    )(autotune_kernels.tiled_fill.kernel)
     zeroed = []
     monkeypatch.setattr("jittile.tuning._zero", lambda value, stream: zeroed.append(value))
     out = CupyLike(0x10000, (64,))
@@ -166,8 +176,9 @@ def test_no_config_that_compiles_is_a_launch_error_with_the_reasons(gpu):
 
 
 def test_interpret_runs_the_first_config_that_compiles():
-    first_wide = jittile.autotune(configs=[WIDE, jittile.Config({"WIDTH": 64})],
-                                  key=["n"])(tiled_fill.kernel)
+    first_wide = jittile.autotune(configs=[WIDE, jittile.Config({"WIDTH": 64})], key=["n"])(
+        tiled_fill.kernel
+    )
     out = np.zeros(64, np.float32)
     first_wide.interpret(out, 40)
     np.testing.assert_array_equal(out, np.where(np.arange(64) < 32, 64.0, 0.0).astype(np.float32))

@@ -5,6 +5,7 @@ sees a broken entry, and a killed writer leaves nothing visible but an invisible
 
 CPU only: fake cubins; the processes are forked with multiprocessing (Linux).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -56,6 +57,7 @@ def _cache_env(monkeypatch):
 
 # -- concurrent writers ------------------------------------------------------------------------------
 
+
 def _store_together(directory: str, writer: int, barrier, results) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -63,14 +65,18 @@ def _store_together(directory: str, writer: int, barrier, results) -> None:
         barrier.wait()
         stored = store.store(KEY, cubin_of(writer), PTX, METADATA)
         loaded = store.load(KEY)
-    results.put((writer, sha(stored.cubin()), sha(loaded.cubin()), [str(w.message) for w in caught]))
+    results.put(
+        (writer, sha(stored.cubin()), sha(loaded.cubin()), [str(w.message) for w in caught])
+    )
 
 
 def test_writers_of_one_key_agree_on_one_entry(tmp_path):
     directory, count = tmp_path / "cache", 8
     barrier, results = fork.Barrier(count), fork.Queue()
-    writers = [fork.Process(target=_store_together, args=(str(directory), i, barrier, results))
-               for i in range(count)]
+    writers = [
+        fork.Process(target=_store_together, args=(str(directory), i, barrier, results))
+        for i in range(count)
+    ]
     for w in writers:
         w.start()
     found = [results.get(timeout=60) for _ in writers]
@@ -95,7 +101,7 @@ def _use(directory: str, seconds: float, results) -> None:
         while time.time() < deadline:
             entry = store.load(KEY) or store.store(KEY, cubin_of(writer), PTX, METADATA)
             if entry is not None:
-                seen.add(entry.cubin()[:len(CUBIN)] == CUBIN)
+                seen.add(entry.cubin()[: len(CUBIN)] == CUBIN)
         results.put((seen, store.writable, [str(w.message) for w in caught]))
 
 
@@ -126,13 +132,14 @@ def test_loads_and_stores_race_with_clear_and_prune(tmp_path):
     for p in [*users, remover]:
         p.join(timeout=60)
     assert [p.exitcode for p in [*users, remover]] == [0] * 5
-    (rounds, failures, removal_warnings), = [r for r in found if isinstance(r[0], int)]
+    ((rounds, failures, removal_warnings),) = [r for r in found if isinstance(r[0], int)]
     assert rounds > 10 and failures == [] and removal_warnings == []
     for seen, writable, messages in (r for r in found if isinstance(r[0], set)):
         assert seen == {True} and writable and messages == [], (seen, writable, messages)
 
 
 # -- writers killed midway ---------------------------------------------------------------------------
+
 
 def _die() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
@@ -187,7 +194,9 @@ def _age(paths: list[Path]) -> None:
         os.utime(path, (old, old), follow_symlinks=False)
 
 
-@pytest.mark.parametrize("step", ["after the cubin", "halfway through meta.json", "before the rename"])
+@pytest.mark.parametrize(
+    "step", ["after the cubin", "halfway through meta.json", "before the rename"]
+)
 def test_writer_killed_mid_store_leaves_no_visible_entry(tmp_path, step):
     directory = tmp_path / "cache"
     _killed(_kill_while_storing, directory, step)
@@ -217,7 +226,9 @@ def test_process_killed_while_counting_a_hit_keeps_the_entry(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         entry = store.load(KEY)
-    assert entry.cubin() == CUBIN and entry.hits == 2  # the killed hit went uncounted, nothing broke
+    assert (
+        entry.cubin() == CUBIN and entry.hits == 2
+    )  # the killed hit went uncounted, nothing broke
     assert [p.parent.name for p in leftovers(directory)] == [KEY]  # its temporary, inside the entry
 
 

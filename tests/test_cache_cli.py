@@ -3,6 +3,7 @@
 CPU only: entries hold fake cubins and ``compile`` runs against a duck-typed kernel object, so neither a
 compiler nor the rest of jittile is needed.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,17 +33,31 @@ SASS = """
 HEADER = ["KEY", "KERNEL", "TARGET", "STATICS", "SIZE", "HITS", "LAST USED", "SOURCE"]
 
 
-def components(block: int = 64, target: str = "sm_90a", source: str = "def tma_load(A):\n    pass\n") -> dict:
-    return {"source": source, "static_params": {"BLOCK": block}, "target": target,
-            "args": [{"shape": [16, 16], "dtype": "uint32"}], "versions": {"jittile": "0.1"}}
+def components(
+    block: int = 64, target: str = "sm_90a", source: str = "def tma_load(A):\n    pass\n"
+) -> dict:
+    return {
+        "source": source,
+        "static_params": {"BLOCK": block},
+        "target": target,
+        "args": [{"shape": [16, 16], "dtype": "uint32"}],
+        "versions": {"jittile": "0.1"},
+    }
 
 
 def put(name: str = "tma_load", extra: dict | None = None, **kw) -> str:
     comps = components(**kw)
     key = make_key(comps)
-    meta = {"name": name, "qualname": name, "target": comps["target"], "key_components": comps,
-            "static_params": comps["static_params"], "registers": 24, "shared_bytes": 2048,
-            **(extra or {})}
+    meta = {
+        "name": name,
+        "qualname": name,
+        "target": comps["target"],
+        "key_components": comps,
+        "static_params": comps["static_params"],
+        "registers": 24,
+        "shared_bytes": 2048,
+        **(extra or {}),
+    }
     assert cache.default_store().store(key, CUBIN, PTX, meta) is not None
     return key
 
@@ -67,6 +82,7 @@ def cache_dir(tmp_path, monkeypatch) -> Path:
 
 # -- cache list / show / clear / prune -------------------------------------------------------------
 
+
 def test_list_table(capsys, cache_dir):
     assert main(["cache", "list"]) == 0
     assert capsys.readouterr().out == f"no entries in {cache_dir}\n"
@@ -75,8 +91,17 @@ def test_list_table(capsys, cache_dir):
     cache.default_store().load(new)
     assert main(["cache", "list"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["KEY", "KERNEL", "TARGET", "STATICS", "SIZE", "HITS", "LAST", "USED",
-                                "SOURCE"]
+    assert lines[0].split() == [
+        "KEY",
+        "KERNEL",
+        "TARGET",
+        "STATICS",
+        "SIZE",
+        "HITS",
+        "LAST",
+        "USED",
+        "SOURCE",
+    ]
     starts = [lines[0].index(column) for column in HEADER]
     assert starts == sorted(starts)
     first, second = lines[1].split(), lines[2].split()
@@ -102,11 +127,26 @@ def test_show_prints_metadata_ptx_and_sass_summary(capsys, monkeypatch):
 
 def test_show_prints_the_recorded_plan_and_lowered_kernel(capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "jittile.backend.toolchain", None)
-    site = {"node": 7, "location": ["/k.py", 22, 8], "opcode": "cp.async.bulk.tensor.2d.x",
-            "family": "cp.async.bulk.tensor",
-            "plan": [{"opcode": "cp.async.bulk.tensor.2d.x", "instance": [g], "coords": [0, 8 * g],
-                      "shared_offset": 512 * g, "bytes": 512, "fields": {}} for g in (0, 1)]}
-    key = put(extra={"kernel_ir": {"sites": [site]}, "lowered_source": "def tma_load(A):\n    pass\n"})
+    site = {
+        "node": 7,
+        "location": ["/k.py", 22, 8],
+        "opcode": "cp.async.bulk.tensor.2d.x",
+        "family": "cp.async.bulk.tensor",
+        "plan": [
+            {
+                "opcode": "cp.async.bulk.tensor.2d.x",
+                "instance": [g],
+                "coords": [0, 8 * g],
+                "shared_offset": 512 * g,
+                "bytes": 512,
+                "fields": {},
+            }
+            for g in (0, 1)
+        ],
+    }
+    key = put(
+        extra={"kernel_ir": {"sites": [site]}, "lowered_source": "def tma_load(A):\n    pass\n"}
+    )
     assert main(["cache", "show", key[:8]]) == 0
     out = capsys.readouterr().out
     metadata, rest = out.split("--- plan ---\n", 1)
@@ -115,7 +155,8 @@ def test_show_prints_the_recorded_plan_and_lowered_kernel(capsys, monkeypatch):
     assert plan.splitlines() == [
         "/k.py:22:8  cp.async.bulk.tensor.2d.x",
         "    cp.async.bulk.tensor.2d.x  coords [0, 0]  shared +0  512 bytes",
-        "    cp.async.bulk.tensor.2d.x  coords [0, 8]  shared +512  512 bytes"]
+        "    cp.async.bulk.tensor.2d.x  coords [0, 8]  shared +512  512 bytes",
+    ]
     assert rest.startswith("def tma_load(A):\n    pass\n\n--- PTX ---")
 
 
@@ -163,8 +204,12 @@ def test_output_into_a_closed_pipe_ends_quietly(cache_dir):
     """``jittile cache show KEY | head -1``: the reader leaves early, the command ends without a traceback."""
     key = put(extra={"lowered_source": "x = 1\n" * 100000})
     env = dict(os.environ, JITTILE_CACHE_DIR=str(cache_dir), PYTHONPATH=str(REPO))
-    child = subprocess.Popen([sys.executable, "-m", "jittile", "cache", "show", key], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, env=env)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "jittile", "cache", "show", key],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
     child.stdout.readline()
     child.stdout.close()
     assert child.wait(timeout=120) == 1
@@ -172,6 +217,7 @@ def test_output_into_a_closed_pipe_ends_quietly(cache_dir):
 
 
 # -- cache why -------------------------------------------------------------------------------------
+
 
 def test_why_names_static_param(capsys):
     a, b = put(block=64), put(block=128)
@@ -214,15 +260,20 @@ def test_cache_commands_report_disabled_cache(capsys, monkeypatch):
 def test_python_dash_m(cache_dir):
     put(block=7)
     env = dict(os.environ, JITTILE_CACHE_DIR=str(cache_dir), PYTHONPATH=str(REPO))
-    result = subprocess.run([sys.executable, "-m", "jittile", "cache", "list"], capture_output=True,
-                            text=True, env=env, cwd=cache_dir)
+    result = subprocess.run(
+        [sys.executable, "-m", "jittile", "cache", "list"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cache_dir,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[0].split()[:4] == HEADER[:4] and "BLOCK=7" in result.stdout
 
 
 # -- compile ---------------------------------------------------------------------------------------
 
-KERNEL_FILE = '''
+KERNEL_FILE = """
 import jittile.cache as cache
 from jittile.cache.keys import make_key
 
@@ -251,7 +302,7 @@ class Kernel:
 
 saxpy = Kernel()
 not_a_kernel = 3
-'''
+"""
 
 
 @pytest.fixture
@@ -268,8 +319,14 @@ def test_compile_summary_and_cache_path(capsys, kernel_file, cache_dir):
     (entry,) = cache.entries()
     assert plan == "plan of ()\n"
     fields = dict(line.split(None, 1) for line in summary.splitlines())
-    assert fields == {"kernel": "saxpy", "target": "sm_100a", "key": entry.key[:12], "registers": "12",
-                      "shared": "0 bytes", "cache": str(entry.path)}
+    assert fields == {
+        "kernel": "saxpy",
+        "target": "sm_100a",
+        "key": entry.key[:12],
+        "registers": "12",
+        "shared": "0 bytes",
+        "cache": str(entry.path),
+    }
     assert entry.metadata["key_components"]["specs"] == "()"
 
 
@@ -287,12 +344,32 @@ def test_compile_arg_specs(capsys, kernel_file, monkeypatch):
     language = types.ModuleType("jittile.language")
     language.T = types.SimpleNamespace(Tensor=lambda shape, dtype: ("Tensor", shape, dtype))
     monkeypatch.setitem(sys.modules, "jittile.language", language)
-    argv = ["compile", f"{kernel_file}:saxpy", "--target", "sm_90a", "--ptx", "--arg", "uint32[16, 16]",
-            "--arg", "float32[?,128]", "--arg", "int32=5", "--arg", "float32=2.5", "--arg", "uint8=0x10",
-            "--arg", "bool=true", "--arg", "float16[]"]
+    argv = [
+        "compile",
+        f"{kernel_file}:saxpy",
+        "--target",
+        "sm_90a",
+        "--ptx",
+        "--arg",
+        "uint32[16, 16]",
+        "--arg",
+        "float32[?,128]",
+        "--arg",
+        "int32=5",
+        "--arg",
+        "float32=2.5",
+        "--arg",
+        "uint8=0x10",
+        "--arg",
+        "bool=true",
+        "--arg",
+        "float16[]",
+    ]
     assert main(argv) == 0
-    assert capsys.readouterr().out == ("// specs (('Tensor', (16, 16), 'uint32'), ('Tensor', (None, 128), "
-                                       "'float32'), 5, 2.5, 16, True, ('Tensor', (), 'float16'))\n")
+    assert capsys.readouterr().out == (
+        "// specs (('Tensor', (16, 16), 'uint32'), ('Tensor', (None, 128), "
+        "'float32'), 5, 2.5, 16, True, ('Tensor', (), 'float16'))\n"
+    )
 
 
 def test_compile_memory_only_when_cache_off(capsys, kernel_file, monkeypatch):
@@ -301,16 +378,19 @@ def test_compile_memory_only_when_cache_off(capsys, kernel_file, monkeypatch):
     assert "memory only (JITTILE_CACHE=0)" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("location, args, message", [
-    ("{file}:saxpy", ["--arg", "int32=x"], "'x' is not a int32 value"),
-    ("{file}:saxpy", ["--arg", "float32[4,n]"], "extents must be integers or '?'"),
-    ("{file}:saxpy", ["--arg", "complex9[4]"], "unknown dtype"),
-    ("{file}:saxpy", ["--arg", "float32"], "expected DTYPE[EXTENTS]"),
-    ("{file}:missing", [], "defines no 'missing'"),
-    ("{file}:not_a_kernel", [], "is not a jittile kernel"),
-    ("{file}", [], "expected FILE.py:KERNEL"),
-    ("/nonexistent/k.py:saxpy", [], "no such file"),
-])
+@pytest.mark.parametrize(
+    "location, args, message",
+    [
+        ("{file}:saxpy", ["--arg", "int32=x"], "'x' is not a int32 value"),
+        ("{file}:saxpy", ["--arg", "float32[4,n]"], "extents must be integers or '?'"),
+        ("{file}:saxpy", ["--arg", "complex9[4]"], "unknown dtype"),
+        ("{file}:saxpy", ["--arg", "float32"], "expected DTYPE[EXTENTS]"),
+        ("{file}:missing", [], "defines no 'missing'"),
+        ("{file}:not_a_kernel", [], "is not a jittile kernel"),
+        ("{file}", [], "expected FILE.py:KERNEL"),
+        ("/nonexistent/k.py:saxpy", [], "no such file"),
+    ],
+)
 def test_compile_errors(capsys, kernel_file, location, args, message):
     argv = ["compile", location.format(file=kernel_file), "--target", "sm_90a", *args]
     assert main(argv) == 1
@@ -332,6 +412,7 @@ def test_usage_error_exits_2():
 
 
 # -- first-hour polish -----------------------------------------------------------------------------
+
 
 def test_version(capsys):
     from jittile import __version__
@@ -371,18 +452,25 @@ def test_list_shows_where_each_kernel_is_defined(capsys):
     put(extra={"source_file": "/home/me/kernels/copy.py", "source_line": 12})
     assert main(["cache", "list"]) == 0
     header, row = capsys.readouterr().out.splitlines()[:2]
-    assert row[header.index("SOURCE"):].strip() == "/home/me/kernels/copy.py:12"  # the whole path
+    assert row[header.index("SOURCE") :].strip() == "/home/me/kernels/copy.py:12"  # the whole path
 
 
 def test_entries_have_a_short_repr():
     key = put()
     (entry,) = cache.entries()
-    assert repr(entry) == f"<jittile cache entry {key[:12]} tma_load sm_90a, {entry.size} bytes, 0 hits>"
+    assert (
+        repr(entry)
+        == f"<jittile cache entry {key[:12]} tma_load sm_90a, {entry.size} bytes, 0 hits>"
+    )
 
 
 def _source_entry(text: str, block: int, target: str = "sm_90a") -> str:
-    return put(block=block, target=target, source=text,
-               extra={"source_text": text, "source_file": "/k/copy.py", "source_line": 3})
+    return put(
+        block=block,
+        target=target,
+        source=text,
+        extra={"source_text": text, "source_file": "/k/copy.py", "source_line": 3},
+    )
 
 
 def test_why_diffs_the_source_and_names_changed_statics(capsys):
@@ -405,8 +493,12 @@ def test_why_diffs_the_source_and_names_changed_statics(capsys):
 
 def test_why_picks_the_nearest_entry_of_the_same_target(capsys):
     text = "def tma_load(A):\n    pass\n"
-    far = put(block=1, target="sm_90a", source="def tma_load(A):\n    return\n",
-              extra={"source_text": "def tma_load(A):\n    return\n", "source_file": "/k/copy.py"})
+    far = put(
+        block=1,
+        target="sm_90a",
+        source="def tma_load(A):\n    return\n",
+        extra={"source_text": "def tma_load(A):\n    return\n", "source_file": "/k/copy.py"},
+    )
     near = _source_entry(text, block=2)
     _source_entry(text, block=3, target="sm_100a")
     newest = _source_entry(text, block=3)
@@ -434,11 +526,16 @@ def test_why_without_another_entry_of_the_newest_target(capsys):
 
 # -- issue #20: entries by kernel name, per-kernel clear and list, --json, why per file ---------
 
+
 def test_entries_are_files_named_after_the_kernel(cache_dir):
     key = put(name="tile_copy")
     entry_dir = cache_dir / key[:2] / key
     assert sorted(p.name for p in entry_dir.iterdir()) == [
-        "tile_copy.cubin", "tile_copy.json", "tile_copy.ptx", "usage.json"]
+        "tile_copy.cubin",
+        "tile_copy.json",
+        "tile_copy.ptx",
+        "usage.json",
+    ]
     assert [p.parent.name for p in cache_dir.glob("*/*/tile_copy.cubin")] == [key]
 
 
@@ -462,8 +559,12 @@ def test_list_json(capsys, cache_dir):
     data = json.loads(capsys.readouterr().out)
     (entry,) = data["entries"]
     assert data["directory"] == str(cache_dir) and data["damaged"] == []
-    assert (entry["key"], entry["kernel"], entry["source_file"], entry["source_line"]) == \
-        (key, "tile_copy", "/k/a.py", 4)
+    assert (entry["key"], entry["kernel"], entry["source_file"], entry["source_line"]) == (
+        key,
+        "tile_copy",
+        "/k/a.py",
+        4,
+    )
     assert entry["files"]["cubin"] == str(cache_dir / key[:2] / key / "tile_copy.cubin")
     assert entry["static_params"] == {"BLOCK": 64} and entry["hits"] == 0
 
@@ -479,13 +580,20 @@ def test_why_keeps_two_files_kernels_of_one_name_apart(capsys):
     assert f"/proj/b/copy.py:tile_copy: 1 entry ({b1[:12]}); nothing to compare" in out
     assert "target" not in why_paths(out)  # b's sm_100a entry is not compared with a's
     assert main(["cache", "why", "b/copy.py:tile_copy"]) == 0
-    assert capsys.readouterr().out == f"/proj/b/copy.py:tile_copy: 1 entry ({b1[:12]}); " \
-                                      f"nothing to compare\n"
+    assert (
+        capsys.readouterr().out == f"/proj/b/copy.py:tile_copy: 1 entry ({b1[:12]}); "
+        f"nothing to compare\n"
+    )
     assert main(["cache", "why", "--json", "/proj/a/copy.py:tile_copy"]) == 0
     (kernel,) = json.loads(capsys.readouterr().out)["kernels"]
-    assert (kernel["source_file"], kernel["differ_in"]) == ("/proj/a/copy.py",
-                                                            ["static_params.BLOCK"])
+    assert (kernel["source_file"], kernel["differ_in"]) == (
+        "/proj/a/copy.py",
+        ["static_params.BLOCK"],
+    )
     assert {e["key"]: e["components"] for e in kernel["entries"]} == {
-        a1: {"static_params.BLOCK": 1}, a2: {"static_params.BLOCK": 2}}
-    assert kernel["changes"] == [{"path": "static_params.BLOCK", "old": 1, "new": 2}] or \
-        kernel["changes"] == [{"path": "static_params.BLOCK", "old": 2, "new": 1}]
+        a1: {"static_params.BLOCK": 1},
+        a2: {"static_params.BLOCK": 2},
+    }
+    assert kernel["changes"] == [{"path": "static_params.BLOCK", "old": 1, "new": 2}] or kernel[
+        "changes"
+    ] == [{"path": "static_params.BLOCK", "old": 2, "new": 1}]

@@ -5,6 +5,7 @@ Permissions are enforced for real: as root (which ignores them), the child proce
 them drop the capabilities that override file permissions before they start; other users need no
 help. The test skips where neither is possible.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -29,7 +30,7 @@ PTX = ".version 8.7\n.target sm_90a\n.visible .entry tma_load() { ret; }\n"
 PR_CAPBSET_DROP, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH = 24, 1, 2
 CANNOT_RESTRICT = 97
 
-TINY_KERNEL = '''\
+TINY_KERNEL = """\
 import jittile
 from jittile import T
 
@@ -39,11 +40,11 @@ def tiny(A, Out, SCALE: T.constexpr):
     T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))
     tid = T.cuda.thread_idx("x")
     Out[tid] = A[tid] * SCALE
-'''
+"""
 
 # Compiles the tiny kernel once per (cache directory, SCALE) step, each with a fresh kernel object,
 # and prints what happened: the cache outcome and the warnings.
-COMPILE = r'''
+COMPILE = r"""
 import importlib.util, json, os, sys, warnings
 from jittile import T
 
@@ -60,11 +61,15 @@ for n, (directory, scale) in enumerate(json.loads(sys.argv[2])):
     results.append({"cache": compiled.metadata["cache"], "cubin": len(compiled.cubin),
                     "warnings": [f"{w.category.__name__}: {w.message}" for w in caught]})
 print(json.dumps(results))
-'''
+"""
 
 
 def components(block: int = 64) -> dict:
-    return {"source": "def tma_load(A):\n    pass\n", "static_params": {"BLOCK": block}, "target": "sm_90a"}
+    return {
+        "source": "def tma_load(A):\n    pass\n",
+        "static_params": {"BLOCK": block},
+        "target": "sm_90a",
+    }
 
 
 def put(store: DiskStore, block: int = 64) -> str:
@@ -94,16 +99,30 @@ def child_env(**extra: str) -> dict:
 
 
 def run(argv: list[str], *, restricted: bool, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, capture_output=True, text=True, env=child_env(**env), timeout=300,
-                          preexec_fn=_without_permission_override if restricted else None)
+    return subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        env=child_env(**env),
+        timeout=300,
+        preexec_fn=_without_permission_override if restricted else None,
+    )
 
 
-def cli(*argv: str, directory: Path, restricted: bool = True, **env: str) -> subprocess.CompletedProcess:
-    return run([sys.executable, "-m", "jittile", "cache", *argv], restricted=restricted,
-               JITTILE_CACHE_DIR=str(directory), **env)
+def cli(
+    *argv: str, directory: Path, restricted: bool = True, **env: str
+) -> subprocess.CompletedProcess:
+    return run(
+        [sys.executable, "-m", "jittile", "cache", *argv],
+        restricted=restricted,
+        JITTILE_CACHE_DIR=str(directory),
+        **env,
+    )
 
 
-def python(code: str, *args: str, restricted: bool = True, **env: str) -> subprocess.CompletedProcess:
+def python(
+    code: str, *args: str, restricted: bool = True, **env: str
+) -> subprocess.CompletedProcess:
     return run([sys.executable, "-c", textwrap.dedent(code), *args], restricted=restricted, **env)
 
 
@@ -129,7 +148,11 @@ def permissions_enforced(tmp_path_factory) -> None:
         done = python(f"open({str(locked / 'x')!r}, 'w')")
     finally:
         locked.chmod(0o755)
-    if done.returncode == 0 or done.returncode == CANNOT_RESTRICT or "PermissionError" not in done.stderr:
+    if (
+        done.returncode == 0
+        or done.returncode == CANNOT_RESTRICT
+        or "PermissionError" not in done.stderr
+    ):
         pytest.skip("file permissions cannot be enforced on a child process here")
 
 
@@ -156,19 +179,23 @@ def kernel_file(tmp_path) -> Path:
 
 
 def compile_steps(kernel_file: Path, steps: list, restricted: bool) -> list[dict]:
-    done = run([sys.executable, "-c", COMPILE, str(kernel_file), json.dumps(steps)], restricted=restricted)
+    done = run(
+        [sys.executable, "-c", COMPILE, str(kernel_file), json.dumps(steps)], restricted=restricted
+    )
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     return json.loads(done.stdout)
 
 
 # -- read-only cache directories -----------------------------------------------------------------------
 
+
 def test_read_only_cache_is_read_and_stores_are_skipped_quietly(tmp_path, read_only):
     directory = tmp_path / "cache"
     key = put(DiskStore(directory))
     other = make_key(components(128))
     read_only(directory)
-    done = python(f"""
+    done = python(
+        f"""
         import warnings
         from pathlib import Path
         from jittile.cache.keys import make_key
@@ -182,7 +209,9 @@ def test_read_only_cache_is_read_and_stores_are_skipped_quietly(tmp_path, read_o
         assert store.store({other!r}, {CUBIN!r}, {PTX!r}, meta) is None
         assert [e.key for e in store.entries()] == [{key!r}]
         print("read-only:", store.read_only_reason)
-    """, JITTILE_DEBUG="cache")
+    """,
+        JITTILE_DEBUG="cache",
+    )
     assert done.returncode == 0, done.stderr
     assert "Permission denied" in done.stdout
     debug = done.stderr.splitlines()
@@ -198,20 +227,26 @@ def test_commands_on_a_read_only_cache(tmp_path, read_only):
     read_only(directory)
     listed = cli("list", directory=directory)
     assert listed.returncode == 0 and listed.stderr == "", listed.stderr
-    assert all(k[:12] in listed.stdout for k in keys) and f"in {directory} (read-only)" in listed.stdout
+    assert (
+        all(k[:12] in listed.stdout for k in keys)
+        and f"in {directory} (read-only)" in listed.stdout
+    )
     shown = cli("show", keys[0][:8], directory=directory)
     assert shown.returncode == 0 and PTX.strip() in shown.stdout and "Traceback" not in shown.stderr
     why = cli("why", "tma_load", directory=directory)
     assert why.returncode == 0 and "static_params.BLOCK" in why.stdout
     pruned = cli("prune", "--max-size", "0", directory=directory)
     assert pruned.returncode == 1 and "0 entries removed" in pruned.stdout
-    assert pruned.stderr.splitlines() == [f"jittile: some entries could not be removed from {directory} "
-                                          "(read-only)"]
+    assert pruned.stderr.splitlines() == [
+        f"jittile: some entries could not be removed from {directory} (read-only)"
+    ]
     cleared = cli("clear", directory=directory)
     assert cleared.returncode == 1 and cleared.stdout == f"removed 0 entries from {directory}\n"
     failures = cleared.stderr.splitlines()
-    assert len(failures) == 2 and all(f.startswith("jittile: cannot remove ") and
-                                      f.endswith("(Permission denied)") for f in failures), failures
+    assert len(failures) == 2 and all(
+        f.startswith("jittile: cannot remove ") and f.endswith("(Permission denied)")
+        for f in failures
+    ), failures
     assert {e.key for e in store.entries()} == set(keys)
 
 
@@ -251,6 +286,7 @@ def test_kernels_hit_a_read_only_cache(tmp_path, kernel_file, read_only):
 
 # -- odd JITTILE_CACHE_DIR values ----------------------------------------------------------------------
 
+
 def odd_directory(tmp_path: Path, case: str) -> tuple[str, str]:
     """A JITTILE_CACHE_DIR value, and what the message about it says."""
     (tmp_path / "a_file").write_text("not a directory")
@@ -276,8 +312,15 @@ def test_odd_cache_dir_turns_the_disk_cache_off_with_one_warning(tmp_path, monke
         store = DiskStore()
         assert not store.enabled and not store.enabled and not store.writable
         assert store.load(make_key(comps)) is None and store.entries() == []
-        assert store.store(make_key(comps), CUBIN, PTX, {"name": "k", "target": "sm_90a",
-                                                          "key_components": comps}) is None
+        assert (
+            store.store(
+                make_key(comps),
+                CUBIN,
+                PTX,
+                {"name": "k", "target": "sm_90a", "key_components": comps},
+            )
+            is None
+        )
     (warning,) = caught
     assert issubclass(warning.category, JittileWarning)
     assert says in str(warning.message) and "memory only" in str(warning.message)
@@ -305,17 +348,26 @@ def test_cache_dir_without_permission(tmp_path, permissions_enforced):
     finally:
         directory.chmod(0o755)
     assert done.returncode == 1 and done.stderr.splitlines() == [
-        f"jittile: error: the disk cache is off: cannot read the cache directory {directory} (Permission denied)"]
-    assert below.returncode == 1 and "(Permission denied)" in below.stderr and len(below.stderr.splitlines()) == 1
+        f"jittile: error: the disk cache is off: cannot read the cache directory {directory} (Permission denied)"
+    ]
+    assert (
+        below.returncode == 1
+        and "(Permission denied)" in below.stderr
+        and len(below.stderr.splitlines()) == 1
+    )
 
 
-def test_kernels_compile_in_memory_with_an_odd_cache_dir(tmp_path, kernel_file, permissions_enforced):
+def test_kernels_compile_in_memory_with_an_odd_cache_dir(
+    tmp_path, kernel_file, permissions_enforced
+):
     """One warning per process and directory, naming the problem; the kernel compiles all the same."""
     steps = [[odd_directory(tmp_path, case)[0], 2] for case in ODD]
     closed = tmp_path / "closed"
     closed.mkdir(mode=0o000)
     try:
-        found = compile_steps(kernel_file, [*steps, [str(closed), 2], [str(closed), 3]], restricted=True)
+        found = compile_steps(
+            kernel_file, [*steps, [str(closed), 2], [str(closed), 3]], restricted=True
+        )
     finally:
         closed.chmod(0o755)
     says = [odd_directory(tmp_path, case)[1] for case in ODD] + ["cannot read the cache directory"]
@@ -323,5 +375,7 @@ def test_kernels_compile_in_memory_with_an_odd_cache_dir(tmp_path, kernel_file, 
         assert result["cache"] == "off" and result["cubin"] > 0
         (warning,) = result["warnings"]
         assert warning.startswith("JittileWarning: jittile cache: ") and text in warning, warning
-    assert found[-1]["cache"] == "off" and found[-1]["warnings"] == []  # same directory: warned once
+    assert (
+        found[-1]["cache"] == "off" and found[-1]["warnings"] == []
+    )  # same directory: warned once
     assert stat.S_IMODE(closed.stat().st_mode) == 0o755

@@ -4,6 +4,7 @@ in a traceback, a silently used edit, or a cache that stays broken.
 
 CPU only: entries hold fake cubins, so no compiler is needed.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,24 +27,47 @@ PTX = ".version 8.7\n.target sm_90a\n.visible .entry tma_load() { ret; }\n"
 
 
 def components(block: int = 64) -> dict:
-    return {"source": "def tma_load(A, Out):\n    pass\n", "static_params": {"BLOCK": block},
-            "args": [{"shape": [16, 16], "dtype": "uint32"}], "launch": None, "target": "sm_90a",
-            "versions": {"jittile": "0.1"}}
+    return {
+        "source": "def tma_load(A, Out):\n    pass\n",
+        "static_params": {"BLOCK": block},
+        "args": [{"shape": [16, 16], "dtype": "uint32"}],
+        "launch": None,
+        "target": "sm_90a",
+        "versions": {"jittile": "0.1"},
+    }
 
 
 def metadata(comps: dict) -> dict:
     """Metadata shaped like a kernel's; the store treats ``kernel_ir`` as opaque JSON."""
     return {
-        "name": "tma_load", "qualname": "tma_load", "target": "sm_90a", "key_components": comps,
-        "static_params": comps["static_params"], "entry": "jittile_tma_load", "registers": 24,
-        "shared_bytes": 2048, "param_layout": [["tensormap", 0, 128], ["pointer", 128, 8]],
+        "name": "tma_load",
+        "qualname": "tma_load",
+        "target": "sm_90a",
+        "key_components": comps,
+        "static_params": comps["static_params"],
+        "entry": "jittile_tma_load",
+        "registers": 24,
+        "shared_bytes": 2048,
+        "param_layout": [["tensormap", 0, 128], ["pointer", 128, 8]],
         "lowered_source": "def tma_load(A, Out):\n    pass\n",
         "kernel_ir": {
             "launch": {"grid": [1, 1, 1], "block": [32, 1, 1]},
             "host_tensormaps": [{"box": [8, 16], "swizzle": "128B", "dtype": "float32"}],
-            "sites": [{"location": ["/k.py", 7, 8], "opcode": "cp.async.bulk.tensor.2d",
-                       "plan": [{"opcode": "cp.async.bulk.tensor.2d", "coords": [0, 8],
-                                 "shared_offset": 0, "bytes": 512}]}]},
+            "sites": [
+                {
+                    "location": ["/k.py", 7, 8],
+                    "opcode": "cp.async.bulk.tensor.2d",
+                    "plan": [
+                        {
+                            "opcode": "cp.async.bulk.tensor.2d",
+                            "coords": [0, 8],
+                            "shared_offset": 0,
+                            "bytes": 512,
+                        }
+                    ],
+                }
+            ],
+        },
     }
 
 
@@ -87,7 +111,9 @@ def assert_discarded_then_rebuilt(store: DiskStore, key: str, reason: str) -> No
         warnings.simplefilter("always")
         assert store.load(key) is None
     (message,) = broken_warnings(caught)
-    assert f"broken entry {key[:12]}" in message and reason in message and "rebuilt" in message, message
+    assert f"broken entry {key[:12]}" in message and reason in message and "rebuilt" in message, (
+        message
+    )
     assert not os.path.lexists(store.entry_dir(key))
     assert leftovers(store.directory) == []
     put(store)
@@ -99,9 +125,11 @@ def assert_discarded_then_rebuilt(store: DiskStore, key: str, reason: str) -> No
 
 # -- damaged files -----------------------------------------------------------------------------------
 
+
 def _truncate(name: str, keep: int):
     def damage(path: Path) -> None:
         (path / name).write_bytes((path / name).read_bytes()[:keep])
+
     return damage
 
 
@@ -109,12 +137,14 @@ def _random_bytes(name: str):
     def damage(path: Path) -> None:
         size = (path / name).stat().st_size
         (path / name).write_bytes(os.urandom(max(size, 16)))
+
     return damage
 
 
 def _delete(name: str):
     def damage(path: Path) -> None:
         (path / name).unlink()
+
     return damage
 
 
@@ -123,24 +153,29 @@ def _flip_one_byte(name: str):
         data = bytearray((path / name).read_bytes())
         data[len(data) // 2] ^= 0x01
         (path / name).write_bytes(bytes(data))
+
     return damage
 
 
 def _symlink_to_copy(name: str):
     """The same bytes, behind a link: the store follows no links inside entries."""
+
     def damage(path: Path) -> None:
         copy = path.parent / f"copy-of-{name}"
         copy.write_bytes((path / name).read_bytes())
         (path / name).unlink()
         (path / name).symlink_to(copy)
+
     return damage
 
 
 def _fifo(name: str):
     """A FIFO would block a plain read forever."""
+
     def damage(path: Path) -> None:
         (path / name).unlink()
         os.mkfifo(path / name)
+
     return damage
 
 
@@ -148,6 +183,7 @@ def _directory_instead(name: str):
     def damage(path: Path) -> None:
         (path / name).unlink()
         (path / name).mkdir()
+
     return damage
 
 
@@ -157,7 +193,10 @@ FILE_DAMAGE = {
     "cubin random bytes": (_random_bytes("tma_load.cubin"), "tma_load.cubin does not match"),
     "cubin one bit": (_flip_one_byte("tma_load.cubin"), "tma_load.cubin does not match"),
     "cubin deleted": (_delete("tma_load.cubin"), "tma_load.cubin is missing"),
-    "cubin symlink": (_symlink_to_copy("tma_load.cubin"), "cannot read tma_load.cubin (a symbolic link)"),
+    "cubin symlink": (
+        _symlink_to_copy("tma_load.cubin"),
+        "cannot read tma_load.cubin (a symbolic link)",
+    ),
     "cubin fifo": (_fifo("tma_load.cubin"), "tma_load.cubin (a special file, not a file)"),
     "ptx truncated": (_truncate("tma_load.ptx", 10), "tma_load.ptx has 10 bytes"),
     "ptx random bytes": (_random_bytes("tma_load.ptx"), "tma_load.ptx"),
@@ -181,6 +220,7 @@ def test_damaged_file_is_discarded_and_rebuilt(store, case):
 
 # -- valid-JSON edits: the digest catches every one ----------------------------------------------------
 
+
 def _set(*path_and_value):
     *path, value = path_and_value
 
@@ -189,6 +229,7 @@ def _set(*path_and_value):
         for part in path[:-1]:
             node = node[part]
         node[path[-1]] = value
+
     return change
 
 
@@ -223,10 +264,13 @@ def test_semantic_metadata_edit_is_discarded_and_rebuilt(store, case):
     assert_discarded_then_rebuilt(store, key, "tma_load.json does not match its digest")
 
 
-@pytest.mark.parametrize("change, reason", [
-    (_set("format_version", FORMAT_VERSION - 1), f"cache format {FORMAT_VERSION - 1}"),
-    (_set("key", "0" * 64), "records key '0000000000000000'"),
-])
+@pytest.mark.parametrize(
+    "change, reason",
+    [
+        (_set("format_version", FORMAT_VERSION - 1), f"cache format {FORMAT_VERSION - 1}"),
+        (_set("key", "0" * 64), "records key '0000000000000000'"),
+    ],
+)
 def test_foreign_format_or_key_is_discarded(store, change, reason):
     key = put(store)
     edit_meta(store.entry_dir(key), change)
@@ -251,6 +295,7 @@ def test_metadata_field_types_are_checked_even_when_signed(store):
     def change(meta: dict) -> None:
         meta["static_params"] = []
         meta["digest"] = metadata_digest(meta)
+
     edit_meta(store.entry_dir(key), change)
     survey = store.survey()
     assert survey.entries == [] and [d.key for d in survey.damaged] == [key]
@@ -259,6 +304,7 @@ def test_metadata_field_types_are_checked_even_when_signed(store):
 
 
 # -- things standing where an entry or a shard goes ------------------------------------------------
+
 
 def test_file_at_an_entry_path_is_replaced(store):
     key = put(store)
@@ -275,8 +321,12 @@ def test_symlink_at_an_entry_path_is_removed_not_followed(store, tmp_path):
     path.rename(elsewhere)
     path.symlink_to(elsewhere, target_is_directory=True)
     assert_discarded_then_rebuilt(store, key, "a symbolic link stands where its directory goes")
-    assert sorted(p.name for p in elsewhere.iterdir()) == ["tma_load.cubin", "tma_load.json", "tma_load.ptx",
-                                                          "usage.json"]
+    assert sorted(p.name for p in elsewhere.iterdir()) == [
+        "tma_load.cubin",
+        "tma_load.json",
+        "tma_load.ptx",
+        "usage.json",
+    ]
 
 
 def test_store_over_a_file_at_the_entry_path(store):
@@ -383,21 +433,42 @@ def test_missing_or_odd_usage_file_is_harmless(store):
 
 # -- the commands on a damaged cache -------------------------------------------------------------------
 
+
 def run_cli(*argv: str, directory: Path, **env: str) -> subprocess.CompletedProcess:
     """``python -m jittile cache ...`` in a fresh process: what a user sees, tracebacks included."""
-    environment = dict(os.environ, PYTHONPATH=str(REPO), JITTILE_CACHE="1", JITTILE_CACHE_DIR=str(directory))
+    environment = dict(
+        os.environ, PYTHONPATH=str(REPO), JITTILE_CACHE="1", JITTILE_CACHE_DIR=str(directory)
+    )
     environment.pop("JITTILE_DEBUG", None)
     environment.update(env)
-    return subprocess.run([sys.executable, "-m", "jittile", "cache", *argv], capture_output=True, text=True,
-                          env=environment, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "jittile", "cache", *argv],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=120,
+    )
 
 
 @pytest.fixture
 def damaged_cache(store) -> dict:
     """One good entry, one with garbage use counts, five damaged ones, a stray file where a shard folder
     goes, and things that are not jittile's: a file at the root, a folder, a note inside a shard."""
-    keys = {name: put(store, block) for block, name in enumerate(
-        ["good", "garbage hits", "no cubin", "no ptx", "garbage meta", "edited statics", "file at entry"], 1)}
+    keys = {
+        name: put(store, block)
+        for block, name in enumerate(
+            [
+                "good",
+                "garbage hits",
+                "no cubin",
+                "no ptx",
+                "garbage meta",
+                "edited statics",
+                "file at entry",
+            ],
+            1,
+        )
+    }
     paths = {name: store.entry_dir(key) for name, key in keys.items()}
     (paths["garbage hits"] / "usage.json").write_text('{"hits": Infinity, "last_used": "x"}')
     (paths["no cubin"] / "tma_load.cubin").unlink()
@@ -411,9 +482,16 @@ def damaged_cache(store) -> dict:
     (store.directory / "notes.txt").write_text("mine")
     (store.directory / "mine").mkdir()
     (paths["good"].parent / "README").write_text("mine too")
-    return {"keys": keys, "paths": paths, "stray shard": store.directory / shard,
-            "not jittile's": [store.directory / "notes.txt", store.directory / "mine",
-                              paths["good"].parent / "README"]}
+    return {
+        "keys": keys,
+        "paths": paths,
+        "stray shard": store.directory / shard,
+        "not jittile's": [
+            store.directory / "notes.txt",
+            store.directory / "mine",
+            paths["good"].parent / "README",
+        ],
+    }
 
 
 DAMAGED = ["no cubin", "no ptx", "garbage meta", "edited statics", "file at entry"]
@@ -438,13 +516,16 @@ def test_list_reads_what_it_can_and_names_each_damaged_entry(store, damaged_cach
     assert "a file stands where a shard folder goes" in by_label[str(damaged_cache["stray shard"])]
 
 
-@pytest.mark.parametrize("name, says", [
-    ("no cubin", ["(SASS unavailable: tma_load.cubin is missing)", ".visible .entry tma_load"]),
-    ("no ptx", ["(tma_load.ptx is missing)", '"registers": 24']),
-    ("garbage meta", ["--- metadata ---\n(unreadable)", ".visible .entry tma_load"]),
-    ("edited statics", ['"static_params": []', "--- plan ---"]),
-    ("file at entry", ["(unreadable)", "(cannot read <kernel>.ptx: Not a directory)"]),
-])
+@pytest.mark.parametrize(
+    "name, says",
+    [
+        ("no cubin", ["(SASS unavailable: tma_load.cubin is missing)", ".visible .entry tma_load"]),
+        ("no ptx", ["(tma_load.ptx is missing)", '"registers": 24']),
+        ("garbage meta", ["--- metadata ---\n(unreadable)", ".visible .entry tma_load"]),
+        ("edited statics", ['"static_params": []', "--- plan ---"]),
+        ("file at entry", ["(unreadable)", "(cannot read <kernel>.ptx: Not a directory)"]),
+    ],
+)
 def test_show_of_a_damaged_entry_says_what_is_wrong(store, damaged_cache, name, says):
     key = damaged_cache["keys"][name]
     done = run_cli("show", key[:10], directory=store.directory)
@@ -464,7 +545,9 @@ def test_show_of_entries_with_missing_files_after_listing(store, monkeypatch, ca
     (store.entry_dir(key) / "tma_load.ptx").write_text("edited")
     assert main(["cache", "show", key]) == 1
     out, err = capsys.readouterr()
-    assert "tma_load.ptx has 6 bytes" in out and err.startswith(f"jittile: damaged {key[:12]}: tma_load.ptx")
+    assert "tma_load.ptx has 6 bytes" in out and err.startswith(
+        f"jittile: damaged {key[:12]}: tma_load.ptx"
+    )
 
 
 def test_why_and_prune_on_a_damaged_cache(store, damaged_cache):

@@ -1,5 +1,6 @@
 """The disk-hit path (issue #5): a hit is keyed before lowering and restores the kernel's IR from the
 entry, so it runs neither the frontend nor numba, and reports the kernel as it is now."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -15,9 +16,9 @@ import pytest
 from jittile import JittileWarning, T
 from jittile.cache.store import metadata_digest
 from jittile.frontend import lower as frontend_lower
+from jittile.frontend.lower import lower_kernel
 from jittile.ir import KernelIR
 from jittile.patterns import registry
-from jittile.frontend.lower import lower_kernel
 from jittile.targets import Target
 
 REPO = Path(__file__).resolve().parents[1]
@@ -44,8 +45,11 @@ CASES = [
     (gpu_kernels.tma_multicast, (F32, F32_3D, 4), "sm_90a"),
     (gpu_kernels.tma_predicated, (F32, F32, T.int32(1)), "sm_90a"),
     (gpu_kernels.tma_cache_hint, (F32, F32), "sm_90a"),
-    (gpu_kernels.tma_interleaved, (T.Tensor((None,) * 4, "uint16"), T.Tensor((None,) * 3, "uint16"),
-                                   2, 1), "sm_90a"),
+    (
+        gpu_kernels.tma_interleaved,
+        (T.Tensor((None,) * 4, "uint16"), T.Tensor((None,) * 3, "uint16"), 2, 1),
+        "sm_90a",
+    ),
     (tmem_decompress.decompress_to_tmem, None, "sm_100a"),
     (gpu_kernels.tma_with_helper, (F32, F32), "sm_90a"),  # a site inlined from a @jittile.func
 ]
@@ -67,7 +71,7 @@ def test_ir_record_restores_the_same_ir(kernel, args, target):
     assert str(restored.plan) == str(lowered.ir.plan) and "__jt_" not in str(restored.plan)
 
 
-KERNEL = '''\
+KERNEL = """\
 import jittile
 from jittile import T
 {above}
@@ -91,7 +95,7 @@ def probe(A: T.Tensor((16, 16), "uint32"), Out: T.Tensor((16, 16), "uint32")):
     for g, r in T.grid(2, 8):
         if lane < 16:
             Out[g * 8 + r, lane] = shared[g, r, lane]
-'''
+"""
 
 
 def _load(tmp_path: Path, above: str = "", inside: str = "", expect: int = 1024):
@@ -136,10 +140,16 @@ def test_hit_does_not_lower_and_reports_current_lines(tmp_path, cache_dir, monke
     assert hit.metadata["source_file"] == str(path)
 
 
-@pytest.mark.parametrize("signed, reason", [
-    (False, "does not match its digest"),  # an edit: the store rejects it
-    (True, "kernel_ir"),  # metadata that verifies but cannot describe the launch: the kernel rejects it
-])
+@pytest.mark.parametrize(
+    "signed, reason",
+    [
+        (False, "does not match its digest"),  # an edit: the store rejects it
+        (
+            True,
+            "kernel_ir",
+        ),  # metadata that verifies but cannot describe the launch: the kernel rejects it
+    ],
+)
 def test_hit_without_a_recorded_ir_is_rebuilt(tmp_path, cache_dir, signed, reason):
     kernel, _ = _load(tmp_path)
     built = kernel.compile(target="sm_90a")
@@ -153,7 +163,9 @@ def test_hit_without_a_recorded_ir_is_rebuilt(tmp_path, cache_dir, signed, reaso
     with pytest.warns(JittileWarning, match=f"broken entry .*{reason}.*rebuilt") as record:
         rebuilt = again.compile(target="sm_90a")
     assert len([w for w in record if issubclass(w.category, JittileWarning)]) == 1
-    assert rebuilt.metadata["cache"] == "stored" and rebuilt.metadata["key"] == built.metadata["key"]
+    assert (
+        rebuilt.metadata["cache"] == "stored" and rebuilt.metadata["key"] == built.metadata["key"]
+    )
     assert "kernel_ir" in json.loads(meta_file.read_text())
 
 
@@ -183,9 +195,12 @@ def test_launch_statics_are_part_of_the_key_without_lowering(tmp_path, cache_dir
     kernel, _ = _load(tmp_path)
     spec = T.Tensor((16, 16), "uint32")
     own = kernel.compile(spec, spec, target="sm_90a")
-    other = kernel.compile(spec, spec, target="sm_90a",
-                           launch=T.cuda.LaunchConfig(grid=1, block=64))
+    other = kernel.compile(
+        spec, spec, target="sm_90a", launch=T.cuda.LaunchConfig(grid=1, block=64)
+    )
     assert own.metadata["key"] != other.metadata["key"]
     assert own.metadata["key_components"]["launch"] is None
     assert other.metadata["key_components"]["launch"] == {"block": [64, 1, 1], "cluster": None}
-    assert np.array_equal(np.frombuffer(own.cubin[:4], np.uint8), np.frombuffer(b"\x7fELF", np.uint8))
+    assert np.array_equal(
+        np.frombuffer(own.cubin[:4], np.uint8), np.frombuffer(b"\x7fELF", np.uint8)
+    )

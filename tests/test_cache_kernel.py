@@ -5,6 +5,7 @@ imported under a fresh module name. Child processes compile them with their own 
 the tests assert on entries, hits and metadata (never on timing). Compiled entries are reused: one
 child builds the base entry, cache directories for the other cases start as copies of it.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -55,7 +56,7 @@ def cache_probe(A, Out, BLOCK: T.constexpr):
 '''
 
 # Runs in the children: a list of steps from a JSON file; prints one JSON result per step.
-DRIVER = r'''
+DRIVER = r"""
 import hashlib, importlib.util, json, os, sys, time, warnings
 
 import jittile
@@ -96,7 +97,7 @@ def run(step):
 
 for step in json.load(open(sys.argv[1])):
     print("RESULT " + json.dumps(run(step)), flush=True)
-'''
+"""
 
 
 def child_env(**extra: str) -> dict:
@@ -108,25 +109,42 @@ def child_env(**extra: str) -> dict:
 
 def write_steps(workdir: Path, name: str, steps: list[dict]) -> Path:
     path = workdir / f"{name}.json"
-    path.write_text(json.dumps([{k: str(v) if isinstance(v, Path) else v for k, v in s.items()}
-                                for s in steps]))
+    path.write_text(
+        json.dumps([{k: str(v) if isinstance(v, Path) else v for k, v in s.items()} for s in steps])
+    )
     return path
 
 
 def run_driver(workdir: Path, name: str, steps: list[dict], **popen) -> subprocess.CompletedProcess:
     steps_file = write_steps(workdir, name, steps)
-    return subprocess.run([sys.executable, str(workdir / "driver.py"), str(steps_file)], cwd=workdir,
-                          env=popen.pop("env", child_env()), text=True, timeout=300, **popen)
+    return subprocess.run(
+        [sys.executable, str(workdir / "driver.py"), str(steps_file)],
+        cwd=workdir,
+        env=popen.pop("env", child_env()),
+        text=True,
+        timeout=300,
+        **popen,
+    )
 
 
 def results(stdout: str) -> list[dict]:
-    return [json.loads(line[len("RESULT "):]) for line in stdout.splitlines() if line.startswith("RESULT ")]
+    return [
+        json.loads(line[len("RESULT ") :])
+        for line in stdout.splitlines()
+        if line.startswith("RESULT ")
+    ]
 
 
-def step(work: dict, version: str, module: str, directory: Path, block: int = 32,
-         target: str = "sm_90a") -> dict:
-    return {"file": work["files"][version], "module": module, "dir": directory, "block": block,
-            "target": target}
+def step(
+    work: dict, version: str, module: str, directory: Path, block: int = 32, target: str = "sm_90a"
+) -> dict:
+    return {
+        "file": work["files"][version],
+        "module": module,
+        "dir": directory,
+        "block": block,
+        "target": target,
+    }
 
 
 def same_jittile_code(*found: dict) -> None:
@@ -134,7 +152,9 @@ def same_jittile_code(*found: dict) -> None:
     edit saved while the test ran): the key includes their digest, so a miss would then be right."""
     digests = {r["jittile_source"] for r in found}
     if len(digests) > 1:
-        pytest.skip("jittile's sources were edited while this test ran (versions.jittile_source differs)")
+        pytest.skip(
+            "jittile's sources were edited while this test ran (versions.jittile_source differs)"
+        )
 
 
 def entry_dirs(directory: Path) -> list[Path]:
@@ -163,14 +183,24 @@ def work(tmp_path_factory) -> dict:
     """The kernel file versions, and a cache holding one real entry built by a first process."""
     root = tmp_path_factory.mktemp("cache_kernel")
     (root / "driver.py").write_text(DRIVER)
-    base = dict(note="base", padding="", tile=4, pad=1, docstring='"""Reverse through shared memory."""',
-                comment="")
+    base = dict(
+        note="base",
+        padding="",
+        tile=4,
+        pad=1,
+        docstring='"""Reverse through shared memory."""',
+        comment="",
+    )
     versions = {
         "base": base,
         # Only comments, blank lines (every line moves), the docstring and the module docstring change.
-        "comment": dict(base, note="edited comments", padding="\n# Tile size of one thread.\n\n",
-                        docstring='"""Reverse through shared memory (docstring edited)."""',
-                        comment="  # this thread's index"),
+        "comment": dict(
+            base,
+            note="edited comments",
+            padding="\n# Tile size of one thread.\n\n",
+            docstring='"""Reverse through shared memory (docstring edited)."""',
+            comment="  # this thread's index",
+        ),
         "tile": dict(base, tile=8),
         "pad": dict(base, pad=2),
     }
@@ -180,7 +210,9 @@ def work(tmp_path_factory) -> dict:
         files[name].write_text(KERNEL_SOURCE.format(**fields))
     found = {"root": root, "files": {k: str(v) for k, v in files.items()}}
     base_dir = root / "base"
-    done = run_driver(root, "base", [step(found, "base", "probe_base", base_dir)], capture_output=True)
+    done = run_driver(
+        root, "base", [step(found, "base", "probe_base", base_dir)], capture_output=True
+    )
     assert done.returncode == 0, done.stderr
     [built] = results(done.stdout)
     assert built["cache"] == "stored" and built["warnings"] == [], built
@@ -193,13 +225,17 @@ def scenario(work) -> dict:
     """A second process: reuse, comment edit, one changed component per cache directory, corrupted
     entries and a cache directory that cannot be created."""
     root = work["root"]
-    dirs = {name: copy_cache(work["base_dir"], root / name)
-            for name in ("reuse", "block", "target", "tile", "pad", "truncated", "garbage")}
+    dirs = {
+        name: copy_cache(work["base_dir"], root / name)
+        for name in ("reuse", "block", "target", "tile", "pad", "truncated", "garbage")
+    }
     key = work["base"]["key"]
     entry = dirs["truncated"] / key[:2] / key
     cubin = (entry / "cache_probe.cubin").read_bytes()
     (entry / "cache_probe.cubin").write_bytes(cubin[: len(cubin) // 2])
-    (dirs["garbage"] / key[:2] / key / "cache_probe.json").write_text('{"format_version": 1, "key": ')
+    (dirs["garbage"] / key[:2] / key / "cache_probe.json").write_text(
+        '{"format_version": 1, "key": '
+    )
     blocker = root / "not_a_directory"
     blocker.write_text("a regular file where the cache directory's parent should be")
     dirs["readonly"] = blocker / "cache"
@@ -248,14 +284,18 @@ def test_comment_edit_hits_the_same_entry(work, scenario, monkeypatch, capsys):
     assert "1 entry" in why(monkeypatch, capsys, scenario["dirs"]["reuse"])
 
 
-@pytest.mark.parametrize("case, component, old, new", [
-    ("block", "static_params.BLOCK", "32", "16"),
-    ("target", "target", "sm_90a", "sm_100a"),
-    ("tile", "globals.TILE", "4", "8"),
-    ("pad", "globals.Cfg.PAD", "1", "2"),  # read through a class: folded, so it must be keyed
-])
-def test_changed_component_makes_a_new_entry_and_why_names_it(work, scenario, monkeypatch, capsys,
-                                                               case, component, old, new):
+@pytest.mark.parametrize(
+    "case, component, old, new",
+    [
+        ("block", "static_params.BLOCK", "32", "16"),
+        ("target", "target", "sm_90a", "sm_100a"),
+        ("tile", "globals.TILE", "4", "8"),
+        ("pad", "globals.Cfg.PAD", "1", "2"),  # read through a class: folded, so it must be keyed
+    ],
+)
+def test_changed_component_makes_a_new_entry_and_why_names_it(
+    work, scenario, monkeypatch, capsys, case, component, old, new
+):
     result = scenario["results"][case]
     same_jittile_code(work["base"], result)
     assert result["cache"] == "stored" and result["key"] != work["base"]["key"]
@@ -265,10 +305,13 @@ def test_changed_component_makes_a_new_entry_and_why_names_it(work, scenario, mo
         # The edited versions are other files here (probe_tile.py...): other kernels, which why
         # compares separately, so the comparison is asked of the entries' components directly.
         assert out.startswith("cache_probe: 2 kernels of that name, compared separately"), out
-        base, edited = sorted(cache_entries(scenario["dirs"][case], monkeypatch),
-                              key=lambda e: e.key != work["base"]["key"])
-        assert differing_components(base.metadata["key_components"],
-                                    edited.metadata["key_components"]) == [component]
+        base, edited = sorted(
+            cache_entries(scenario["dirs"][case], monkeypatch),
+            key=lambda e: e.key != work["base"]["key"],
+        )
+        assert differing_components(
+            base.metadata["key_components"], edited.metadata["key_components"]
+        ) == [component]
         return
     match = re.search(r"^/\S+\.py:cache_probe: 2 entries differ in: (.*)$", out, re.MULTILINE)
     assert match and match.group(1) == component, out
@@ -281,12 +324,16 @@ def cache_entries(directory: Path, monkeypatch) -> list:
     return cache.entries()
 
 
-@pytest.mark.parametrize("case, reason", [("truncated", "cache_probe.cubin has"), ("garbage", "not valid JSON")])
+@pytest.mark.parametrize(
+    "case, reason", [("truncated", "cache_probe.cubin has"), ("garbage", "not valid JSON")]
+)
 def test_corrupt_entry_is_rebuilt_with_a_warning(work, scenario, case, reason):
     result = scenario["results"][case]
     same_jittile_code(work["base"], result)
     broken = [m for c, m in result["warnings"] if c == "JittileWarning"]
-    assert len(broken) == 1 and "broken entry" in broken[0] and reason in broken[0], result["warnings"]
+    assert len(broken) == 1 and "broken entry" in broken[0] and reason in broken[0], result[
+        "warnings"
+    ]
     assert result["cache"] == "stored" and result["key"] == work["base"]["key"]
     store = DiskStore(scenario["dirs"][case])
     assert [p.name for p in entry_dirs(store.directory)] == [work["base"]["key"]]
@@ -343,9 +390,16 @@ def test_eight_processes_leave_one_valid_entry(work):
         s = step(work, "base", "probe_race", directory, block=64)
         s.update(ready=gate / f"ready{i}", go=gate / "go")
         steps_file = write_steps(root, f"race{i}", [s])
-        children.append(subprocess.Popen([sys.executable, str(work["root"] / "driver.py"), str(steps_file)],
-                                         cwd=root, env=child_env(), text=True,
-                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+        children.append(
+            subprocess.Popen(
+                [sys.executable, str(work["root"] / "driver.py"), str(steps_file)],
+                cwd=root,
+                env=child_env(),
+                text=True,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+        )
     try:
         deadline = time.time() + 120
         while len(list(gate.glob("ready*"))) < 8 and time.time() < deadline:
@@ -373,23 +427,34 @@ def test_eight_processes_leave_one_valid_entry(work):
 
 def test_debug_logs_hits_misses_and_the_differing_component(work, capfd):
     directory = copy_cache(work["base_dir"], work["root"] / "debug")
-    steps = [step(work, "base", "probe_dbg", directory), step(work, "base", "probe_dbg", directory, block=8)]
+    steps = [
+        step(work, "base", "probe_dbg", directory),
+        step(work, "base", "probe_dbg", directory, block=8),
+    ]
     # Inherited stderr: capfd sees what the child writes to file descriptor 2.
-    done = run_driver(work["root"], "debug", steps, env=child_env(JITTILE_DEBUG="cache"),
-                      stdout=subprocess.DEVNULL)
+    done = run_driver(
+        work["root"],
+        "debug",
+        steps,
+        env=child_env(JITTILE_DEBUG="cache"),
+        stdout=subprocess.DEVNULL,
+    )
     assert done.returncode == 0
     err = capfd.readouterr().err
     if "versions.jittile_source" in err:
         same_jittile_code(work["base"], {"jittile_source": "edited meanwhile"})
     base = work["base"]["key"][:12]
     lines = [line for line in err.splitlines() if line.startswith("jittile cache: ")]
-    assert re.search(rf"^jittile cache: hit cache_probe {base} \(sm_90a, 1 hits", err, re.MULTILINE), err
+    assert re.search(
+        rf"^jittile cache: hit cache_probe {base} \(sm_90a, 1 hits", err, re.MULTILINE
+    ), err
     [miss] = [line for line in lines if "miss" in line]
     assert miss.endswith(f"miss: differs from entry {base} in static_params.BLOCK (32 -> 8)"), miss
     assert any(line.startswith("jittile cache: stored cache_probe") for line in lines), lines
 
 
 # -- key components in-process (no compiler) -------------------------------------------------------
+
 
 def test_referenced_globals_follow_the_kernel_body():
     import ast
@@ -406,10 +471,14 @@ def test_referenced_globals_follow_the_kernel_body():
         "    x = T.cuda.thread_idx('x') + cfg.TILE + SHAPE[0] + N + WIDTH\n"
         "    for y in range(x):\n"
         "        A[y] = cfg.helper(x) + Cfg.PAD + shadowed\n"
-        "    shadowed = 1\n").body[0]
+        "    shadowed = 1\n"
+    ).body[0]
     Cfg = type("Cfg", (), {"PAD": 3})
-    found = referenced_globals(tree, {"T": T, "cfg": cfg, "SHAPE": (4, 5), "N": 99, "Cfg": Cfg,
-                                      "shadowed": 7, "WIDTH": 1}, {"WIDTH": 2})
+    found = referenced_globals(
+        tree,
+        {"T": T, "cfg": cfg, "SHAPE": (4, 5), "N": 99, "Cfg": Cfg, "shadowed": 7, "WIDTH": 1},
+        {"WIDTH": 2},
+    )
     # Closure before module globals; parameters and assigned names shadow; code is left out.
     assert found == {"Cfg.PAD": "3", "SHAPE": "(4, 5)", "WIDTH": "2", "cfg.TILE": "16"}
 
@@ -469,11 +538,13 @@ def test_why_table_reads_dotted_global_names():
 
 def _applying(fn):
     """A kernel applying ``fn``, a closure variable bound to code (a ``T`` math function)."""
+
     @jittile.kernel
     def apply(X: T.Tensor((32,), "float32"), Out: T.Tensor((32,), "float32")):
         T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))
         i = T.cuda.thread_idx("x")
         Out[i] = fn(X[i])
+
     return apply
 
 

@@ -2,6 +2,7 @@
 
 CPU only: entries hold fake cubin bytes, so no compiler is needed.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,9 +38,19 @@ def components(block: int = 64, target: str = "sm_90a") -> dict:
 
 
 def metadata(comps: dict, name: str = "tma_load") -> dict:
-    return {"name": name, "qualname": name, "target": comps["target"], "key_components": comps,
-            "static_params": comps["static_params"], "source_file": "/src/k.py", "source_line": 3,
-            "registers": 24, "shared_bytes": 2048, "local_bytes": 0, "compile_seconds": 0.5}
+    return {
+        "name": name,
+        "qualname": name,
+        "target": comps["target"],
+        "key_components": comps,
+        "static_params": comps["static_params"],
+        "source_file": "/src/k.py",
+        "source_line": 3,
+        "registers": 24,
+        "shared_bytes": 2048,
+        "local_bytes": 0,
+        "compile_seconds": 0.5,
+    }
 
 
 def put(store: DiskStore, name: str = "tma_load", **kw) -> str:
@@ -66,6 +77,7 @@ def store(tmp_path) -> DiskStore:
 
 # -- keys ------------------------------------------------------------------------------------------
 
+
 def test_key_is_canonical():
     a = {"static_params": {"N": 3, "BLOCK": 64}, "launch": (32, 1, 1), "target": "sm_90a"}
     b = {"target": "sm_90a", "launch": [32, 1, 1], "static_params": {"BLOCK": 64, "N": 3}}
@@ -82,7 +94,9 @@ def test_key_rejects_objects_without_stable_text():
 
 def test_differing_components_paths():
     assert differing_components(components(64), components(128)) == ["static_params.BLOCK"]
-    assert differing_components(components(target="sm_90a"), components(target="sm_100a")) == ["target"]
+    assert differing_components(components(target="sm_90a"), components(target="sm_100a")) == [
+        "target"
+    ]
     a, b = components(), components()
     b["args"][1]["dtype"] = "float32"
     b["static_params"]["EXTRA"] = 1
@@ -104,13 +118,18 @@ def test_explain_miss_names_closest_entry(store):
 
 # -- store and load --------------------------------------------------------------------------------
 
+
 def test_store_then_load_counts_hits(store):
     comps = components()
     key = make_key(comps)
     stored = store.store(key, CUBIN, PTX, metadata(comps))
     assert stored.hits == 0 and stored.key == key and stored.kernel == "tma_load"
-    assert sorted(p.name for p in stored.path.iterdir()) == ["tma_load.cubin", "tma_load.json", "tma_load.ptx",
-                                                             "usage.json"]
+    assert sorted(p.name for p in stored.path.iterdir()) == [
+        "tma_load.cubin",
+        "tma_load.json",
+        "tma_load.ptx",
+        "usage.json",
+    ]
     assert stored.path == store.directory / key[:2] / key
     assert stored.size == sum(p.stat().st_size for p in stored.path.iterdir())
 
@@ -129,7 +148,9 @@ def test_store_then_load_counts_hits(store):
     assert store.load("0" * 64) is None
 
 
-@pytest.mark.parametrize("umask, directories, files", [(0o022, 0o755, 0o644), (0o077, 0o700, 0o600)])
+@pytest.mark.parametrize(
+    "umask, directories, files", [(0o022, 0o755, 0o644), (0o077, 0o700, 0o600)]
+)
 def test_entries_follow_the_umask(store, umask, directories, files):
     """Entries other users may read (a shared cache) when the umask says so, private when it does not."""
     old = os.umask(umask)
@@ -141,7 +162,8 @@ def test_entries_follow_the_umask(store, umask, directories, files):
     path = store.entry_dir(key)
     assert [stat.S_IMODE(p.stat().st_mode) for p in (path.parent, path)] == [directories] * 2
     assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in path.iterdir()} == {
-        name: files for name in ("tma_load.cubin", "tma_load.ptx", "tma_load.json", "usage.json")}
+        name: files for name in ("tma_load.cubin", "tma_load.ptx", "tma_load.json", "usage.json")
+    }
 
 
 def test_store_requires_consistent_metadata(store):
@@ -154,7 +176,9 @@ def test_store_requires_consistent_metadata(store):
         store.store(make_key(comps), CUBIN, PTX, dict(metadata(comps), static_params=[64]))
     with pytest.raises(JittileError, match="static parameters that are not an object"):
         odd = dict(comps, static_params=[64])
-        store.store(make_key(odd), CUBIN, PTX, {"name": "k", "target": "sm_90a", "key_components": odd})
+        store.store(
+            make_key(odd), CUBIN, PTX, {"name": "k", "target": "sm_90a", "key_components": odd}
+        )
 
 
 def test_incomplete_write_is_invisible(store):
@@ -177,8 +201,13 @@ def test_second_process_reuses_entry(store):
         print(entry.hits)
     """)
     for expected in (1, 2):
-        result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                                env=dict(os.environ, PYTHONPATH=str(REPO)), check=True)
+        result = subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            env=dict(os.environ, PYTHONPATH=str(REPO)),
+            check=True,
+        )
         assert result.stdout.strip() == str(expected), result.stderr
     meta = json.loads((store.entry_dir(key) / "tma_load.json").read_text())
     usage = json.loads((store.entry_dir(key) / "usage.json").read_text())
@@ -204,8 +233,16 @@ def test_processes_storing_together_leave_one_entry(tmp_path):
         print(stored.created)
     """)
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, env=env) for _ in range(8)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for _ in range(8)
+    ]
     go.touch()
     results = [p.communicate(timeout=120) + (p.returncode,) for p in procs]
     assert all(rc == 0 and err == "" for _, err, rc in results), results
@@ -224,7 +261,7 @@ def _truncate_cubin(path: Path) -> None:
 
 
 def _garbage_meta(path: Path) -> None:
-    (path / "tma_load.json").write_bytes(b"{\"name\": \"tma_lo\x00\xff")
+    (path / "tma_load.json").write_bytes(b'{"name": "tma_lo\x00\xff')
 
 
 def _foreign_version(path: Path) -> None:
@@ -244,8 +281,17 @@ def _cubin_missing(path: Path) -> None:
     (path / "tma_load.cubin").unlink()
 
 
-@pytest.mark.parametrize("damage", [_truncate_cubin, _garbage_meta, _foreign_version, _meta_not_object,
-                                    _ptx_edited, _cubin_missing])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        _truncate_cubin,
+        _garbage_meta,
+        _foreign_version,
+        _meta_not_object,
+        _ptx_edited,
+        _cubin_missing,
+    ],
+)
 def test_broken_entry_is_dropped_and_rebuilt(store, damage):
     key = put(store)
     damage(store.entry_dir(key))
@@ -285,6 +331,7 @@ def test_cache_switched_off_without_warning(tmp_path, monkeypatch):
 
 
 # -- inspection and removal ------------------------------------------------------------------------
+
 
 def _set_last_used(store: DiskStore, key: str, when: float) -> None:
     path = store.entry_dir(key) / "usage.json"
@@ -337,8 +384,18 @@ def test_find_by_prefix(store):
         store.find("zz")
 
 
-@pytest.mark.parametrize("text, size", [("500M", 500 << 20), ("1.5G", 3 << 29), ("64KiB", 64 << 10),
-                                        ("10kb", 10 << 10), ("4096", 4096), (" 2 T ", 2 << 40), (7, 7)])
+@pytest.mark.parametrize(
+    "text, size",
+    [
+        ("500M", 500 << 20),
+        ("1.5G", 3 << 29),
+        ("64KiB", 64 << 10),
+        ("10kb", 10 << 10),
+        ("4096", 4096),
+        (" 2 T ", 2 << 40),
+        (7, 7),
+    ],
+)
 def test_parse_size(text, size):
     assert parse_size(text) == size
 
@@ -351,6 +408,7 @@ def test_parse_size_rejects_garbage():
 
 
 # -- module-level API ------------------------------------------------------------------------------
+
 
 def test_default_store_follows_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("JITTILE_CACHE_DIR", str(tmp_path / "a"))
@@ -379,21 +437,28 @@ def test_debug_switch_and_log(monkeypatch, capsys):
 
 def test_cache_package_imports_without_numba():
     code = "import sys, jittile.cache, jittile.cli; assert 'numba' not in sys.modules, 'numba imported'"
-    subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    subprocess.run(
+        [sys.executable, "-c", code], check=True, env=dict(os.environ, PYTHONPATH=str(REPO))
+    )
 
 
 def test_distribution_versions_read_install_metadata_names(tmp_path, monkeypatch):
     from jittile.cache.components import distribution_versions
 
     first, second = tmp_path / "first", tmp_path / "second"
-    for folder, entries in ((first, ["numba_cuda-0.30.4.dist-info", "llvmlite-0.50.0-py3.11.egg-info"]),
-                            (second, ["numba_cuda-0.1.0.dist-info", "nvidia_nvjitlink-13.5.37.dist-info"])):
+    for folder, entries in (
+        (first, ["numba_cuda-0.30.4.dist-info", "llvmlite-0.50.0-py3.11.egg-info"]),
+        (second, ["numba_cuda-0.1.0.dist-info", "nvidia_nvjitlink-13.5.37.dist-info"]),
+    ):
         for entry in entries:
             (folder / entry).mkdir(parents=True)
     monkeypatch.setattr(sys, "path", [str(first), str(tmp_path / "missing"), str(second)])
     assert distribution_versions(["numba-cuda", "llvmlite", "nvidia-nvjitlink", "nvidia-nvvm"]) == {
-        "numba-cuda": "0.30.4", "llvmlite": "0.50.0", "nvidia-nvjitlink": "13.5.37",
-        "nvidia-nvvm": "absent"}
+        "numba-cuda": "0.30.4",
+        "llvmlite": "0.50.0",
+        "nvidia-nvjitlink": "13.5.37",
+        "nvidia-nvvm": "absent",
+    }
 
 
 def test_a_format_2_entry_is_rebuilt_once_in_the_kernel_named_layout(store):
@@ -402,8 +467,11 @@ def test_a_format_2_entry_is_rebuilt_once_in_the_kernel_named_layout(store):
     key = put(store)
     path = store.entry_dir(key)
     meta = json.loads((path / "tma_load.json").read_text())
-    for old, new in (("tma_load.cubin", "kernel.cubin"), ("tma_load.ptx", "kernel.ptx"),
-                     ("tma_load.json", "meta.json")):
+    for old, new in (
+        ("tma_load.cubin", "kernel.cubin"),
+        ("tma_load.ptx", "kernel.ptx"),
+        ("tma_load.json", "meta.json"),
+    ):
         (path / old).rename(path / new)
     (path / "meta.json").write_text(json.dumps(dict(meta, format_version=2)))
     with warnings.catch_warnings(record=True) as caught:
@@ -412,14 +480,23 @@ def test_a_format_2_entry_is_rebuilt_once_in_the_kernel_named_layout(store):
         assert store.load(key) is None  # gone: a plain miss, no second warning
     (warning,) = caught
     assert f"written in cache format 2; this jittile reads format {FORMAT_VERSION}" in str(
-        warning.message)
+        warning.message
+    )
     assert put(store) == key
-    assert sorted(p.name for p in path.iterdir()) == ["tma_load.cubin", "tma_load.json",
-                                                      "tma_load.ptx", "usage.json"]
+    assert sorted(p.name for p in path.iterdir()) == [
+        "tma_load.cubin",
+        "tma_load.json",
+        "tma_load.ptx",
+        "usage.json",
+    ]
 
 
 def test_a_kernel_named_usage_keeps_its_use_counts_apart(store):
     key = put(store, name="usage")
     assert sorted(p.name for p in store.entry_dir(key).iterdir()) == [
-        "usage.json", "usage_kernel.cubin", "usage_kernel.json", "usage_kernel.ptx"]
+        "usage.json",
+        "usage_kernel.cubin",
+        "usage_kernel.json",
+        "usage_kernel.ptx",
+    ]
     assert store.load(key).hits == 1 and store.load(key).cubin() == CUBIN

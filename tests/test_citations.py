@@ -1,5 +1,6 @@
 """Comments and docstrings of the package cite benchmark scripts and results by path; each cited
 file exists (a result that was never committed, or a script since renamed, is a broken citation)."""
+
 from __future__ import annotations
 
 import re
@@ -24,7 +25,12 @@ def test_every_cited_bench_file_exists():
 
 
 def test_citations_are_found_in_comments_and_prose():
-    text = ("# checked on the H200 (bench/probe_reduce_types.py,\n"
-            "# bench/results/probe_reduce_types.json). See bench/results.\n")
-    assert citations(text) == {"bench/probe_reduce_types.py",
-                               "bench/results/probe_reduce_types.json", "bench/results"}
+    text = (
+        "# checked on the H200 (bench/probe_reduce_types.py,\n"
+        "# bench/results/probe_reduce_types.json). See bench/results.\n"
+    )
+    assert citations(text) == {
+        "bench/probe_reduce_types.py",
+        "bench/results/probe_reduce_types.json",
+        "bench/results",
+    }

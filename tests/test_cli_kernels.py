@@ -1,15 +1,15 @@
 """The ``jittile`` command on real kernels: ``compile`` (default target, ``--arg NAME=VALUE``, the
 plan), ``cache why`` (a source diff of an edited kernel file), and the short repr of compiled
 kernels."""
+
 from __future__ import annotations
 
 import pytest
+from kernel_files import module_from
 
 from jittile.cli import main
 
-from kernel_files import module_from
-
-KERNEL = '''
+KERNEL = """
 TILE = {tile}
 
 
@@ -20,7 +20,7 @@ def copy(A: T.Tensor((64,), "uint32"), Out: T.Tensor((64,), "uint32"), BLOCK: T.
     i = T.cuda.thread_idx("x")
     if i < TILE:
         Out[i] = A[i] * scale + {offset}
-'''
+"""
 
 
 @pytest.fixture
@@ -34,14 +34,16 @@ def _write(tmp_path, tile=8, offset=1):
     return module_from(tmp_path, KERNEL.format(tile=tile, offset=offset))
 
 
-def test_compile_defaults_the_target_and_takes_named_arguments(tmp_path, cache_dir, capsys,
-                                                              monkeypatch):
+def test_compile_defaults_the_target_and_takes_named_arguments(
+    tmp_path, cache_dir, capsys, monkeypatch
+):
     from jittile.runtime import driver
 
     monkeypatch.setattr(driver, "current_device_capability", lambda: None)  # no GPU: sm_90a
     module = _write(tmp_path)
-    assert main(["compile", f"{module.__file__}:copy", "--arg", "BLOCK=64",
-                 "--arg", "scale=3"]) == 0
+    assert (
+        main(["compile", f"{module.__file__}:copy", "--arg", "BLOCK=64", "--arg", "scale=3"]) == 0
+    )
     out = capsys.readouterr().out
     fields = dict(line.split(None, 1) for line in out.split("\n\n")[0].splitlines())
     assert fields["target"] == "sm_90a"
@@ -66,11 +68,11 @@ def test_why_shows_the_edit_and_the_changed_global(tmp_path, cache_dir, capsys):
     from pathlib import Path
 
     first = _write(tmp_path, tile=8, offset=1)
-    first.copy.compile(target="sm_90a", *_specs(64))
+    first.copy.compile(target="sm_90a", *_specs(64))  # noqa: B026
     path = first.__file__
     # The same file, edited: the same kernel (another file's copy would be another kernel).
     second = module_from(tmp_path, KERNEL.format(tile=16, offset=2), path=Path(path))
-    key = second.copy.compile(target="sm_90a", *_specs(64)).metadata["key"]
+    key = second.copy.compile(target="sm_90a", *_specs(64)).metadata["key"]  # noqa: B026
     assert main(["cache", "why", "copy"]) == 0
     out = capsys.readouterr().out
     assert "  globals.TILE: 8 -> 16" in out
@@ -93,5 +95,7 @@ def test_compiled_kernels_have_a_short_repr(tmp_path):
     compiled = module.copy.compile(*_specs(32), target="sm_90a")
     text = repr(compiled)
     meta = compiled.metadata
-    assert text == (f"<jittile.CompiledKernel copy for sm_90a: {meta['registers']} registers, "
-                    f"0 B shared, key {meta['key'][:12]}>")
+    assert text == (
+        f"<jittile.CompiledKernel copy for sm_90a: {meta['registers']} registers, "
+        f"0 B shared, key {meta['key'][:12]}>"
+    )

@@ -1,5 +1,6 @@
 """Size limits on jittile's code: no class longer than 400 lines, no function (methods and nested
 functions included) longer than 80, decorators counted. Long units mix concerns; split them."""
+
 from __future__ import annotations
 
 import ast
@@ -8,7 +9,6 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "jittile"
 MAX_CLASS_LINES = 400
 MAX_FUNCTION_LINES = 80
-
 
 
 def _span(node: ast.AST) -> int:
@@ -27,8 +27,9 @@ def oversized(tree: ast.AST) -> list[str]:
         else:
             continue
         if _span(node) > limit:
-            found.append(f"{kind} {node.name} at line {node.lineno}: {_span(node)} lines "
-                         f"(limit {limit})")
+            found.append(
+                f"{kind} {node.name} at line {node.lineno}: {_span(node)} lines (limit {limit})"
+            )
     return found
 
 
@@ -46,8 +47,14 @@ def test_limits_are_measured_from_the_first_decorator_to_the_last_line():
     assert oversized(ast.parse(fits)) == []
     too_long = f"@decorator\n@another\ndef f():\n{body}\n"
     assert oversized(ast.parse(too_long)) == [
-        f"function f at line 3: {MAX_FUNCTION_LINES + 1} lines (limit {MAX_FUNCTION_LINES})"]
-    nested = "class C:\n    def m(self):\n        def inner():\n" + "\n".join(
-        ["            y = 2"] * MAX_FUNCTION_LINES) + "\n"
-    assert [p.split(" at ")[0] for p in oversized(ast.parse(nested))] == ["function m",
-                                                                         "function inner"]
+        f"function f at line 3: {MAX_FUNCTION_LINES + 1} lines (limit {MAX_FUNCTION_LINES})"
+    ]
+    nested = (
+        "class C:\n    def m(self):\n        def inner():\n"
+        + "\n".join(["            y = 2"] * MAX_FUNCTION_LINES)
+        + "\n"
+    )
+    assert [p.split(" at ")[0] for p in oversized(ast.parse(nested))] == [
+        "function m",
+        "function inner",
+    ]

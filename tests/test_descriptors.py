@@ -1,11 +1,19 @@
 """tcgen05 shared-memory descriptors: encoding by hand, and walks derived from layouts."""
+
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from jittile.dtypes import dtype as as_dtype
-from jittile.layout import S, ComposeLayout, TileLayout, row_major, swizzle
-from jittile.patterns.descriptors import (DescriptorError, DescriptorWalk, SmemDescriptor, derive_walk,
-                                          descriptor_for, walk_address)
+from jittile.layout import ComposeLayout, S, TileLayout, row_major, swizzle
+from jittile.patterns.descriptors import (
+    DescriptorError,
+    DescriptorWalk,
+    SmemDescriptor,
+    derive_walk,
+    descriptor_for,
+    walk_address,
+)
 from jittile.patterns.swizzle import swizzle_address
 
 # --- encoding ----------------------------------------------------------------------------------
@@ -33,8 +41,14 @@ def test_encode_by_hand(desc, value):
     assert SmemDescriptor.decode(value) == desc
 
 
-@given(st.integers(0, 0x3FFF), st.integers(0, 0x3FFF), st.integers(0, 0x3FFF), st.integers(0, 3),
-       st.integers(0, 7), st.integers(0, 1))
+@given(
+    st.integers(0, 0x3FFF),
+    st.integers(0, 0x3FFF),
+    st.integers(0, 0x3FFF),
+    st.integers(0, 3),
+    st.integers(0, 7),
+    st.integers(0, 1),
+)
 def test_round_trip(start, ldo, sdo, mode, base_offset, lbo_mode):
     desc = SmemDescriptor(start << 4, ldo << 4, sdo << 4, mode, base_offset, lbo_mode)
     value = desc.encode()
@@ -43,27 +57,33 @@ def test_round_trip(start, ldo, sdo, mode, base_offset, lbo_mode):
     assert SmemDescriptor.decode(value) == desc
 
 
-@pytest.mark.parametrize("value, rule", [
-    (0x0000_0008_0008_0040, "0b001"),               # bits 46-48 cleared
-    (0x0000_4008_0008_C040, "reserved"),            # bit 15 set
-    (0x0020_4008_0008_0040, "reserved"),            # bit 53 set
-    (0x2000_4008_0008_0040, "swizzle field"),       # field 1: 128B with 32B atoms
-    (0x6000_4008_0008_0040, "swizzle field"),       # field 3: invalid
-    (1 << 64, "64-bit"),
-])
+@pytest.mark.parametrize(
+    "value, rule",
+    [
+        (0x0000_0008_0008_0040, "0b001"),  # bits 46-48 cleared
+        (0x0000_4008_0008_C040, "reserved"),  # bit 15 set
+        (0x0020_4008_0008_0040, "reserved"),  # bit 53 set
+        (0x2000_4008_0008_0040, "swizzle field"),  # field 1: 128B with 32B atoms
+        (0x6000_4008_0008_0040, "swizzle field"),  # field 3: invalid
+        (1 << 64, "64-bit"),
+    ],
+)
 def test_decode_rejects(value, rule):
     with pytest.raises(DescriptorError, match=rule):
         SmemDescriptor.decode(value)
 
 
-@pytest.mark.parametrize("kwargs, parameter", [
-    (dict(start_address=8, ldo=16, sdo=16), "start_address"),
-    (dict(start_address=0, ldo=1 << 18, sdo=16), "LDO"),
-    (dict(start_address=0, ldo=16, sdo=-16), "SDO"),
-    (dict(start_address=0, ldo=16, sdo=16, swizzle=4), "swizzle"),
-    (dict(start_address=0, ldo=16, sdo=16, base_offset=8), "base_offset"),
-    (dict(start_address=0, ldo=16, sdo=16, lbo_mode=2), "lbo_mode"),
-])
+@pytest.mark.parametrize(
+    "kwargs, parameter",
+    [
+        (dict(start_address=8, ldo=16, sdo=16), "start_address"),
+        (dict(start_address=0, ldo=1 << 18, sdo=16), "LDO"),
+        (dict(start_address=0, ldo=16, sdo=-16), "SDO"),
+        (dict(start_address=0, ldo=16, sdo=16, swizzle=4), "swizzle"),
+        (dict(start_address=0, ldo=16, sdo=16, base_offset=8), "base_offset"),
+        (dict(start_address=0, ldo=16, sdo=16, lbo_mode=2), "lbo_mode"),
+    ],
+)
 def test_field_checks(kwargs, parameter):
     with pytest.raises(DescriptorError) as info:
         SmemDescriptor(**kwargs)
@@ -72,6 +92,7 @@ def test_field_checks(kwargs, parameter):
 
 
 # --- walks derived from layouts ----------------------------------------------------------------
+
 
 def region(layout, dtype, row0=0, col0=0, shape=None):
     """address_of(row, word) of a region of a 2-D buffer, in bytes from the allocation base."""
@@ -82,44 +103,140 @@ def region(layout, dtype, row0=0, col0=0, shape=None):
 
 CASES = [
     # name, layout, dtype, buffer shape, region origin (row, col), rows, words, expected walk
-    ("K-major 16B rows", row_major((128, 4)), "uint32", (128, 4), (0, 0), 128, 4,
-     DescriptorWalk(0, 0, 128, 128)),
-    ("core matrices, LDO 128", TileLayout(S[(16, 8, 2, 4) : (64, 4, 32, 1)]), "uint32", (128, 8), (0, 0), 128, 8,
-     DescriptorWalk(0, 0, 128, 256)),
-    ("core matrices, LDO 2048", TileLayout(S[(16, 8, 2, 4) : (32, 4, 512, 1)]), "uint32", (128, 8), (0, 0),
-     128, 8, DescriptorWalk(0, 0, 2048, 128)),
-    ("core matrices, 64 rows from row 64", TileLayout(S[(16, 8, 2, 4) : (64, 4, 32, 1)]), "uint32", (128, 8),
-     (64, 0), 64, 8, DescriptorWalk(0, 2048, 128, 256)),
-    ("32B swizzle", swizzle(1, (128, 8), "uint32"), "uint32", (128, 8), (0, 0), 128, 8,
-     DescriptorWalk(1, 0, 16, 256)),
-    ("64B swizzle, words 4..7", swizzle(2, (128, 16), "uint32"), "uint32", (128, 16), (0, 4), 128, 4,
-     DescriptorWalk(2, 16, 16, 512)),
-    ("128B swizzle, row 8, words 8..15", swizzle(3, (128, 32), "uint32"), "uint32", (128, 32), (8, 8), 64, 8,
-     DescriptorWalk(3, 1024 + 32, 16, 1024)),
-    ("128B swizzle from row 2 (mid-pattern phase)", swizzle(3, (128, 32), "uint32"), "uint32", (128, 32), (2, 0),
-     64, 4, DescriptorWalk(3, 256, 16, 1024)),
-    ("128B swizzle, float16", swizzle(3, (64, 64), "float16"), "float16", (64, 64), (0, 0), 64, 4,
-     DescriptorWalk(3, 0, 16, 1024)),
-    ("128B swizzle atoms 2048 B apart", ComposeLayout(2, 3, 3, TileLayout(S[(16, 8, 32) : (512, 32, 1)])),
-     "uint32", (128, 32), (0, 0), 128, 4, DescriptorWalk(3, 0, 16, 2048)),
-    ("4-row 32B rows in a 256-byte block", swizzle(1, (8, 8), "uint32"), "uint32", (8, 8), (0, 0), 4, 8,
-     DescriptorWalk(1, 0, 16, 256)),
+    (
+        "K-major 16B rows",
+        row_major((128, 4)),
+        "uint32",
+        (128, 4),
+        (0, 0),
+        128,
+        4,
+        DescriptorWalk(0, 0, 128, 128),
+    ),
+    (
+        "core matrices, LDO 128",
+        TileLayout(S[(16, 8, 2, 4) : (64, 4, 32, 1)]),
+        "uint32",
+        (128, 8),
+        (0, 0),
+        128,
+        8,
+        DescriptorWalk(0, 0, 128, 256),
+    ),
+    (
+        "core matrices, LDO 2048",
+        TileLayout(S[(16, 8, 2, 4) : (32, 4, 512, 1)]),
+        "uint32",
+        (128, 8),
+        (0, 0),
+        128,
+        8,
+        DescriptorWalk(0, 0, 2048, 128),
+    ),
+    (
+        "core matrices, 64 rows from row 64",
+        TileLayout(S[(16, 8, 2, 4) : (64, 4, 32, 1)]),
+        "uint32",
+        (128, 8),
+        (64, 0),
+        64,
+        8,
+        DescriptorWalk(0, 2048, 128, 256),
+    ),
+    (
+        "32B swizzle",
+        swizzle(1, (128, 8), "uint32"),
+        "uint32",
+        (128, 8),
+        (0, 0),
+        128,
+        8,
+        DescriptorWalk(1, 0, 16, 256),
+    ),
+    (
+        "64B swizzle, words 4..7",
+        swizzle(2, (128, 16), "uint32"),
+        "uint32",
+        (128, 16),
+        (0, 4),
+        128,
+        4,
+        DescriptorWalk(2, 16, 16, 512),
+    ),
+    (
+        "128B swizzle, row 8, words 8..15",
+        swizzle(3, (128, 32), "uint32"),
+        "uint32",
+        (128, 32),
+        (8, 8),
+        64,
+        8,
+        DescriptorWalk(3, 1024 + 32, 16, 1024),
+    ),
+    (
+        "128B swizzle from row 2 (mid-pattern phase)",
+        swizzle(3, (128, 32), "uint32"),
+        "uint32",
+        (128, 32),
+        (2, 0),
+        64,
+        4,
+        DescriptorWalk(3, 256, 16, 1024),
+    ),
+    (
+        "128B swizzle, float16",
+        swizzle(3, (64, 64), "float16"),
+        "float16",
+        (64, 64),
+        (0, 0),
+        64,
+        4,
+        DescriptorWalk(3, 0, 16, 1024),
+    ),
+    (
+        "128B swizzle atoms 2048 B apart",
+        ComposeLayout(2, 3, 3, TileLayout(S[(16, 8, 32) : (512, 32, 1)])),
+        "uint32",
+        (128, 32),
+        (0, 0),
+        128,
+        4,
+        DescriptorWalk(3, 0, 16, 2048),
+    ),
+    (
+        "4-row 32B rows in a 256-byte block",
+        swizzle(1, (8, 8), "uint32"),
+        "uint32",
+        (8, 8),
+        (0, 0),
+        4,
+        8,
+        DescriptorWalk(1, 0, 16, 256),
+    ),
 ]
 
 
-@pytest.mark.parametrize("name, layout, dtype, shape, origin, rows, words, expected", CASES,
-                         ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    "name, layout, dtype, shape, origin, rows, words, expected", CASES, ids=[c[0] for c in CASES]
+)
 def test_walk_reproduces_layout(name, layout, dtype, shape, origin, rows, words, expected):
     address_of = region(layout, dtype, *origin, shape=shape)
     size = as_dtype(dtype).bytes
-    total = size * (1 + max(layout.memory_offset((r, c), shape) for r in range(shape[0]) for c in range(shape[1])))
-    walk = derive_walk(address_of, rows, words, base_align=1024, backing_bytes=total - address_of(0, 0))
+    total = size * (
+        1
+        + max(layout.memory_offset((r, c), shape) for r in range(shape[0]) for c in range(shape[1]))
+    )
+    walk = derive_walk(
+        address_of, rows, words, base_align=1024, backing_bytes=total - address_of(0, 0)
+    )
     assert walk == expected
     base = 0x8000
     value = descriptor_for(walk, base).encode()
     decoded = SmemDescriptor.decode(value)
     assert decoded.base_offset == 0  # the allocation base starts the swizzle pattern
-    rebuilt = DescriptorWalk(decoded.swizzle, decoded.start_address - base, decoded.ldo, decoded.sdo)
+    rebuilt = DescriptorWalk(
+        decoded.swizzle, decoded.start_address - base, decoded.ldo, decoded.sdo
+    )
     for r in range(rows):
         for w in range(words):
             assert walk_address(rebuilt, r, w) == address_of(r, w), (r, w)
@@ -146,22 +263,30 @@ def test_descriptor_for():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(0, 3), st.integers(0, 7), st.integers(1, 64), st.integers(1, 64), st.sampled_from([4, 8]),
-       st.sampled_from([4, 8, 16, 64, 128]))
+@given(
+    st.integers(0, 3),
+    st.integers(0, 7),
+    st.integers(1, 64),
+    st.integers(1, 64),
+    st.sampled_from([4, 8]),
+    st.sampled_from([4, 8, 16, 64, 128]),
+)
 def test_derive_inverts_walk(mode, chunk, sdo_units, ldo_units, words, rows):
     # The addresses of any legal walk give back a walk that reads exactly the same bytes.
     if mode:
         walk = DescriptorWalk(mode, 16 * chunk, 16, (128 << mode) * sdo_units)
     else:
         walk = DescriptorWalk(0, 16 * chunk, 128 * ldo_units, 128 * sdo_units)
-    derived = derive_walk(lambda r, w: walk_address(walk, r, w), rows, words, base_align=1024,
-                          backing_bytes=1 << 22)
+    derived = derive_walk(
+        lambda r, w: walk_address(walk, r, w), rows, words, base_align=1024, backing_bytes=1 << 22
+    )
     for r in range(rows):
         for w in range(words):
             assert walk_address(derived, r, w) == walk_address(walk, r, w)
 
 
 # --- rules: violated and just satisfied --------------------------------------------------------
+
 
 def cm(sdo=128, ldo=128, origin=0):
     """K-major core-matrix addresses: 8 rows of 16 B, groups SDO apart, word quads LDO apart."""
@@ -181,7 +306,9 @@ def rule(parameter, text, fn, *args, **kwargs):
 
 def test_no_walk_matches():
     # Row-major 32-byte rows without a swizzle: no mode walks it; 32B swizzle gets furthest.
-    error = rule("layout", "no descriptor address walk", derive, region(row_major((128, 8)), "uint32"))
+    error = rule(
+        "layout", "no descriptor address walk", derive, region(row_major((128, 8)), "uint32")
+    )
     assert error.value == (4, 0)
     assert "swizzle mode 1" in str(error) and "row 4, word 0" in str(error)
     # Just satisfied: the same 32-byte rows with the 32B swizzle applied.
@@ -218,8 +345,16 @@ def test_four_row_region_needs_eight_row_block():
     # 4x256b from a (4, 8) uint32 row-major buffer: its 32-byte rows are the 32B-swizzle walk, whose
     # eight-row block is 256 bytes, but the buffer holds 128.
     address_of = region(row_major((4, 8)), "uint32")
-    error = rule("backing_bytes", "eight-row backing block", derive, address_of, rows=4, words=8,
-                 base_align=256, backing_bytes=128)
+    error = rule(
+        "backing_bytes",
+        "eight-row backing block",
+        derive,
+        address_of,
+        rows=4,
+        words=8,
+        base_align=256,
+        backing_bytes=128,
+    )
     assert "256 bytes" in str(error)
     assert derive(address_of, rows=4, words=8, base_align=256, backing_bytes=256).swizzle == 1
     # Unswizzled 16-byte rows: the core-matrix block is 128 bytes.
@@ -234,4 +369,6 @@ def test_unused_stride_defaults():
     assert derive(cm(), rows=8, words=8) == DescriptorWalk(0, 0, 128, 256)
     assert derive(cm(ldo=4096), rows=8, words=8) == DescriptorWalk(0, 0, 4096, 128)
     assert derive(cm(), rows=8, words=4) == DescriptorWalk(0, 0, 128, 128)
-    assert derive(region(swizzle(3, (8, 32), "uint32"), "uint32"), rows=8, words=8) == DescriptorWalk(3, 0, 16, 1024)
+    assert derive(
+        region(swizzle(3, (8, 32), "uint32"), "uint32"), rows=8, words=8
+    ) == DescriptorWalk(3, 0, 16, 1024)

@@ -1,6 +1,7 @@
 """Compiler-quality diagnostics: tracebacks without jittile's frames, the user's source line with
 a caret under the offending argument, fix hints, warnings attributed to the user's line, and
 strict mode (warnings as errors)."""
+
 from __future__ import annotations
 
 import os
@@ -8,12 +9,11 @@ import traceback
 import warnings
 
 import pytest
+from kernel_files import module_from
+from lines import line_of
 
 import jittile
 from jittile import CompileError, ContractError, JittileWarning
-
-from kernel_files import module_from
-from lines import line_of
 
 PACKAGE = os.path.dirname(os.path.abspath(jittile.__file__)) + os.sep
 LOAD2 = "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
@@ -45,7 +45,7 @@ def kernel(A: T.Tensor((16, 16), "uint32")):
     T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
 '''
 EXPECT = "T.ptx.mbarrier.arrive.expect_tx"
-HOST_CALL = '''
+HOST_CALL = """
 import math
 
 
@@ -53,7 +53,7 @@ import math
 def kernel(A: T.Tensor((16,), "float32")):
     T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))
     A[0] = math.sqrt(A[1])
-'''
+"""
 
 
 def _raised(call):
@@ -63,8 +63,11 @@ def _raised(call):
 
 
 def _jittile_frames(error: BaseException) -> list:
-    return [f for f in traceback.extract_tb(error.__traceback__)
-            if os.path.abspath(f.filename).startswith(PACKAGE)]
+    return [
+        f
+        for f in traceback.extract_tb(error.__traceback__)
+        if os.path.abspath(f.filename).startswith(PACKAGE)
+    ]
 
 
 def test_tracebacks_show_the_users_frames_not_jittiles(tmp_path):

@@ -1,6 +1,7 @@
 """Warp-synchronous operations (``.aligned`` raw instructions, ``T.cuda.cta_sync``,
 ``T.cuda.cluster_sync``) under a condition that differs between the lanes of a warp warn at the
 operation's line, naming the condition; warp-uniform conditions do not warn."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -14,7 +15,7 @@ from jittile.frontend.lower import lower_kernel
 from jittile.ptx.instructions import INSTRUCTIONS
 from jittile.targets import Target
 
-HEADER = '''\
+HEADER = """\
 import jittile
 from jittile import T
 
@@ -31,7 +32,7 @@ def kernel(Out: T.Tensor((64,), "uint32"), n: T.int32):
     tid = T.cuda.thread_idx()
     tx = T.cuda.thread_idx("x")
     warp = T.cuda.warp_id()
-'''
+"""
 ALIGNED = "T.ptx.barrier.cluster.arrive.aligned()"
 TCGEN05_WAIT = "T.ptx.tcgen05.wait__ld.sync.aligned()"
 _serial = itertools.count()
@@ -68,13 +69,18 @@ DIVERGENT = [  # (body, the line offset of the operation, of the condition, the 
     (f"while tid < n:\n    {ALIGNED}", 1, 0, "tid < n"),
     (f"if lane != 0:\n    return\n{ALIGNED}", 2, 0, "lane != 0"),
     (f"for i in range(4):\n    if lane == i:\n        continue\n    {ALIGNED}", 3, 1, "lane == i"),
-    (f"x = T.uint32(0)\nif lane == 0:\n    x = T.uint32(1)\nif x == 1:\n    {ALIGNED}", 4, 3,
-     "x == 1"),
+    (
+        f"x = T.uint32(0)\nif lane == 0:\n    x = T.uint32(1)\nif x == 1:\n    {ALIGNED}",
+        4,
+        3,
+        "x == 1",
+    ),
 ]
 
 
-@pytest.mark.parametrize("body, op, cond, text", DIVERGENT,
-                         ids=[f"divergent-{i}" for i in range(len(DIVERGENT))])
+@pytest.mark.parametrize(
+    "body, op, cond, text", DIVERGENT, ids=[f"divergent-{i}" for i in range(len(DIVERGENT))]
+)
 def test_a_synchronising_operation_under_a_lane_condition_warns(body, op, cond, text, tmp_path):
     messages, path, first = lower_with_warnings(body, tmp_path)
     assert len(messages) == 1, messages
@@ -92,7 +98,7 @@ UNIFORM = [
     f"if n > 3:\n    {ALIGNED}",
     f"for i in range(n):\n    {ALIGNED}",
     f"if lane == 0:\n    Out[0] = 1\n{ALIGNED}",
-    f"if lane == 0:\n    T.ptx.mbarrier.init.shared.b64(T.uint32(0), T.uint32(1))",
+    "if lane == 0:\n    T.ptx.mbarrier.init.shared.b64(T.uint32(0), T.uint32(1))",
     "T.cuda.cta_sync()\nT.cuda.cluster_sync()",
     f"if T.cuda.thread_idx('y') == 0:\n    {ALIGNED}",
 ]

@@ -6,6 +6,7 @@ a registered family's opcodes (its prefixes and its companion raw instructions),
 interpreter's dispatch, the raw instruction table, the completions and the reference cannot have a
 hand-kept list of them. Docstrings are prose, not code, and may cite an instruction.
 """
+
 from __future__ import annotations
 
 import ast
@@ -18,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from jittile.interpreter import instructions
 from jittile.errors import JittileError
+from jittile.interpreter import instructions
 from jittile.ir import PlanFields, RecordedPlan
 from jittile.patterns import registry
 from jittile.ptx.instructions import INSTRUCTIONS
@@ -50,19 +51,33 @@ def _docstrings(tree: ast.AST) -> set[int]:
 def opcode_literals(source: str, words: set[str]) -> list[tuple[int, str]]:
     """(line, literal) of each string constant of ``source`` (docstrings aside) that names one of
     ``words`` as a whole dotted opcode or a prefix of one."""
-    pattern = re.compile("|".join(rf"(?<![\w.:]){re.escape(w)}(?![\w:])" for w in
-                                  sorted(words, key=len, reverse=True)))
+    pattern = re.compile(
+        "|".join(
+            rf"(?<![\w.:]){re.escape(w)}(?![\w:])" for w in sorted(words, key=len, reverse=True)
+        )
+    )
     tree = ast.parse(source)
     docs = _docstrings(tree)
-    return sorted((node.lineno, node.value) for node in ast.walk(tree)
-                  if isinstance(node, ast.Constant) and isinstance(node.value, str)
-                  and id(node) not in docs and pattern.search(node.value))
+    return sorted(
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docs
+        and pattern.search(node.value)
+    )
 
 
 def test_no_module_outside_patterns_names_a_family_opcode():
     words = opcode_words()
-    assert {"wgmma.mma_async", "wgmma.fence.sync.aligned", "cp.async.bulk.commit_group",
-            "tcgen05.cp", "cp.async.bulk.tensor", "cp.reduce.async.bulk"} <= words
+    assert {
+        "wgmma.mma_async",
+        "wgmma.fence.sync.aligned",
+        "cp.async.bulk.commit_group",
+        "tcgen05.cp",
+        "cp.async.bulk.tensor",
+        "cp.reduce.async.bulk",
+    } <= words
     offenders = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         if path in EXEMPT or (PACKAGE / "patterns") in path.parents:
@@ -75,11 +90,15 @@ def test_no_module_outside_patterns_names_a_family_opcode():
 
 def test_the_scan_finds_literals_and_skips_docstrings():
     words = {"wgmma.mma_async", "cp.async.bulk"}
-    source = ('"""Cites wgmma.mma_async in prose."""\n'
-              'RAW = [("cp.async.bulk.commit_group", None)]\n'
-              'HEAD = "wgmma.mma_async"\nOTHER = "cp.async.bulkish"\nNAME = "wgmma_group"\n')
-    assert opcode_literals(source, words) == [(2, "cp.async.bulk.commit_group"),
-                                              (3, "wgmma.mma_async")]
+    source = (
+        '"""Cites wgmma.mma_async in prose."""\n'
+        'RAW = [("cp.async.bulk.commit_group", None)]\n'
+        'HEAD = "wgmma.mma_async"\nOTHER = "cp.async.bulkish"\nNAME = "wgmma_group"\n'
+    )
+    assert opcode_literals(source, words) == [
+        (2, "cp.async.bulk.commit_group"),
+        (3, "wgmma.mma_async"),
+    ]
 
 
 @pytest.mark.parametrize("pattern", registry.patterns(), ids=lambda p: p.family)
@@ -131,8 +150,9 @@ def test_plan_fields_round_trip_through_json(pattern):
 
 
 def test_the_schema_refuses_an_unknown_family_or_completion():
-    assert {"mbarrier", "bulk_group", "tcgen05_commit", "wgmma_group", "none"} == \
-        set(registry.completions())
+    assert {"mbarrier", "bulk_group", "tcgen05_commit", "wgmma_group", "none"} == set(
+        registry.completions()
+    )
     schema = registry.plan_schema()
     with pytest.raises(ValueError, match="no family"):
         schema.record({"completion": "none"}, "mma.sync")
@@ -148,17 +168,20 @@ def test_every_registered_module_declares_the_family_it_is_registered_as():
 
 def test_a_cache_hit_decodes_a_plan_only_when_it_is_read():
     # A restored site keeps its recorded plan until it is read; reading it loads the family.
-    code = ("import jittile.ir as ir, sys\n"
-            "from jittile.patterns import registry\n"
-            "data = [{'opcode': 'x', 'instance': [], 'coords': [], 'shared_offset': 0, 'bytes': 16,"
-            " 'operands': [], 'asm': None, 'completion': 'none', 'barrier': None,"
-            " 'fields': {'runtime_alignment_check': True}, 'results': []}]\n"
-            "plan = ir.RecordedPlan(data, 'cp.async.bulk', registry.plan_schema())\n"
-            "assert len(plan) == 1 and 'jittile.patterns.bulk_copy' not in sys.modules\n"
-            "assert plan[0].fields.runtime_alignment_check is True\n"
-            "assert 'jittile.patterns.bulk_copy' in sys.modules\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=PACKAGE.parent)
+    code = (
+        "import jittile.ir as ir, sys\n"
+        "from jittile.patterns import registry\n"
+        "data = [{'opcode': 'x', 'instance': [], 'coords': [], 'shared_offset': 0, 'bytes': 16,"
+        " 'operands': [], 'asm': None, 'completion': 'none', 'barrier': None,"
+        " 'fields': {'runtime_alignment_check': True}, 'results': []}]\n"
+        "plan = ir.RecordedPlan(data, 'cp.async.bulk', registry.plan_schema())\n"
+        "assert len(plan) == 1 and 'jittile.patterns.bulk_copy' not in sys.modules\n"
+        "assert plan[0].fields.runtime_alignment_check is True\n"
+        "assert 'jittile.patterns.bulk_copy' in sys.modules\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=PACKAGE.parent
+    )
     assert done.returncode == 0, done.stderr
 
 

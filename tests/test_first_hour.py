@@ -1,5 +1,6 @@
 """Issue #20, a new user's first hour: each mistake's error names the fix (the exact rewrite where
 there is one) at the line where the change must be made, and the rewrite it gives works."""
+
 import importlib.util
 import itertools
 import re
@@ -13,12 +14,12 @@ from jittile import CompileError, ContractError, JittileError, T
 
 _serial = itertools.count()
 
-HEADER = '''\
+HEADER = """\
 import jittile
 from jittile import T
 from jittile.layout import swizzle, tiled_swizzle
 
-'''
+"""
 LOAD = "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
 
 
@@ -68,27 +69,44 @@ def wide_copy(alloc: str, box: str, steps: str = "", read: str = "tile[r, lane]"
 
 
 WIDE = 'T.alloc_shared((64, 64), "float32", layout=swizzle(3, (64, 64), "float32"), align=1024)'
-REWRITE = ('tile = T.alloc_shared((2, 64, 32), "float32", layout=swizzle(3, (2, 64, 32), '
-           '"float32"), align=1024) and pass box=(64, 32), coord_steps=((0, 32),)')
+REWRITE = (
+    'tile = T.alloc_shared((2, 64, 32), "float32", layout=swizzle(3, (2, 64, 32), '
+    '"float32"), align=1024) and pass box=(64, 32), coord_steps=((0, 32),)'
+)
 
 
-@pytest.mark.parametrize("alloc, box, rule", [
-    (WIDE, "(64, 64)", "the inner box is 256 bytes, wider than the 128-byte span of swizzle=3"),
-    (WIDE, "(64, 32)", r"shared image \(64, 64\) must end in the box image \(64, 32\)"),
-    (WIDE.replace("layout=swizzle", "layout=tiled_swizzle"), "(64, 32)",
-     r"shared image \(64, 64\) must end in the box image \(64, 32\)"),
-], ids=["box-wider-than-span", "buffer-wider-than-box", "tiled-swizzle-buffer"])
-def test_a_wide_swizzled_tile_error_gives_the_rewrite_and_the_rewrite_runs(tmp_path, alloc, box,
-                                                                          rule):
+@pytest.mark.parametrize(
+    "alloc, box, rule",
+    [
+        (WIDE, "(64, 64)", "the inner box is 256 bytes, wider than the 128-byte span of swizzle=3"),
+        (WIDE, "(64, 32)", r"shared image \(64, 64\) must end in the box image \(64, 32\)"),
+        (
+            WIDE.replace("layout=swizzle", "layout=tiled_swizzle"),
+            "(64, 32)",
+            r"shared image \(64, 64\) must end in the box image \(64, 32\)",
+        ),
+    ],
+    ids=["box-wider-than-span", "buffer-wider-than-box", "tiled-swizzle-buffer"],
+)
+def test_a_wide_swizzled_tile_error_gives_the_rewrite_and_the_rewrite_runs(
+    tmp_path, alloc, box, rule
+):
     mod, path = module(tmp_path, wide_copy(alloc, box))
     error = compile_error(mod.wide, ContractError)
     assert re.search(rule, str(error)) and error.lineno == line_of(path, "box=")
     assert REWRITE in error.hint
     assert "element (i0, i1) of the tile is then tile[i1 // 32, i0, i1 % 32]" in error.hint
     # The rewrite, applied as the hint spells it, compiles and copies the tile exactly.
-    fixed, _ = module(tmp_path, wide_copy(
-        'T.alloc_shared((2, 64, 32), "float32", layout=swizzle(3, (2, 64, 32), "float32"), '
-        'align=1024)', "(64, 32)", "coord_steps=((0, 32),), ", "tile[lane // 32, r, lane % 32]"))
+    fixed, _ = module(
+        tmp_path,
+        wide_copy(
+            'T.alloc_shared((2, 64, 32), "float32", layout=swizzle(3, (2, 64, 32), "float32"), '
+            "align=1024)",
+            "(64, 32)",
+            "coord_steps=((0, 32),), ",
+            "tile[lane // 32, r, lane % 32]",
+        ),
+    )
     plan = fixed.wide.compile(target="sm_90a").plan
     assert [record.shared_offset for site in plan for record in site.plan] == [0, 8192]
     a = np.arange(64 * 64, dtype=np.float32).reshape(64, 64)
@@ -105,19 +123,27 @@ def test_the_tiled_swizzle_documentation_no_longer_offers_it_for_tma():
 
 
 def test_a_misaligned_swizzled_buffer_is_reported_at_its_allocation(tmp_path):
-    mod, path = module(tmp_path, wide_copy(WIDE.replace("(64, 64)", "(64, 32)").replace(
-        "1024", "128"), "(64, 32)", read="tile[r, lane % 32]"))
+    mod, path = module(
+        tmp_path,
+        wide_copy(
+            WIDE.replace("(64, 64)", "(64, 32)").replace("1024", "128"),
+            "(64, 32)",
+            read="tile[r, lane % 32]",
+        ),
+    )
     error = compile_error(mod.wide, ContractError)
     assert (error.filename, error.lineno) == (path, line_of(path, "# alloc"))
     assert error.parameter == "align"
     assert "swizzle=3 needs the whole 1024-byte period" in str(error)
     assert f"the tile call at {path}:{line_of(path, '# call')}:" in str(error)
-    assert error.hint == ('allocate it with align=1024: tile = T.alloc_shared((64, 32), '
-                          '"float32", layout=swizzle(3, (64, 32), "float32"), align=1024)')
+    assert error.hint == (
+        "allocate it with align=1024: tile = T.alloc_shared((64, 32), "
+        '"float32", layout=swizzle(3, (64, 32), "float32"), align=1024)'
+    )
 
 
 # ------------------------------------------------------------------ tcgen05.cp descriptor walk
-TCGEN05 = '''
+TCGEN05 = """
 from jittile.axis import TLane, TCol
 from jittile.layout import S, TileLayout
 
@@ -157,7 +183,7 @@ def readback(A: T.Tensor((128, 8), "uint32"), Out: T.Tensor((128, 8), "uint32"))
     if warp == 0:
         T.ptx.tcgen05.relinquish_alloc_permit.cta_group__1.sync.aligned()
         T.ptx.tcgen05.dealloc.cta_group__1.sync.aligned.b32(address[0], T.uint32(32))
-'''
+"""
 
 
 def test_a_tcgen05_cp_layout_no_descriptor_reads_names_the_allocation_to_write(tmp_path):
@@ -166,11 +192,14 @@ def test_a_tcgen05_cp_layout_no_descriptor_reads_names_the_allocation_to_write(t
     assert "no descriptor address walk reproduces the shared layout" in str(error)
     assert (error.lineno, error.parameter) == (line_of(path, "# alloc"), "layout")
     assert f"the tile call at {path}:{line_of(path, '# call')}:" in str(error)
-    rewrite = ('shared = T.alloc_shared((128, 8), "uint32", layout=swizzle(1, (128, 8), '
-               '"uint32"), align=256)')
+    rewrite = (
+        'shared = T.alloc_shared((128, 8), "uint32", layout=swizzle(1, (128, 8), '
+        '"uint32"), align=256)'
+    )
     assert error.hint.endswith(rewrite)
-    fixed, _ = module(tmp_path, TCGEN05.replace(
-        "LAYOUT", 'layout=swizzle(1, (128, 8), "uint32"), align=256'))
+    fixed, _ = module(
+        tmp_path, TCGEN05.replace("LAYOUT", 'layout=swizzle(1, (128, 8), "uint32"), align=256')
+    )
     a = np.arange(128 * 8, dtype=np.uint32).reshape(128, 8)
     out = np.zeros_like(a)
     fixed.readback.interpret(a, out)
@@ -178,7 +207,7 @@ def test_a_tcgen05_cp_layout_no_descriptor_reads_names_the_allocation_to_write(t
 
 
 # ------------------------------------------------------------------ messages
-STATEMENT = '''
+STATEMENT = """
 VALUES = (3, 5, 7)
 
 
@@ -187,7 +216,7 @@ def k(Out: T.Tensor((4,), "uint32")):
     T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))
     lane = T.cuda.lane_id()
     BODY
-'''
+"""
 
 
 def test_a_list_comprehension_is_named_in_python_words_with_the_rewrite(tmp_path):
@@ -204,15 +233,20 @@ def test_the_loop_rule_names_t_unroll_and_the_tuple_walk_it_suggests_works(tmp_p
     error = compile_error(mod.k, CompileError)
     assert "range(...), T.grid(...) or T.unroll(...), not VALUES" in str(error)
     assert "T.unroll(len(values))" in error.hint
-    fixed, _ = module(tmp_path, STATEMENT.replace(
-        "BODY", "for s in T.unroll(len(VALUES)):\n        if lane == 0:\n"
-                "            Out[s] = T.uint32(VALUES[s])"))
+    fixed, _ = module(
+        tmp_path,
+        STATEMENT.replace(
+            "BODY",
+            "for s in T.unroll(len(VALUES)):\n        if lane == 0:\n"
+            "            Out[s] = T.uint32(VALUES[s])",
+        ),
+    )
     out = np.zeros(4, dtype=np.uint32)
     fixed.k.interpret(out)
     assert out.tolist() == [3, 5, 7, 0]
 
 
-TILE_CALL = '''
+TILE_CALL = """
 @jittile.kernel
 def k(A: T.Tensor((16, 16), "uint32")):
     T.device_entry(launch=T.cuda.LaunchConfig(LAUNCH))
@@ -220,33 +254,38 @@ def k(A: T.Tensor((16, 16), "uint32")):
     mbar = T.alloc_shared((1,), "uint64", layout="default")
     T.cuda.tile.apply(T.ptx["{LOAD}"], shared, A, box=(16, 16), coords=(0, 0),
                       KEYWORD=mbar.ptr_to([0]))
-'''.replace("{LOAD}", LOAD)
+""".replace("{LOAD}", LOAD)
 
 
-@pytest.mark.parametrize("keyword, meant", [("barrier", "mbar"), ("mbarrier", "mbar"),
-                                            ("coord", "coords"), ("boxx", "box")])
+@pytest.mark.parametrize(
+    "keyword, meant",
+    [("barrier", "mbar"), ("mbarrier", "mbar"), ("coord", "coords"), ("boxx", "box")],
+)
 def test_an_unknown_tile_call_keyword_says_what_was_meant(tmp_path, keyword, meant):
-    mod, _ = module(tmp_path, TILE_CALL.replace("LAUNCH", "grid=1, block=32")
-                    .replace("KEYWORD", keyword))
+    mod, _ = module(
+        tmp_path, TILE_CALL.replace("LAUNCH", "grid=1, block=32").replace("KEYWORD", keyword)
+    )
     error = compile_error(mod.k, ContractError)
     assert error.parameter == keyword and f"(did you mean {meant}=?)" in str(error)
 
 
-@pytest.mark.parametrize("keyword, meant", [("threads", "block"), ("num_blocks", "grid"),
-                                            ("blok", "block")])
+@pytest.mark.parametrize(
+    "keyword, meant", [("threads", "block"), ("num_blocks", "grid"), ("blok", "block")]
+)
 def test_an_unknown_launch_config_keyword_says_what_was_meant(tmp_path, keyword, meant):
-    mod, path = module(tmp_path, TILE_CALL.replace("LAUNCH", f"{keyword}=32")
-                       .replace("KEYWORD", "mbar"))
+    mod, path = module(
+        tmp_path, TILE_CALL.replace("LAUNCH", f"{keyword}=32").replace("KEYWORD", "mbar")
+    )
     error = compile_error(mod.k, CompileError)
     assert f"unexpected keyword argument '{keyword}' (did you mean {meant}=?)" in str(error)
 
 
 def test_an_unknown_decorator_target_is_reported_where_it_is_written(tmp_path):
-    body = '''
+    body = """
     @jittile.kernel(target="sm_99z")
     def k(A: T.Tensor((16,), "uint32")):
         pass
-    '''
+    """
     with pytest.raises(CompileError) as info:
         module(tmp_path, body)
     error = info.value
@@ -269,8 +308,7 @@ def test_the_cli_shows_a_failing_import_as_the_users_own_traceback(tmp_path, cap
     assert "jittile/cli.py" not in err and "importlib" not in err
 
 
-def test_the_cli_shows_a_syntax_error_in_the_users_module_without_its_own_frames(tmp_path,
-                                                                                 capsys):
+def test_the_cli_shows_a_syntax_error_in_the_users_module_without_its_own_frames(tmp_path, capsys):
     from jittile.cli import main
 
     broken = tmp_path / "syntax.py"
@@ -289,13 +327,16 @@ def test_the_demo_says_when_its_kernel_came_from_the_disk_cache(tmp_path, monkey
     monkeypatch.setenv("JITTILE_CACHE_DIR", str(tmp_path / "cache"))
     first = jittile.kernel(demo.tma_load.pyfunc).compile(target="sm_90a")
     entry = cache.default_store().entry_dir(first.metadata["key"])
-    assert demo.provenance(first, 0.5) == (f"compiled tma_load for sm_90a in 0.50 s, stored in "
-                                           f"the disk cache at {entry}")
+    assert demo.provenance(first, 0.5) == (
+        f"compiled tma_load for sm_90a in 0.50 s, stored in the disk cache at {entry}"
+    )
     # Another process (here: a new kernel object, with no memory of the first) finds the entry.
     hit = jittile.kernel(demo.tma_load.pyfunc).compile(target="sm_90a")
     said = demo.provenance(hit, 0.02)
-    assert said.startswith(f"loaded tma_load for sm_90a from the disk cache in 0.02 s, not "
-                           f"compiled: entry {entry}, written ")
+    assert said.startswith(
+        f"loaded tma_load for sm_90a from the disk cache in 0.02 s, not "
+        f"compiled: entry {entry}, written "
+    )
     assert "jittile cache clear tma_load" in said and not said.startswith("compiled")
     monkeypatch.setenv("JITTILE_CACHE", "0")
     off = jittile.kernel(demo.tma_load.pyfunc).compile(target="sm_90a")
@@ -317,14 +358,18 @@ def test_help_of_the_decorator_and_of_a_kernel_teaches_its_uses():
     assert "_specializer" not in _help(demo.tma_load) and "launch.py" not in _help(demo.tma_load)
 
 
-@pytest.mark.parametrize("opcode, family, parameter", [
-    (LOAD, "cp.async.bulk.tensor", "coord_steps"),
-    ("cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes", "cp.async.bulk", "mbar"),
-    ("tcgen05.cp.cta_group::1.128x128b", "tcgen05.cp", "pred"),
-    ("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", "wgmma.mma_async", "scale_d"),
-])
-def test_help_of_a_tile_opcode_lists_its_family_parameters_and_an_example(opcode, family,
-                                                                         parameter):
+@pytest.mark.parametrize(
+    "opcode, family, parameter",
+    [
+        (LOAD, "cp.async.bulk.tensor", "coord_steps"),
+        ("cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes", "cp.async.bulk", "mbar"),
+        ("tcgen05.cp.cta_group::1.128x128b", "tcgen05.cp", "pred"),
+        ("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", "wgmma.mma_async", "scale_d"),
+    ],
+)
+def test_help_of_a_tile_opcode_lists_its_family_parameters_and_an_example(
+    opcode, family, parameter
+):
     from jittile import T
     from jittile.patterns.registry import pattern_for
 
@@ -341,7 +386,7 @@ def test_a_raw_instruction_has_no_tile_parameters():
 
     assert "a raw PTX instruction" in _help(T.ptx.fence.proxy.async_)
     with pytest.raises(JittileError, match="is not a tile opcode"):
-        T.ptx.fence.proxy.async_.parameters
+        T.ptx.fence.proxy.async_.parameters  # noqa: B018
 
 
 def test_the_plan_repr_is_short_and_readable():
@@ -359,8 +404,11 @@ def test_the_plan_repr_is_short_and_readable():
 def test_a_misspelled_keyword_of_compile_says_what_was_meant():
     from jittile import LaunchError, demo
 
-    with pytest.raises(LaunchError, match=r"tma_load: got an unexpected keyword argument 'targte' "
-                                          r"\(did you mean target=\?\); its parameters are A, Out"):
+    with pytest.raises(
+        LaunchError,
+        match=r"tma_load: got an unexpected keyword argument 'targte' "
+        r"\(did you mean target=\?\); its parameters are A, Out",
+    ):
         demo.tma_load.compile(targte="sm_90a")
     with pytest.raises(LaunchError, match=r"'Output' \(did you mean Out=\?\)"):
         demo.tma_load.compile(T.Tensor((16, 16), "uint32"), Output=T.Tensor((16, 16), "uint32"))

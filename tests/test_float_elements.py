@@ -3,21 +3,33 @@ its float32 value, a store rounds to nearest even (fp8 with ``.satfinite``), in 
 (``cvt``, never an integer conversion) and in the interpreter; ``buf.bits[i]`` is the raw bits.
 The references and their differences from ml_dtypes: tests/float_kernels.py.
 """
+
 import re
 
 import ml_dtypes
 import numpy as np
 import pytest
+from float_kernels import (
+    FORMATS,
+    f32,
+    reference_load,
+    reference_store,
+    roundtrip_kernel,
+    run_roundtrip,
+    special_values,
+    storage,
+)
 
 import jittile
-from float_kernels import (FORMATS, f32, reference_load, reference_store, roundtrip_kernel,
-                           run_roundtrip, special_values, storage)
 from jittile import CompileError, ContractError, T
 
 # the cvt forms each conversion is written in (ptx/conversions.py)
-STORE_CVT = {"float16": "cvt.rn.f16.f32", "bfloat16": "cvt.rn.bf16.f32",
-             "float8_e4m3fn": "cvt.rn.satfinite.e4m3x2.f32",
-             "float8_e5m2": "cvt.rn.satfinite.e5m2x2.f32"}
+STORE_CVT = {
+    "float16": "cvt.rn.f16.f32",
+    "bfloat16": "cvt.rn.bf16.f32",
+    "float8_e4m3fn": "cvt.rn.satfinite.e4m3x2.f32",
+    "float8_e5m2": "cvt.rn.satfinite.e5m2x2.f32",
+}
 # a float <-> integer conversion: cvt with one integer and one float type, in either order
 INTEGER_CVT = re.compile(r"\bcvt(\.\w+)*\.((s|u)\d+\.(b?f)\d+|(b?f)\d+\.(s|u)\d+)\b")
 
@@ -29,10 +41,16 @@ def test_stores_round_and_loads_are_exact_as_the_ptx_cvt_defines(name):
     expected = reference_store(values, name)
     for column in range(3):  # shared buffer, local array, tensor
         wrong = np.flatnonzero(stored[:, column] != expected)
-        assert not len(wrong), (column, values[wrong[:8]], stored[wrong[:8], column],
-                                expected[wrong[:8]])
-        assert loaded[:, column].view(np.uint32).tolist() == \
-            reference_load(bits, name).view(np.uint32).tolist()
+        assert not len(wrong), (
+            column,
+            values[wrong[:8]],
+            stored[wrong[:8], column],
+            expected[wrong[:8]],
+        )
+        assert (
+            loaded[:, column].view(np.uint32).tolist()
+            == reference_load(bits, name).view(np.uint32).tolist()
+        )
     assert tensor.view(storage(name)).tolist() == bits.tolist()  # written back as raw bits
 
 
@@ -55,15 +73,22 @@ def test_the_ptx_converts_as_floats_and_assembles(name):
     kernel = roundtrip_kernel(name)
     bits_type = "uint8" if name.startswith("float8") else "uint16"
     for target in ("sm_90a", "sm_100a"):
-        ck = kernel.compile(T.Tensor((None,), "float32"), T.Tensor((None,), bits_type),
-                            T.Tensor((None, 3), bits_type), T.Tensor((None, 3), "float32"),
-                            T.Tensor((None,), name), np.int32(1), target=target)
+        ck = kernel.compile(
+            T.Tensor((None,), "float32"),
+            T.Tensor((None,), bits_type),
+            T.Tensor((None, 3), bits_type),
+            T.Tensor((None, 3), "float32"),
+            T.Tensor((None,), name),
+            np.int32(1),
+            target=target,
+        )
         conversions = [line.strip() for line in ck.ptx.splitlines() if "cvt." in line]
         assert not [c for c in conversions if INTEGER_CVT.search(c)], conversions
         assert any(c.startswith(STORE_CVT[name] + " ") for c in conversions), conversions
         if name.startswith("float8"):
-            assert any(c.startswith("cvt.rn.f16x2." + STORE_CVT[name].split(".")[3])
-                       for c in conversions), conversions
+            assert any(
+                c.startswith("cvt.rn.f16x2." + STORE_CVT[name].split(".")[3]) for c in conversions
+            ), conversions
         assert "F2FP" in ck.sass or "F2F" in ck.sass  # ptxas assembled the conversions
 
 
@@ -91,13 +116,26 @@ def float32_of_integer(value: int) -> np.float32:
 
 
 def test_an_integer_stored_into_a_bfloat16_element_converts_as_a_float():
-    values = [0, 1, -1, 3, 257, 259, -129, 255, 2 ** 24 + 1, 2 ** 40 + 2 ** 32 + 1,
-              2 ** 60 + 2 ** 36 + 1, -(2 ** 62) - 1, 2 ** 63 - 1] + list(range(115))
+    values = [
+        0,
+        1,
+        -1,
+        3,
+        257,
+        259,
+        -129,
+        255,
+        2**24 + 1,
+        2**40 + 2**32 + 1,
+        2**60 + 2**36 + 1,
+        -(2**62) - 1,
+        2**63 - 1,
+    ] + list(range(115))
     out = np.zeros(128, np.uint16)
     _int_store().interpret(out, np.array(values, np.int64))
     # the GPU converts the int64 to float32 (cvt.rn.f32.s64), then rounds that to bfloat16
     as_f32 = np.array([float32_of_integer(v) for v in values], np.float32)
-    assert as_f32[10] == np.float32(2 ** 60 + 2 ** 37)  # float64 first would give 2**60
+    assert as_f32[10] == np.float32(2**60 + 2**37)  # float64 first would give 2**60
     assert out.tolist() == reference_store(as_f32, "bfloat16").tolist()
     assert out[:6].tolist() == [0, 0x3F80, 0xBF80, 0x4040, 0x4380, 0x4382]  # 257 -> 256 (even)
     ptx = _int_store().compile(target="sm_90a").ptx
@@ -131,12 +169,14 @@ def test_tuple_chained_and_augmented_element_assignments_convert():
 
 
 def _compile_error(body: str, tmp_path, error=CompileError, name="kernel"):
-    source = ("import jittile\nfrom jittile import T\n\n@jittile.kernel\n"
-              "def k(A: T.Tensor((32,), 'float32'), W: T.Tensor((32,), 'uint32')):\n"
-              "    T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))\n"
-              "    s = T.alloc_shared((32,), 'bfloat16')\n"
-              "    w = T.alloc_shared((32,), 'tf32')\n"
-              f"    {body}\n")
+    source = (
+        "import jittile\nfrom jittile import T\n\n@jittile.kernel\n"
+        "def k(A: T.Tensor((32,), 'float32'), W: T.Tensor((32,), 'uint32')):\n"
+        "    T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))\n"
+        "    s = T.alloc_shared((32,), 'bfloat16')\n"
+        "    w = T.alloc_shared((32,), 'tf32')\n"
+        f"    {body}\n"
+    )
     path = tmp_path / f"{name}.py"
     path.write_text(source)
     namespace = {}
@@ -153,8 +193,7 @@ def test_bits_of_a_float32_buffer_is_an_error(tmp_path, statement):
     assert "tensor 'A' holds float32; index it directly" in message
 
 
-@pytest.mark.parametrize("statement", ["A[0] = w[0]", "w[0] = A[0]", "w[0] += 1",
-                                       "w[0], b = 1, 2"])
+@pytest.mark.parametrize("statement", ["A[0] = w[0]", "w[0] = A[0]", "w[0] += 1", "w[0], b = 1, 2"])
 def test_tf32_elements_are_reached_through_bits_only(tmp_path, statement):
     message = _compile_error(statement, tmp_path)
     assert "holds tf32, whose elements jittile does not convert" in message
@@ -164,8 +203,9 @@ def test_tf32_elements_are_reached_through_bits_only(tmp_path, statement):
 def test_a_raw_ptx_bit_register_needs_the_bits_of_a_float_element(tmp_path):
     message = _compile_error("T.ptx.st.shared.b32(s.ptr_to([0]), s[1])", tmp_path, ContractError)
     assert "operand 1" in message and "s.bits[1]" in message
-    message = _compile_error("T.ptx.cvt.rn.bf16x2.f32(s[0], A[0], A[1])", tmp_path,
-                             ContractError, name="destination")
+    message = _compile_error(
+        "T.ptx.cvt.rn.bf16x2.f32(s[0], A[0], A[1])", tmp_path, ContractError, name="destination"
+    )
     assert "destination 0" in message and "s.bits[0]" in message
 
 
@@ -204,7 +244,7 @@ def test_the_interpreters_rounding_on_many_random_float32(name):
     rng = np.random.default_rng(7)
     patterns = rng.integers(0, 1 << 32, 40000, dtype=np.uint64).astype(np.uint32)
     top = float(ml_dtypes.finfo(FORMATS[name]).max)
-    near = (rng.uniform(-2, 2, 20000) * top * rng.choice([1, 2 ** -10, 2 ** -20], 20000))
+    near = rng.uniform(-2, 2, 20000) * top * rng.choice([1, 2**-10, 2**-20], 20000)
     with np.errstate(over="ignore"):
         values = np.concatenate([patterns.view(np.float32), near.astype(np.float32)])
     assert [encode(v, name) for v in values] == reference_store(values, name).tolist()

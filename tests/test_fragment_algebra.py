@@ -1,22 +1,31 @@
 """jittile.fragment_algebra: row reductions, row scaling and the accumulator -> A-fragment
 conversion, interpreted against NumPy; their contracts (layout, shape, dtype) both ways; and the
 code they compile to (shuffles and min/max, no local memory)."""
+
 import ml_dtypes
 import numpy as np
 import pytest
 
 import jittile
 from jittile import T
-from jittile.fragment_algebra import (exp2_rows, row_max, row_sum, scale_rows, thread_row_sum,
-                                      to_bf16_a, to_f16_a)
+from jittile.fragment_algebra import (
+    exp2_rows,
+    row_max,
+    row_sum,
+    scale_rows,
+    thread_row_sum,
+    to_bf16_a,
+    to_f16_a,
+)
 from jittile.layout import wgmma_a, wgmma_accumulator
 
 N = 32
 
 
 @jittile.kernel
-def reductions(X: T.Tensor((64, N), "float32"), Out: T.Tensor((4, 64), "float32"),
-               scale: T.float32):
+def reductions(
+    X: T.Tensor((64, N), "float32"), Out: T.Tensor((4, 64), "float32"), scale: T.float32
+):
     T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=128))
     acc = T.alloc_local((64, N), "float32", layout=wgmma_accumulator)
     for i in T.unroll(acc.size):
@@ -45,15 +54,16 @@ def test_row_reductions_scaling_and_exp2_match_numpy():
     reductions.interpret(x, out, np.float32(0.7))
     np.testing.assert_array_equal(out[0], x.max(1))
     np.testing.assert_allclose(out[1], x.sum(1), rtol=1e-6, atol=1e-6)
-    mine = np.concatenate([x[:, 8 * c:8 * c + 2] for c in range(N // 8)], axis=1)  # lane q = 0
+    mine = np.concatenate([x[:, 8 * c : 8 * c + 2] for c in range(N // 8)], axis=1)  # lane q = 0
     exp = np.exp2(mine * 0.7 - x.max(1, keepdims=True) * 0.7)
     np.testing.assert_allclose(out[2], exp.sum(1), rtol=1e-5)
     np.testing.assert_allclose(out[3], (exp * x.sum(1, keepdims=True)).sum(1), rtol=1e-5)
 
 
 def test_row_reductions_compile_to_shuffles_without_local_memory():
-    ck = reductions.compile(T.Tensor((64, N), "float32"), T.Tensor((4, 64), "float32"),
-                            np.float32(1), target="sm_90a")
+    ck = reductions.compile(
+        T.Tensor((64, N), "float32"), T.Tensor((4, 64), "float32"), np.float32(1), target="sm_90a"
+    )
     sass = ck.sass
     assert "SHFL.BFLY" in sass and "FMNMX" in sass and "MUFU.EX2" in sass
     assert ck.metadata["local_bytes"] == 0
@@ -74,8 +84,10 @@ def _conversion_kernel(atype: str, convert):
     return convert_kernel
 
 
-@pytest.mark.parametrize("atype, convert, numpy_type", [
-    ("bfloat16", to_bf16_a, ml_dtypes.bfloat16), ("float16", to_f16_a, np.float16)])
+@pytest.mark.parametrize(
+    "atype, convert, numpy_type",
+    [("bfloat16", to_bf16_a, ml_dtypes.bfloat16), ("float16", to_f16_a, np.float16)],
+)
 def test_accumulator_converts_to_the_a_fragment_of_its_columns(atype, convert, numpy_type):
     """Register a[m] holds columns (col, col + 1) of its row, the first in the low half: the
     A-fragment layout, rounded to nearest even."""
@@ -99,8 +111,11 @@ def test_a_reduction_of_an_a_fragment_is_refused():
         top, bottom = row_max(a)
         X[0, 0] = top + bottom
 
-    with pytest.raises(jittile.CompileError, match=r"row_max\(acc=\.\.\.\): must be a float32 "
-                                                   r"wgmma_accumulator.*wgmma_a"):
+    with pytest.raises(
+        jittile.CompileError,
+        match=r"row_max\(acc=\.\.\.\): must be a float32 "
+        r"wgmma_accumulator.*wgmma_a",
+    ):
         _compile(wrong_layout)
 
 
@@ -121,8 +136,11 @@ def test_a_conversion_into_a_narrower_fragment_is_refused():
         a = T.alloc_local((64, 16), "bfloat16", layout=wgmma_a)
         to_bf16_a(acc, a)
 
-    with pytest.raises(jittile.CompileError, match=r"to_bf16_a\(a=\.\.\.\): must have the "
-                                                   r"accumulator's shape \(64, 32\).*\(64, 16\)"):
+    with pytest.raises(
+        jittile.CompileError,
+        match=r"to_bf16_a\(a=\.\.\.\): must have the "
+        r"accumulator's shape \(64, 32\).*\(64, 16\)",
+    ):
         _compile(wrong_shape)
 
 
@@ -133,8 +151,11 @@ def test_a_conversion_into_the_other_type_is_refused():
         a = T.alloc_local((64, N), "float16", layout=wgmma_a)
         to_bf16_a(acc, a)
 
-    with pytest.raises(jittile.CompileError, match=r"to_bf16_a\(a=\.\.\.\): must be a bfloat16 "
-                                                   r"wgmma_a fragment.*float16"):
+    with pytest.raises(
+        jittile.CompileError,
+        match=r"to_bf16_a\(a=\.\.\.\): must be a bfloat16 "
+        r"wgmma_a fragment.*float16",
+    ):
         _compile(wrong_dtype)
 
 

@@ -1,6 +1,7 @@
 """The tuned GEMMs' configurations on the CPU interpreter (split-K, swap-AB, 64-row tiles, fp8
 with promotion), exact on small ragged products of small integers (every partial sum is exact in
 fp32 and the result in bf16, so any summation order gives the same bits), and the pruning rules."""
+
 import sys
 from pathlib import Path
 
@@ -27,25 +28,29 @@ def _product(a, b, scale=1.0):
     return scale * (a.astype(np.float32) @ b.astype(np.float32).T)
 
 
-@pytest.mark.parametrize("m, n, k, values", [
-    (24, 136, 264, dict(BM=128, BN=32, SPLIT=2, SWAP=True)),  # swap-AB + split-K, ragged
-    (70, 136, 200, dict(BM=64, BN=128, SPLIT=1, SWAP=False)),  # one consumer warpgroup
-    (70, 136, 520, dict(BM=64, BN=128, SPLIT=4, SWAP=False)),  # split-K into the workspace
-    (9, 72, 72, dict(BM=128, BN=16, SPLIT=1, SWAP=True)),  # swap-AB, stmatrix .trans
-    (70, 136, 136, dict(BM=64, BN=128, SPLIT=4, SWAP=False)),  # 3 K-stages: one split is empty
-    (130, 136, 200, dict(BM=128, BN=128, SPLIT=2, SWAP=False)),
-    (70, 264, 72, dict(BM=64, BN=256, SPLIT=1, SWAP=False)),
-    (64, 136, 200, dict(BM=128, BN=64, SPLIT=1, SWAP=True)),
-    (130, 200, 136, dict(BM=128, BN=192, SPLIT=1, SWAP=False)),  # 64-column epilogue parts
-])
+@pytest.mark.parametrize(
+    "m, n, k, values",
+    [
+        (24, 136, 264, dict(BM=128, BN=32, SPLIT=2, SWAP=True)),  # swap-AB + split-K, ragged
+        (70, 136, 200, dict(BM=64, BN=128, SPLIT=1, SWAP=False)),  # one consumer warpgroup
+        (70, 136, 520, dict(BM=64, BN=128, SPLIT=4, SWAP=False)),  # split-K into the workspace
+        (9, 72, 72, dict(BM=128, BN=16, SPLIT=1, SWAP=True)),  # swap-AB, stmatrix .trans
+        (70, 136, 136, dict(BM=64, BN=128, SPLIT=4, SWAP=False)),  # 3 K-stages: one split is empty
+        (130, 136, 200, dict(BM=128, BN=128, SPLIT=2, SWAP=False)),
+        (70, 264, 72, dict(BM=64, BN=256, SPLIT=1, SWAP=False)),
+        (64, 136, 200, dict(BM=128, BN=64, SPLIT=1, SWAP=True)),
+        (130, 200, 136, dict(BM=128, BN=192, SPLIT=1, SWAP=False)),  # 64-column epilogue parts
+    ],
+)
 def test_bf16_configs_interpreted_are_exact(m, n, k, values):
     import gemm_bf16
 
     a, b, c = _operands(m, n, k, ml_dtypes.bfloat16)
     config = _config(gemm_bf16.BF16_SPACE, GROUP_M=8, **values)
     w = np.zeros((m, n), np.float32)
-    gemm_bf16.run_config(gemm_bf16.gemm_bf16_tuned, config, (a, b, c), w, m, n, k, sms=2,
-                         interpret=True)
+    gemm_bf16.run_config(
+        gemm_bf16.gemm_bf16_tuned, config, (a, b, c), w, m, n, k, sms=2, interpret=True
+    )
     np.testing.assert_array_equal(c.astype(np.float32), _product(a, b))
 
 
@@ -55,8 +60,9 @@ def test_the_fp8_kernel_interpreted_is_exact_on_a_ragged_product():
 
     m, n, k = 130, 136, 272  # fp8 rows: 16-byte strides, so K is a multiple of 16
     a, b, c = _operands(m, n, k, ml_dtypes.float8_e4m3fn, seed=3)
-    gemm_fp8.gemm_fp8.interpret[(2,), (384,)](a, b, c, m, n, k, np.float32([0.5]),
-                                              np.float32([0.25]))
+    gemm_fp8.gemm_fp8.interpret[(2,), (384,)](
+        a, b, c, m, n, k, np.float32([0.5]), np.float32([0.25])
+    )
     np.testing.assert_array_equal(c.astype(np.float32), _product(a, b, 0.125))
 
 
@@ -70,8 +76,18 @@ def test_an_fp8_swapped_split_config_interpreted_is_exact():
     w = np.zeros((m, n), np.float32)
     from gemm_bf16 import run_config
 
-    run_config(gemm_fp8.gemm_fp8_tuned, config, (a, b, c), w, m, n, k, sms=2, interpret=True,
-               extra=(gemm_fp8.scale_array(2.0, c), gemm_fp8.scale_array(0.5, c)))
+    run_config(
+        gemm_fp8.gemm_fp8_tuned,
+        config,
+        (a, b, c),
+        w,
+        m,
+        n,
+        k,
+        sms=2,
+        interpret=True,
+        extra=(gemm_fp8.scale_array(2.0, c), gemm_fp8.scale_array(0.5, c)),
+    )
     np.testing.assert_array_equal(c.astype(np.float32), _product(a, b))
 
 
@@ -83,8 +99,18 @@ def test_an_fp8_config_with_one_consumer_and_split_k_interpreted_is_exact():
     a, b, c = _operands(m, n, k, ml_dtypes.float8_e4m3fn, seed=6)
     config = _config(gemm_fp8.FP8_SPACE, BM=64, BN=128, SPLIT=2, SWAP=False)
     w = np.zeros((m, n), np.float32)
-    run_config(gemm_fp8.gemm_fp8_tuned, config, (a, b, c), w, m, n, k, sms=2, interpret=True,
-               extra=(gemm_fp8.scale_array(0.25, c), gemm_fp8.scale_array(1.0, c)))
+    run_config(
+        gemm_fp8.gemm_fp8_tuned,
+        config,
+        (a, b, c),
+        w,
+        m,
+        n,
+        k,
+        sms=2,
+        interpret=True,
+        extra=(gemm_fp8.scale_array(0.25, c), gemm_fp8.scale_array(1.0, c)),
+    )
     np.testing.assert_array_equal(c.astype(np.float32), _product(a, b, 0.25))
 
 
@@ -98,14 +124,25 @@ def test_the_fp8_128x192_config_with_register_budgets_interpreted_is_exact():
     a, b, c = _operands(m, n, k, ml_dtypes.float8_e4m3fn, seed=7)
     config = _config(gemm_fp8.FP8_SPACE, BM=128, BN=192, SPLIT=1, SWAP=False)
     w = np.zeros((1, 4), np.float32)
-    run_config(gemm_fp8.gemm_fp8_tuned, config, (a, b, c), w, m, n, k, sms=2, interpret=True,
-               extra=(gemm_fp8.scale_array(0.5, c), gemm_fp8.scale_array(0.5, c)))
+    run_config(
+        gemm_fp8.gemm_fp8_tuned,
+        config,
+        (a, b, c),
+        w,
+        m,
+        n,
+        k,
+        sms=2,
+        interpret=True,
+        extra=(gemm_fp8.scale_array(0.5, c), gemm_fp8.scale_array(0.5, c)),
+    )
     np.testing.assert_array_equal(c.astype(np.float32), _product(a, b, 0.25))
 
 
 def test_the_fp8_launch_takes_python_float_scales_on_the_interpreter():
     """launch(a, b, c, scale_a, scale_b) where there is no GPU: the shape's first candidate."""
     import gemm_fp8
+
     from jittile.runtime import driver
 
     if driver.available():
@@ -116,11 +153,14 @@ def test_the_fp8_launch_takes_python_float_scales_on_the_interpreter():
     np.testing.assert_array_equal(c.astype(np.float32), _product(a, b, 2.0))
 
 
-@pytest.mark.parametrize("m, n, k, expect", [
-    (1, 4096, 4096, dict(SWAP=True, BN=16)),
-    (48, 4096, 4096, dict(BN=64)),
-    (8192, 8192, 8192, dict(SPLIT=1, BM=128)),
-])
+@pytest.mark.parametrize(
+    "m, n, k, expect",
+    [
+        (1, 4096, 4096, dict(SWAP=True, BN=16)),
+        (48, 4096, 4096, dict(BN=64)),
+        (8192, 8192, 8192, dict(SPLIT=1, BM=128)),
+    ],
+)
 def test_pruning_keeps_the_shapes_configs(m, n, k, expect):
     import gemm_bf16
 

@@ -1,5 +1,6 @@
 """What the GEMM examples' helpers rely on: a whole local array passed to a @jittile.func helper
 is the caller's array (the helper's writes are the caller's), an element of it is a value."""
+
 import numpy as np
 
 import jittile
@@ -52,16 +53,16 @@ def tuned_with_a_helper(Out: T.Tensor((None,), "int32"), n: T.int32, FACTOR: T.c
         Out[i] = scaled(i, FACTOR)
 
 
-def test_worker_compiles_of_a_kernel_with_helpers_are_the_callers_cache_entries(tmp_path,
-                                                                                monkeypatch):
+def test_worker_compiles_of_a_kernel_with_helpers_are_the_callers_cache_entries(
+    tmp_path, monkeypatch
+):
     """Helpers enter the cache key by module and qualname: the worker processes import the
     kernel's module under its own name, so the caller loads what they compiled."""
     monkeypatch.setenv("JITTILE_CACHE", "1")
     monkeypatch.setenv("JITTILE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("JITTILE_AUTOTUNE_JOBS", "2")
     tuned_with_a_helper.kernel._memory = {}
-    result = tuned_with_a_helper.compile_all(T.Tensor((64,), "int32"), T.int32(0),
-                                             target="sm_90a")
+    result = tuned_with_a_helper.compile_all(T.Tensor((64,), "int32"), T.int32(0), target="sm_90a")
     assert [ck.metadata["cache"] for ck in result.values()] == ["hit", "hit"]
 
 
@@ -84,9 +85,21 @@ def test_compile_workers_run_under_a_script_read_from_stdin(tmp_path):
     from pathlib import Path
 
     tests = Path(__file__).resolve().parent
-    env = {**os.environ, "JITTILE_CACHE": "1", "JITTILE_CACHE_DIR": str(tmp_path / "cache"),
-           "JITTILE_AUTOTUNE_JOBS": "2", "PYTHONPATH": str(tests.parent)}
-    done = subprocess.run([sys.executable, "-", str(tests)], input=STDIN_TUNING, text=True,
-                          capture_output=True, env=env, cwd=tmp_path, timeout=300)
+    env = {
+        **os.environ,
+        "JITTILE_CACHE": "1",
+        "JITTILE_CACHE_DIR": str(tmp_path / "cache"),
+        "JITTILE_AUTOTUNE_JOBS": "2",
+        "PYTHONPATH": str(tests.parent),
+    }
+    done = subprocess.run(
+        [sys.executable, "-", str(tests)],
+        input=STDIN_TUNING,
+        text=True,
+        capture_output=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "['hit', 'hit']", done.stdout + done.stderr

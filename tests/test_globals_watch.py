@@ -1,6 +1,7 @@
 """Issue #13, third bug: a changed global that a kernel reads must not run code compiled for its
 old value, neither through ``compile()`` (the in-memory specializations) nor through a repeated
 launch (the prepared-launch table). CPU only: launches go to a recording stand-in launcher."""
+
 from __future__ import annotations
 
 import importlib
@@ -15,7 +16,7 @@ from jittile.runtime.arrays import DeviceView
 
 _serial = itertools.count()
 
-KERNELS = '''\
+KERNELS = """\
 import jittile
 from jittile import T
 from {helpers} import store_rows
@@ -62,9 +63,9 @@ def make():
         n = value
 
     return closed, set_n
-'''
+"""
 
-HELPERS = '''\
+HELPERS = """\
 import jittile
 from jittile import T
 
@@ -75,7 +76,7 @@ HELPER_ROWS = 8
 def store_rows(out, i):
     if i < HELPER_ROWS:
         out[i] = T.uint32(HELPER_ROWS)
-'''
+"""
 
 
 @pytest.fixture
@@ -85,13 +86,16 @@ def modules(tmp_path, monkeypatch):
     serial = next(_serial)
     (tmp_path / f"watch_helpers_{serial}.py").write_text(HELPERS)
     (tmp_path / f"watch_kernels_{serial}.py").write_text(
-        KERNELS.format(helpers=f"watch_helpers_{serial}"))
+        KERNELS.format(helpers=f"watch_helpers_{serial}")
+    )
     kernels = importlib.import_module(f"watch_kernels_{serial}")
     return kernels, importlib.import_module(f"watch_helpers_{serial}")
 
 
 def _guard(ck: CompiledKernel) -> str:
-    return next(line.strip() for line in ck.lowered_source.splitlines() if line.strip().startswith("if "))
+    return next(
+        line.strip() for line in ck.lowered_source.splitlines() if line.strip().startswith("if ")
+    )
 
 
 def test_a_changed_global_recompiles(modules):
@@ -151,8 +155,13 @@ def test_a_changed_closure_variable_recompiles(modules):
 def test_a_repeated_launch_notices_a_changed_global(modules, monkeypatch):
     kernels, _ = modules
     launched = []  # the compiled kernel of each launch, recorded instead of launching it
-    monkeypatch.setattr(CompiledKernel, "launcher", lambda self: types.SimpleNamespace(
-        bind=lambda device: None, launch=lambda *args: launched.append(self)))
+    monkeypatch.setattr(
+        CompiledKernel,
+        "launcher",
+        lambda self: types.SimpleNamespace(
+            bind=lambda device: None, launch=lambda *args: launched.append(self)
+        ),
+    )
     out = DeviceView(0x1000, (32,), (4,), dtype("uint32"), device=0)
     kernels.fill(out)
     kernels.fill(out)

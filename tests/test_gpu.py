@@ -3,6 +3,7 @@
 Inputs are random, outputs are poisoned before each launch, and every comparison is exact unless
 the format itself rounds.
 """
+
 import numpy as np
 import pytest
 
@@ -118,22 +119,25 @@ def test_tma_load_store_ranks(rank):
     shape, box, coords = ND_CASES[rank]
     a = _rand(shape)
     out = np.full_like(a, np.nan)
-    _kernels().tma_roundtrip(a, out, LOAD.format(r=rank), STORE.format(r=rank), box, coords,
-                             int(np.prod(box)) * 4)
+    _kernels().tma_roundtrip(
+        a, out, LOAD.format(r=rank), STORE.format(r=rank), box, coords, int(np.prod(box)) * 4
+    )
     region = tuple(slice(c, c + b) for c, b in zip(coords, box))
     expected = np.full_like(a, np.nan)
     expected[region] = a[region]
     np.testing.assert_array_equal(out, expected)
 
 
-@pytest.mark.parametrize("op,dtype", [("add", "int32"), ("min", "int32"), ("max", "int32"),
-                                      ("add", "float32")])
+@pytest.mark.parametrize(
+    "op,dtype", [("add", "int32"), ("min", "int32"), ("max", "int32"), ("add", "float32")]
+)
 def test_tma_reduce(op, dtype):
     a = _rand((16, 32), dtype)
     out = _rand((32, 64), dtype)
     before = out.copy()
-    _kernels().tma_reduce(a, out, f"cp.reduce.async.bulk.tensor.2d.global.shared::cta.{op}."
-                          f"tile.bulk_group", dtype)
+    _kernels().tma_reduce(
+        a, out, f"cp.reduce.async.bulk.tensor.2d.global.shared::cta.{op}.tile.bulk_group", dtype
+    )
     expected = before.copy()
     expected[8:24, 32:64] = _kernels().reduction_reference(op, before[8:24, 32:64], a)
     if dtype == "float32":
@@ -150,7 +154,7 @@ def test_tma_swizzle_coord_steps_and_subregion(sw, cols):
     _kernels().tma_swizzled(a, out, sw, cols)
     np.testing.assert_array_equal(out[0], a[0:32, 0:cols])
     np.testing.assert_array_equal(out[1], a[32:64, 0:cols])
-    np.testing.assert_array_equal(out[2], a[64:96, cols:2 * cols])
+    np.testing.assert_array_equal(out[2], a[64:96, cols : 2 * cols])
 
 
 @pytest.mark.parametrize("fill", [0, 1])
@@ -171,7 +175,7 @@ def test_tma_tf32_format():
     a = _rand((32, 32))
     out = np.full((8, 32), np.nan, np.float32)
     _kernels().tma_load_2d(a, out, (8, 32), (0, 0), (1, 1), 0, "tf32", (8, 32))
-    np.testing.assert_allclose(out, a[0:8], rtol=2.0 ** -10)
+    np.testing.assert_allclose(out, a[0:8], rtol=2.0**-10)
 
 
 @pytest.mark.parametrize("cluster", [2, 4])
@@ -204,8 +208,7 @@ def test_tma_launch_errors_then_valid_launch():
     op2 = (LOAD.format(r=2), STORE.format(r=2), (8, 32), (0, 0), 8 * 32 * 4)
     base = cupy.asarray(_rand((64, 64)))
     out = cupy.full((64, 64), np.nan, dtype=cupy.float32)
-    misaligned = cupy.ndarray((32, 32), dtype=cupy.float32, memptr=base.data + 4,
-                              strides=(256, 4))
+    misaligned = cupy.ndarray((32, 32), dtype=cupy.float32, memptr=base.data + 4, strides=(256, 4))
     with pytest.raises(LaunchError, match="16-byte aligned"):
         k.tma_roundtrip(misaligned, out[:32, :32], *op2)
     odd = cupy.asarray(_rand((16, 33)))
@@ -214,8 +217,9 @@ def test_tma_launch_errors_then_valid_launch():
     import tma_two_boxes
 
     with pytest.raises(LaunchError, match="rank"):
-        tma_two_boxes.tma_load(cupy.zeros((2, 16, 16), cupy.uint32),
-                               cupy.zeros((16, 16), cupy.uint32))
+        tma_two_boxes.tma_load(
+            cupy.zeros((2, 16, 16), cupy.uint32), cupy.zeros((16, 16), cupy.uint32)
+        )
     a = _rand((64, 64))
     host_out = np.full_like(a, np.nan)
     k.tma_roundtrip(a, host_out, *op2)
@@ -253,7 +257,7 @@ def test_tma_element_strides(es):
     img = (16 // es[0], 64 // es[1])
     out = np.full(img, np.nan, np.float32)
     _kernels().tma_load_2d(a, out, box, (8, 16), es, 0, "float32", img)
-    np.testing.assert_array_equal(out, a[8:24:es[0], 16:80:es[1]])
+    np.testing.assert_array_equal(out, a[8 : 24 : es[0], 16 : 80 : es[1]])
 
 
 @pytest.mark.parametrize("interleave,sw", [(1, 0), (2, 1)])
@@ -286,7 +290,8 @@ def test_a_disk_hit_launches_from_the_recorded_ir(tmp_path, monkeypatch):
     monkeypatch.setenv("JITTILE_CACHE", "1")
     monkeypatch.setenv("JITTILE_CACHE_DIR", str(tmp_path / "cache"))
     source = "import jittile\nfrom jittile import T\n\n\n" + inspect.getsource(
-        _kernels().tma_multicast.pyfunc)
+        _kernels().tma_multicast.pyfunc
+    )
     a = _rand((64, 32))
     caches = []
     for copy in range(2):
@@ -320,7 +325,9 @@ def test_tma_into_a_runtime_stage():
 def _reduction_cases():
     from jittile.patterns.tma import REDUCTION_TYPES
 
-    return [(op, dtype) for op, dtypes in sorted(REDUCTION_TYPES.items()) for dtype in sorted(dtypes)]
+    return [
+        (op, dtype) for op, dtypes in sorted(REDUCTION_TYPES.items()) for dtype in sorted(dtypes)
+    ]
 
 
 @pytest.mark.parametrize("op, dtype", _reduction_cases())

@@ -1,11 +1,11 @@
 """examples/attention_fwd.py on the H200 (torch bf16 tensors) against a float32 reference: head
 dimensions 64 and 128, ragged lengths, causal and not, grouped-query heads, the log-sum-exp; its
 error within twice that of torch SDPA's own bf16 kernel (both against the same float32 reference)."""
+
 import math
 
-import pytest
-
 import attention_fwd as attn
+import pytest
 
 pytestmark = pytest.mark.gpu
 
@@ -16,27 +16,41 @@ def _reference(torch, q, k, v, causal):
     scores = q.float() @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
     if causal:
         seq = q.shape[2]
-        scores = scores.masked_fill(torch.ones(seq, seq, dtype=torch.bool, device=q.device)
-                                    .triu(1), float("-inf"))
+        scores = scores.masked_fill(
+            torch.ones(seq, seq, dtype=torch.bool, device=q.device).triu(1), float("-inf")
+        )
     return torch.softmax(scores, -1) @ v, torch.logsumexp(scores, -1)
 
 
-@pytest.mark.parametrize("batch, heads, kv_heads, seq, head_dim", [
-    (2, 4, 4, 512, 128), (1, 4, 4, 1000, 128), (2, 4, 4, 384, 64), (1, 8, 2, 333, 64),
-    (1, 8, 2, 777, 128), (1, 2, 2, 64, 64), (1, 2, 2, 4096, 128), (1, 2, 1, 4000, 64)])
+@pytest.mark.parametrize(
+    "batch, heads, kv_heads, seq, head_dim",
+    [
+        (2, 4, 4, 512, 128),
+        (1, 4, 4, 1000, 128),
+        (2, 4, 4, 384, 64),
+        (1, 8, 2, 333, 64),
+        (1, 8, 2, 777, 128),
+        (1, 2, 2, 64, 64),
+        (1, 2, 2, 4096, 128),
+        (1, 2, 1, 4000, 64),
+    ],
+)
 @pytest.mark.parametrize("causal", [False, True])
 def test_attention_matches_float32(batch, heads, kv_heads, seq, head_dim, causal):
     torch = pytest.importorskip("torch")
     torch.manual_seed(seq + head_dim)
     q = torch.randn(batch, heads, seq, head_dim, device="cuda", dtype=torch.bfloat16)
-    k, v = (torch.randn(batch, kv_heads, seq, head_dim, device="cuda", dtype=torch.bfloat16)
-            for _ in range(2))
+    k, v = (
+        torch.randn(batch, kv_heads, seq, head_dim, device="cuda", dtype=torch.bfloat16)
+        for _ in range(2)
+    )
     o, lse = attn.attention(q, k, v, causal=causal, return_lse=True)
     expected, expected_lse = _reference(torch, q, k, v, causal)
     error = (o.float() - expected).abs().max().item()
     group = heads // kv_heads
     sdpa = torch.nn.functional.scaled_dot_product_attention(
-        q, k.repeat_interleave(group, 1), v.repeat_interleave(group, 1), is_causal=causal)
+        q, k.repeat_interleave(group, 1), v.repeat_interleave(group, 1), is_causal=causal
+    )
     sdpa_error = (sdpa.float() - expected).abs().max().item()
     assert torch.isfinite(o.float()).all()
     assert error <= max(2 * sdpa_error, 8e-3), (error, sdpa_error)

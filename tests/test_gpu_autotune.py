@@ -1,13 +1,14 @@
 """``@jittile.autotune`` on the H200: a real tuning with CUDA events, its disk record reused by
 a fresh tuner (as a later process would), in well under 10 ms."""
+
 from __future__ import annotations
 
 import time
 
 import pytest
+from autotune_kernels import strided_scale
 
 import jittile
-from autotune_kernels import strided_scale
 
 pytestmark = pytest.mark.gpu
 
@@ -19,8 +20,10 @@ def test_a_tuning_on_the_gpu_is_correct_recorded_and_reused(tmp_path, monkeypatc
     n = 1 << 22
     x = torch.randn(n, device="cuda")
     out = torch.zeros(n, device="cuda")
-    grid = lambda meta: ((meta["n"] + 256 * meta["PER_THREAD"] - 1)  # noqa: E731
-                         // (256 * meta["PER_THREAD"]),)
+    grid = lambda meta: (
+        (meta["n"] + 256 * meta["PER_THREAD"] - 1)  # noqa: E731
+        // (256 * meta["PER_THREAD"]),
+    )
     strided_scale[grid, 256](x, out, n)
     torch.cuda.synchronize()
     assert torch.equal(out, x * 2)

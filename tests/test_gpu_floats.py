@@ -6,11 +6,17 @@ arrays, and those of the PTX ISA's ``cvt`` (tests/float_kernels.py): ties, overf
 Run on the H200 with ``pytest -m gpu tests/test_gpu_floats.py``. Without a device the NumPy runs
 are interpreted against the same reference and the torch ones skip.
 """
+
 import numpy as np
 import pytest
-
-from float_kernels import (FORMATS, reference_load, reference_store, roundtrip_kernel,
-                           special_values, storage)
+from float_kernels import (
+    FORMATS,
+    reference_load,
+    reference_store,
+    roundtrip_kernel,
+    special_values,
+    storage,
+)
 
 pytestmark = pytest.mark.gpu
 
@@ -32,8 +38,9 @@ def _torch(array: np.ndarray, name: str | None = None):
     import torch
 
     raw = {1: np.uint8, 2: np.int16}  # the bits in a type torch.from_numpy takes
-    tensor = torch.from_numpy(np.ascontiguousarray(array.view(raw[array.itemsize]) if name
-                                                   else array))
+    tensor = torch.from_numpy(
+        np.ascontiguousarray(array.view(raw[array.itemsize]) if name else array)
+    )
     if name:
         tensor = tensor.view(getattr(torch, name))
     return tensor.cuda()
@@ -69,5 +76,8 @@ def test_float_elements_on_the_gpu_are_the_interpreters_bytes(name, arrays):
         assert not len(different), f"{name}: GPU and interpreter differ at bytes {different[:8]}"
     expected_bits = reference_store(values, name)
     assert all((results[0][:, c] == expected_bits).all() for c in range(3))
-    assert all(results[1][:, c].view(np.uint32).tolist()
-               == reference_load(bits, name).view(np.uint32).tolist() for c in range(3))
+    assert all(
+        results[1][:, c].view(np.uint32).tolist()
+        == reference_load(bits, name).view(np.uint32).tolist()
+        for c in range(3)
+    )

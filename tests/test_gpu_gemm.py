@@ -3,6 +3,7 @@ square, skinny and ragged shapes, every kind of configuration forced once (64-ro
 swap-AB, both), against an fp32 torch product; and the tuning reused from the disk cache by a
 fresh process. Kept under a minute on the H200: few tuned shapes (each tunes its pruned
 candidates), every other config kind forced once on one small shape."""
+
 import os
 import subprocess
 import sys
@@ -17,9 +18,13 @@ sys.path.insert(0, str(EXAMPLES.parent / "bench"))
 pytestmark = pytest.mark.gpu
 
 SHAPES = [(1024, 1024, 1024), (200, 264, 136), (1, 4096, 4096), (300, 2048, 3000)]
-FORCED = [dict(BM=64, BN=128, SPLIT=1, SWAP=False), dict(BM=64, BN=256, SPLIT=4, SWAP=False),
-          dict(BM=128, BN=128, SPLIT=2, SWAP=False), dict(BM=128, BN=16, SPLIT=1, SWAP=True),
-          dict(BM=128, BN=32, SPLIT=8, SWAP=True)]
+FORCED = [
+    dict(BM=64, BN=128, SPLIT=1, SWAP=False),
+    dict(BM=64, BN=256, SPLIT=4, SWAP=False),
+    dict(BM=128, BN=128, SPLIT=2, SWAP=False),
+    dict(BM=128, BN=16, SPLIT=1, SWAP=True),
+    dict(BM=128, BN=32, SPLIT=8, SWAP=True),
+]
 
 
 def _bf16(torch, m, n, k):
@@ -34,7 +39,7 @@ def _check_bf16(torch, a, b, c, scale=1.0, ulps=1):
     assert torch.isfinite(c.float()).all()
     # the same fp32 sums in another order: ``ulps`` bf16 rounding steps apart at most
     error = (c.float() - expected).abs()
-    limit = expected.abs() * ulps * 2 ** -7 + 1e-3 * expected.abs().max()
+    limit = expected.abs() * ulps * 2**-7 + 1e-3 * expected.abs().max()
     assert (error <= limit).all(), error.max().item()
 
 
@@ -54,8 +59,11 @@ def test_each_kind_of_bf16_config_matches_torch(values):
     import gemm_bf16
 
     m, n, k = (24, 1000, 1096) if values["SWAP"] else (200, 1032, 1096)
-    (config,) = [c for c in gemm_bf16.BF16_SPACE.configs
-                 if c.kwargs["GROUP_M"] == 8 and all(c.kwargs[x] == v for x, v in values.items())]
+    (config,) = [
+        c
+        for c in gemm_bf16.BF16_SPACE.configs
+        if c.kwargs["GROUP_M"] == 8 and all(c.kwargs[x] == v for x, v in values.items())
+    ]
     a, b, c = _bf16(torch, m, n, k)
     w = torch.empty(m, n, device="cuda", dtype=torch.float32)
     gemm_bf16.run_config(gemm_bf16.gemm_bf16_tuned, config, (a, b, c), w, m, n, k)
@@ -81,7 +89,7 @@ def test_tuned_fp8_matches_torch_scaled_mm(m, n, k):
     cublas = padded_scaled_mm(torch, a, b, sa, sb)
     ours = (c.float() - exact).abs().max().item()
     theirs = (cublas.float() - exact).abs().max().item()
-    assert ours <= theirs * 1.05 + exact.abs().max().item() * 2 ** -8, (ours, theirs)
+    assert ours <= theirs * 1.05 + exact.abs().max().item() * 2**-8, (ours, theirs)
 
 
 def test_a_fresh_process_reuses_the_tuning_within_10_ms(tmp_path):
@@ -95,7 +103,7 @@ def test_a_fresh_process_reuses_the_tuning_within_10_ms(tmp_path):
     gemm_bf16.launch(a, b, c)
     torch.cuda.synchronize()
     script = (
-        "import sys, time, torch; sys.path.insert(0, %r); import gemm_bf16\n"
+        "import sys, time, torch; sys.path.insert(0, %r); import gemm_bf16\n"  # noqa: UP031
         "a = torch.randn(%d, %d, device='cuda', dtype=torch.bfloat16)\n"
         "b = torch.randn(%d, %d, device='cuda', dtype=torch.bfloat16)\n"
         "c = torch.empty(%d, %d, device='cuda', dtype=torch.bfloat16); torch.cuda.synchronize()\n"
@@ -104,8 +112,13 @@ def test_a_fresh_process_reuses_the_tuning_within_10_ms(tmp_path):
         "t = time.perf_counter(); gemm_bf16.launch(a, b, c); torch.cuda.synchronize()\n"
         "print(first * 1e3, (time.perf_counter() - t) * 1e3)\n"
     ) % (str(EXAMPLES), m, k, n, k, m, n)
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         env={**os.environ, "JITTILE_PRINT_AUTOTUNING": "1"}, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "JITTILE_PRINT_AUTOTUNING": "1"},
+        check=True,
+    )
     first_ms, second_ms = (float(x) for x in out.stdout.split())
     print(f"fresh process: first launch {first_ms:.2f} ms, second {second_ms:.2f} ms")
     assert "from the tuning cache" in out.stderr, out.stderr

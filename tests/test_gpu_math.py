@@ -7,12 +7,12 @@ comparison with the interpreter) leaves out: their GPU and interpreter bits may 
 Run on the H200 with ``pytest -m gpu tests/test_gpu_math.py``; without a device the kernels are
 interpreted against the same references.
 """
+
 import os
 
+import math_kernels as mk
 import numpy as np
 import pytest
-
-import math_kernels as mk
 
 pytestmark = pytest.mark.gpu
 
@@ -29,8 +29,10 @@ def test_exact_forms_on_the_gpu(key):
     mk.check_exact(key, *_launch(*key))
 
 
-@pytest.mark.skipif(os.environ.get("JITTILE_DIFFERENTIAL") == "1",
-                    reason="approximate forms are not bit-equal between GPU and interpreter")
+@pytest.mark.skipif(
+    os.environ.get("JITTILE_DIFFERENTIAL") == "1",
+    reason="approximate forms are not bit-equal between GPU and interpreter",
+)
 @pytest.mark.parametrize("key", mk.APPROX, ids=lambda k: "-".join(mk.APPROX[k][0]))
 def test_approximate_forms_on_the_gpu(key):
     mk.check_approx(key, *_launch(*key))
@@ -39,8 +41,11 @@ def test_approximate_forms_on_the_gpu(key):
 def test_fma_fmin_fmax_on_the_gpu():
     rng = np.random.default_rng(11)
     a, b, c = (mk.special_values()[rng.permutation(mk.N)] for _ in range(3))
-    a[:3], b[:3], c[:3] = np.float32(1 + 2.0 ** -12), np.float32(1 + 2.0 ** -12), \
-        np.float32(2.0 ** -60)  # a tie that rounding twice gets wrong
+    a[:3], b[:3], c[:3] = (
+        np.float32(1 + 2.0**-12),
+        np.float32(1 + 2.0**-12),
+        np.float32(2.0**-60),
+    )  # a tie that rounding twice gets wrong
     d = np.zeros_like(a)
     mk.fused(a, b, c, d)
     mk.check_same(d, mk.fma_reference(a, b, c))
@@ -63,7 +68,7 @@ def test_shuffles_on_the_gpu(mode, dtype, width):
     if dtype == "float32":
         x = mk.special_values()
     else:
-        x = rng.integers(0, 2 ** 32, mk.N, dtype=np.uint64).astype(np.uint32).view(dtype)
+        x = rng.integers(0, 2**32, mk.N, dtype=np.uint64).astype(np.uint32).view(dtype)
     b = rng.integers(0, 32, mk.N).astype(np.int32)  # per lane: idx and xor sources may differ
     if mode in ("down", "up"):
         b = np.repeat(rng.integers(0, 32, mk.N // 32), 32).astype(np.int32)

@@ -1,5 +1,6 @@
 """Issue #19 on the H200: concurrent launches, the framework's stream, CUDA graphs, torch.compile
 (bench/runtime_safety.py makes the launches; its results file records the same counts)."""
+
 from __future__ import annotations
 
 import pytest
@@ -87,8 +88,11 @@ def test_the_reference_torch_operator_recipe_under_torch_compile(tmp_path):
     import torch
 
     text = (Path(__file__).resolve().parents[1] / "docs" / "language.md").read_text()
-    (block,) = [b for b in re.findall(r"^```python\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
-                if "torch.library.custom_op" in b]
+    (block,) = [
+        b
+        for b in re.findall(r"^```python\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
+        if "torch.library.custom_op" in b
+    ]
     path = tmp_path / "recipe.py"
     path.write_text(block)
     spec = importlib.util.spec_from_file_location("recipe", path)

@@ -3,6 +3,7 @@ and TMA moves their bytes exactly; a changed array re-encodes its TensorMap (iss
 
 Run on the H200 with ``pytest -m gpu tests/test_gpu_torch_dtypes.py``; skipped without a device.
 """
+
 import pytest
 
 import jittile
@@ -77,8 +78,12 @@ def test_torch_low_precision_tensors_copy_bit_exactly(name, route):
         tma_copy_box(a, out, name, nbytes)
     else:
         dev_a, out = a.cuda(), poison.cuda()
-        tma_copy_box(dev_a if route == "cuda" else _DLPackOnly(dev_a),
-                     out if route == "cuda" else _DLPackOnly(out), name, nbytes)
+        tma_copy_box(
+            dev_a if route == "cuda" else _DLPackOnly(dev_a),
+            out if route == "cuda" else _DLPackOnly(out),
+            name,
+            nbytes,
+        )
         torch.cuda.synchronize()
         out = out.cpu()
     assert torch.equal(out.view(torch.uint8), expected.view(torch.uint8))

@@ -1,5 +1,6 @@
 """Issue #25: kernels follow their arrays' device, on a host with two GPUs (``nvidia-h200-x2``).
 Every test skips, saying why, where fewer than two devices are present."""
+
 from __future__ import annotations
 
 import threading
@@ -7,13 +8,16 @@ import threading
 import numpy as np
 import pytest
 
+from bench import runtime_safety as safety
 from jittile import LaunchError
 from jittile.runtime import driver
-from bench import runtime_safety as safety
 
-pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(driver.device_count() < 2,
-                                 reason="needs two CUDA devices (the nvidia-h200-x2 machine)")]
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(
+        driver.device_count() < 2, reason="needs two CUDA devices (the nvidia-h200-x2 machine)"
+    ),
+]
 
 
 def _torch():
@@ -89,8 +93,11 @@ def test_arrays_on_two_devices_are_a_launch_error_naming_both():
     torch = _torch()
     a, _ = _pair(torch, "cuda:0", 0.0)
     _, out = _pair(torch, "cuda:1", 0.0)
-    with pytest.raises(LaunchError, match=r"'A' and 'Out' are on different devices \(cuda:0 and "
-                                          r"cuda:1\)"):
+    with pytest.raises(
+        LaunchError,
+        match=r"'A' and 'Out' are on different devices \(cuda:0 and "
+        r"cuda:1\)",
+    ):
         safety.copy(a, out)
 
 

@@ -5,9 +5,9 @@ of the PTX ISA (the inputs are small powers of two, so every sum is exact).
 The CPU half (``test_wgmma_forms_assemble``) assembles the same kernels for sm_90a and reads the
 HGMMA instructions in their SASS.
 """
+
 import numpy as np
 import pytest
-
 from wgmma_kernels import CASES, run_case
 
 
@@ -23,7 +23,7 @@ def test_wgmma_forms_assemble(case):
     kernel, args, _, _ = run_case(case, launch=False)
     ck = kernel.compile(*args[:4], np.int32(1), target="sm_90a")
     shape = case.opcode.split(".")[4]
-    n = shape[shape.index("n") + 1:shape.index("k")]
+    n = shape[shape.index("n") + 1 : shape.index("k")]
     gmma = [line for line in ck.sass.splitlines() if "GMMA.64x" in line]
     assert gmma and all(f"GMMA.64x{n}x" in line for line in gmma), ck.sass[:2000]
     assert ck.metadata["local_bytes"] == 0

@@ -1,5 +1,6 @@
 """``@jittile.func`` helpers: inlined where a kernel calls them, names renamed apart, free names
 resolved in the helper's module, errors located in the helper's file, code and data in the key."""
+
 from __future__ import annotations
 
 import importlib
@@ -57,7 +58,7 @@ SETUP = """\
     mbar = T.alloc_shared((1,), "uint64", layout="default")
 """
 SIGNATURE = '(A: T.Tensor((16, 16), "uint32"), Out: T.Tensor((16, 16), "uint32")):'
-KERNELS = f'''\
+KERNELS = f"""\
 import jittile
 from jittile import T
 from {{helpers}} import box_bytes, load_boxes, load_one, shadowing
@@ -84,7 +85,7 @@ def per_stage{SIGNATURE}
             load_one(shared[s], A, s * 8, bar=mbar.ptr_to([0]))
     shadowing(Out)
     Out[1, 1] = lane
-'''
+"""
 
 
 def _modules(tmp_path, monkeypatch, expect=1024, rows=8, comment="", kernels=KERNELS):
@@ -148,10 +149,11 @@ def test_byte_accounting_sees_through_helpers(tmp_path, monkeypatch):
         _lower(kernels.two_boxes)
     (warning,) = [w for w in record if issubclass(w.category, JittileWarning)]
     assert f"line {_line_of(helpers, 'T.cuda.tile.apply(T.ptx[LOAD], dst, src, box')}" in str(
-        warning.message)
+        warning.message
+    )
 
 
-BAD_HELPERS = '''\
+BAD_HELPERS = """\
 import jittile
 from jittile import T
 
@@ -182,24 +184,28 @@ def nothing(x):
 
 def plain(x):
     return x
-'''
+"""
 
 
-@pytest.mark.parametrize("call, where, message", [
-    ("bad_box(shared, A, mbar.ptr_to([0]))", "helper", "box"),
-    ("recursive(lane)", "helper", "cannot recurse"),
-    ("y = early(lane)", "helper", "return only as its last statement"),
-    ("y = nothing(lane)", "call", "returns no value"),
-    ("nothing(lane, lane)", "call", "takes 1 arguments, got 2"),
-    ("nothing(y=lane)", "call", "has no parameter 'y'"),
-    ("y = 1 + nothing(lane)", "call", "as a statement or as the whole right side"),
-    ("y = plain(lane)", "call", "decorate it with @jittile.func"),
-])
+@pytest.mark.parametrize(
+    "call, where, message",
+    [
+        ("bad_box(shared, A, mbar.ptr_to([0]))", "helper", "box"),
+        ("recursive(lane)", "helper", "cannot recurse"),
+        ("y = early(lane)", "helper", "return only as its last statement"),
+        ("y = nothing(lane)", "call", "returns no value"),
+        ("nothing(lane, lane)", "call", "takes 1 arguments, got 2"),
+        ("nothing(y=lane)", "call", "has no parameter 'y'"),
+        ("y = 1 + nothing(lane)", "call", "as a statement or as the whole right side"),
+        ("y = plain(lane)", "call", "decorate it with @jittile.func"),
+    ],
+)
 def test_helper_errors_are_located(tmp_path, monkeypatch, call, where, message):
     monkeypatch.syspath_prepend(str(tmp_path))
     serial = next(_serial)
     (tmp_path / f"bad_{serial}.py").write_text(BAD_HELPERS)
-    (tmp_path / f"uses_{serial}.py").write_text(textwrap.dedent(f'''\
+    (tmp_path / f"uses_{serial}.py").write_text(
+        textwrap.dedent(f"""\
         import jittile
         from jittile import T
         from bad_{serial} import bad_box, recursive, early, nothing, plain
@@ -212,7 +218,8 @@ def test_helper_errors_are_located(tmp_path, monkeypatch, call, where, message):
             shared = T.alloc_shared((8, 300), "float32", align=128)
             mbar = T.alloc_shared((1,), "uint64")
             {call}
-        '''))
+        """)
+    )
     kernel = importlib.import_module(f"uses_{serial}").uses
     with pytest.raises((CompileError, ContractError), match=message) as info:
         _lower(kernel)
@@ -253,11 +260,14 @@ def test_helper_code_and_data_enter_the_key(tmp_path, monkeypatch):
     assert set(ref["helpers"]) == {"box_bytes", "load_boxes"}
     assert differing_components(ref, same_module_names(comment.two_boxes)) == []
     assert differing_components(ref, same_module_names(rows.two_boxes)) == [
-        "helpers.load_boxes.globals.ROWS"]
+        "helpers.load_boxes.globals.ROWS"
+    ]
     changed = HELPERS.replace("rows * cols * elem", "rows * cols * elem * 2")
     (tmp_path / "changed_helpers.py").write_text(changed.format(load=LOAD, rows=8, comment=""))
     (tmp_path / "changed_kernels.py").write_text(
-        KERNELS.format(helpers="changed_helpers", expect=1024))
+        KERNELS.format(helpers="changed_helpers", expect=1024)
+    )
     edited = importlib.import_module("changed_kernels")
     assert differing_components(ref, same_module_names(edited.two_boxes)) == [
-        "helpers.box_bytes.source"]
+        "helpers.box_bytes.source"
+    ]

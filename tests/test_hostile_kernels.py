@@ -7,6 +7,7 @@ numba-cuda sees, and bad definitions. Each case renders one kernel into its own 
 ``tmp_path`` (jittile reads kernel source from the file); the line marked ``#!`` is the one the
 error must name.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -19,7 +20,7 @@ import pytest
 
 from jittile import CompileError, ContractError, JittileError
 
-HEADER = '''\
+HEADER = """\
 import jittile
 from jittile import T
 from jittile.layout import swizzle
@@ -53,7 +54,7 @@ def kernel(A: T.Tensor((16, 16), "uint32"), Out: T.Tensor((16, 16), "uint32"), n
     mbar = T.alloc_shared((1,), "uint64")
     s = T.alloc_shared((8, 16), "uint32", align=128)
     frag = T.alloc_local((4,), "uint32")
-'''
+"""
 LOAD_OPCODE = "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
 _serial = itertools.count()
 
@@ -71,8 +72,11 @@ class Case:
 
 def render(case: Case) -> tuple[str, int]:
     """The module's text and the 1-based line the error must name."""
-    text = case.source if case.source is not None else (
-        HEADER + textwrap.indent(textwrap.dedent(case.body).strip("\n"), "    ") + "\n")
+    text = (
+        case.source
+        if case.source is not None
+        else (HEADER + textwrap.indent(textwrap.dedent(case.body).strip("\n"), "    ") + "\n")
+    )
     return text, next(i for i, line in enumerate(text.splitlines(), 1) if case.marker in line)
 
 
@@ -141,47 +145,95 @@ VALUE_CONTEXTS = [
 ]
 
 # Tile calls: a TMA load with one keyword replaced.
-TILE = ("T.cuda.tile.apply(T.ptx[LOAD], s, A, box=(8, 16), coords=(0, 0),\n"
-        "                  mbar={mbar})  #!")
+TILE = (
+    "T.cuda.tile.apply(T.ptx[LOAD], s, A, box=(8, 16), coords=(0, 0),\n"
+    "                  mbar={mbar})  #!"
+)
 BAD_TILE_VALUES = [
     ("mbar-tensor", "A", "tensor 'A'"),
     ("mbar-shared", "s", "shared buffer 's'"),
     ("mbar-local", "frag", "local array 'frag'"),
 ]
 TILE_CASES = [
-    Case("tile-bare-ptx", "T.cuda.tile.apply(T.ptx, s, A, box=(8, 16))  #!", ContractError,
-         "needs an opcode"),
-    Case("tile-no-opcode", "T.cuda.tile.apply()  #!", match="missing a required argument: 'instruction'"),
-    Case("tile-opcode-not-ptx", "T.cuda.tile.apply(LOAD, s, A)  #!", ContractError,
-         "must be T.ptx"),
-    Case("tile-opcode-int", "T.cuda.tile.apply(T.ptx[5], s, A)  #!", CompileError,
-         "opcode string"),
-    Case("tile-unknown-family", 'T.cuda.tile.apply(T.ptx["cp.nothing"], s, A)  #!',
-         ContractError, "no tile pattern"),
-    Case("tile-operand-scalar", "T.cuda.tile.apply(T.ptx[LOAD], lane, A, box=(8, 16))  #!",
-         ContractError, "operand 0"),
-    Case("tile-operand-local", "T.cuda.tile.apply(T.ptx[LOAD], frag, A, box=(8, 16))  #!",
-         ContractError, "operand 0"),
-    Case("tile-operand-out-of-extent",
-         "T.cuda.tile.apply(T.ptx[LOAD], s[9, 0:16], A, box=(1, 16),  #!\n"
-         "                  coords=(0, 0), mbar=mbar.ptr_to([0]))", ContractError,
-         "outside extent"),
-    Case("tile-kwargs", "T.cuda.tile.apply(T.ptx[LOAD], s, A, **{'box': (8, 16)})  #!",
-         match=r"cannot take \*\*\{'box'"),
-    Case("tile-coords-tensor",
-         "T.cuda.tile.apply(T.ptx[LOAD], s, A, box=(8, 16), coords=(A, 0),  #!\n"
-         "                  mbar=mbar.ptr_to([0]))", ContractError, "got tensor 'A'"),
-    Case("raw-ptx-operand-tensor", "T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), A)  #!",
-         ContractError, "got tensor 'A'"),
-    Case("raw-ptx-operand-shared", "T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), s)  #!",
-         ContractError, "got shared buffer 's'"),
+    Case(
+        "tile-bare-ptx",
+        "T.cuda.tile.apply(T.ptx, s, A, box=(8, 16))  #!",
+        ContractError,
+        "needs an opcode",
+    ),
+    Case(
+        "tile-no-opcode",
+        "T.cuda.tile.apply()  #!",
+        match="missing a required argument: 'instruction'",
+    ),
+    Case(
+        "tile-opcode-not-ptx", "T.cuda.tile.apply(LOAD, s, A)  #!", ContractError, "must be T.ptx"
+    ),
+    Case("tile-opcode-int", "T.cuda.tile.apply(T.ptx[5], s, A)  #!", CompileError, "opcode string"),
+    Case(
+        "tile-unknown-family",
+        'T.cuda.tile.apply(T.ptx["cp.nothing"], s, A)  #!',
+        ContractError,
+        "no tile pattern",
+    ),
+    Case(
+        "tile-operand-scalar",
+        "T.cuda.tile.apply(T.ptx[LOAD], lane, A, box=(8, 16))  #!",
+        ContractError,
+        "operand 0",
+    ),
+    Case(
+        "tile-operand-local",
+        "T.cuda.tile.apply(T.ptx[LOAD], frag, A, box=(8, 16))  #!",
+        ContractError,
+        "operand 0",
+    ),
+    Case(
+        "tile-operand-out-of-extent",
+        "T.cuda.tile.apply(T.ptx[LOAD], s[9, 0:16], A, box=(1, 16),  #!\n"
+        "                  coords=(0, 0), mbar=mbar.ptr_to([0]))",
+        ContractError,
+        "outside extent",
+    ),
+    Case(
+        "tile-kwargs",
+        "T.cuda.tile.apply(T.ptx[LOAD], s, A, **{'box': (8, 16)})  #!",
+        match=r"cannot take \*\*\{'box'",
+    ),
+    Case(
+        "tile-coords-tensor",
+        "T.cuda.tile.apply(T.ptx[LOAD], s, A, box=(8, 16), coords=(A, 0),  #!\n"
+        "                  mbar=mbar.ptr_to([0]))",
+        ContractError,
+        "got tensor 'A'",
+    ),
+    Case(
+        "raw-ptx-operand-tensor",
+        "T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), A)  #!",
+        ContractError,
+        "got tensor 'A'",
+    ),
+    Case(
+        "raw-ptx-operand-shared",
+        "T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), s)  #!",
+        ContractError,
+        "got shared buffer 's'",
+    ),
     Case("raw-ptx-bare", "T.ptx()  #!", ContractError, "needs an opcode"),
     Case("raw-ptx-tile-opcode", "T.ptx[LOAD](s, A)  #!", ContractError, "tile-pattern opcode"),
     Case("raw-ptx-unknown", "T.ptx.mbarrier.explode()  #!", ContractError, "explode"),
-    Case("raw-ptx-keyword", "T.ptx.fence.proxy.async_(x=1)  #!", ContractError,
-         "positional operands only"),
-    Case("raw-ptx-immediate-runtime", "T.ptx.cp.async_.bulk.wait_group(lane)  #!",
-         ContractError, "compile-time integer"),
+    Case(
+        "raw-ptx-keyword",
+        "T.ptx.fence.proxy.async_(x=1)  #!",
+        ContractError,
+        "positional operands only",
+    ),
+    Case(
+        "raw-ptx-immediate-runtime",
+        "T.ptx.cp.async_.bulk.wait_group(lane)  #!",
+        ContractError,
+        "compile-time integer",
+    ),
 ]
 
 INDEX_CASES = [
@@ -207,22 +259,37 @@ NAME_CASES = [
     Case("reserved-assign", "__jt_v0 = 1  #!", match="reserved"),
     Case("reserved-loop", "for __jt_i in range(4):  #!\n    Out[0, 0] = 1", match="reserved"),
     Case("reserved-read", "x = __jt_cuda  #!", match="reserved"),
-    Case("reserved-parameter", "", match="reserved", source=HEADER.replace(
-        "n: T.int32):", "__jt_n: T.int32):  #!")),
+    Case(
+        "reserved-parameter",
+        "",
+        match="reserved",
+        source=HEADER.replace("n: T.int32):", "__jt_n: T.int32):  #!"),
+    ),
     Case("read-before-assign", "x = y + 1  #!\ny = 2", match="'y' is read here before"),
     Case("augassign-unassigned", "q += 1  #!", match="'q' is read here before"),
-    Case("read-in-loop-before-assign",
-         "for i in range(4):\n    if i > 0:\n        Out[0, 0] = z  #!\n    z = i",
-         match="'z' is read here before"),
-    Case("read-before-branch-assign", "if lane == 0:\n    Out[0, 0] = w  #!\nw = 3",
-         match="'w' is read here before"),
+    Case(
+        "read-in-loop-before-assign",
+        "for i in range(4):\n    if i > 0:\n        Out[0, 0] = z  #!\n    z = i",
+        match="'z' is read here before",
+    ),
+    Case(
+        "read-before-branch-assign",
+        "if lane == 0:\n    Out[0, 0] = w  #!\nw = 3",
+        match="'w' is read here before",
+    ),
     Case("shadowed-global-read-first", "x = LOAD  #!\nLOAD = 3", match="'LOAD' is read here"),
     Case("undefined-name", "x = nowhere + 1  #!", match="'nowhere' is not defined"),
-    Case("reassigned-dtype", "dt = 'uint32'  #!\ndt = 'int32'\nb = T.alloc_shared((8,), dt)",
-         match=r"assigned more than once \(lines \d+, \d+\)"),
-    Case("reassigned-layout",
-         "lay = swizzle(1, (8, 8), 'uint32')  #!\nlay = 'default'\n"
-         "b = T.alloc_shared((8, 8), 'uint32', layout=lay)", match="assigned more than once"),
+    Case(
+        "reassigned-dtype",
+        "dt = 'uint32'  #!\ndt = 'int32'\nb = T.alloc_shared((8,), dt)",
+        match=r"assigned more than once \(lines \d+, \d+\)",
+    ),
+    Case(
+        "reassigned-layout",
+        "lay = swizzle(1, (8, 8), 'uint32')  #!\nlay = 'default'\n"
+        "b = T.alloc_shared((8, 8), 'uint32', layout=lay)",
+        match="assigned more than once",
+    ),
     Case("reassigned-none", "v = None  #!\nv = None", match="assigned more than once"),
     Case("rebind-tensor", "A = 3  #!", match="cannot rebind 'A'"),
     Case("rebind-shared", "s = 3  #!", match="cannot rebind 's'"),
@@ -234,56 +301,115 @@ NAME_CASES = [
     Case("helper-value", "Out[0, 0] = add_one  #!", match="is not a kernel value"),
     Case("helper-in-expression", "x = add_one(lane) + 1  #!", match="as a statement"),
     Case("helper-tensor-arith", "x = add_one(A)", match="tensor 'A'", marker="# helper-line"),
-    Case("helper-fold-in-its-names", "x = add_one(T)", match=r"'x \+ 1' fails: TypeError",
-         marker="# helper-line"),
-    Case("helper-reserved-name", "x = reserved_helper(lane)", match="reserved",
-         marker="# reserved-line"),
-    Case("helper-read-before-assign", "x = early_helper(lane)", match="'z' is read here before",
-         marker="# early-line"),
-    Case("string-value", "x = 'word'\ny = x + lane  #!", match="'x' \\(str\\) is not a kernel value"),
+    Case(
+        "helper-fold-in-its-names",
+        "x = add_one(T)",
+        match=r"'x \+ 1' fails: TypeError",
+        marker="# helper-line",
+    ),
+    Case(
+        "helper-reserved-name",
+        "x = reserved_helper(lane)",
+        match="reserved",
+        marker="# reserved-line",
+    ),
+    Case(
+        "helper-read-before-assign",
+        "x = early_helper(lane)",
+        match="'z' is read here before",
+        marker="# early-line",
+    ),
+    Case(
+        "string-value", "x = 'word'\ny = x + lane  #!", match="'x' \\(str\\) is not a kernel value"
+    ),
     Case("none-value", "Out[0, 0] = None  #!", match="compile-time NoneType"),
 ]
 
 LIMIT_CASES = [
-    Case("unroll-too-many", "for i in T.unroll(1000):  #!\n    Out[0, 0] = i",
-         match="1000 iterations is more than the 256"),
-    Case("unroll-huge", "for i in T.unroll(10 ** 30):  #!\n    Out[0, 0] = i",
-         match="more than the 256"),
-    Case("unroll-zero-step", "for i in T.unroll(0, 10, 0):  #!\n    Out[0, 0] = i",
-         match="step must not be zero"),
-    Case("unroll-runtime-bound", "for i in T.unroll(n):  #!\n    Out[0, 0] = i",
-         match="compile-time integers"),
-    Case("unroll-float-bound", "for i in T.unroll(1.5):  #!\n    Out[0, 0] = i",
-         match="compile-time integers"),
-    Case("unroll-four-bounds", "for i in T.unroll(1, 2, 3, 4):  #!\n    Out[0, 0] = i",
-         match="too many positional arguments"),
-    Case("unroll-tuple-target", "for i, j in T.unroll(4):  #!\n    Out[0, 0] = i",
-         match="single loop name"),
-    Case("unroll-nested-budget",
-         "for i in T.unroll(200):  #!\n    for j in T.unroll(200):\n        Out[i % 16, j % 16] = i",
-         match="more than 1024 statements"),
-    Case("unroll-body-budget",
-         "for i in T.unroll(250):  #!\n" + "".join(f"    Out[{k}, 0] = i\n" for k in range(5)),
-         match="more than 1024 statements"),
+    Case(
+        "unroll-too-many",
+        "for i in T.unroll(1000):  #!\n    Out[0, 0] = i",
+        match="1000 iterations is more than the 256",
+    ),
+    Case(
+        "unroll-huge",
+        "for i in T.unroll(10 ** 30):  #!\n    Out[0, 0] = i",
+        match="more than the 256",
+    ),
+    Case(
+        "unroll-zero-step",
+        "for i in T.unroll(0, 10, 0):  #!\n    Out[0, 0] = i",
+        match="step must not be zero",
+    ),
+    Case(
+        "unroll-runtime-bound",
+        "for i in T.unroll(n):  #!\n    Out[0, 0] = i",
+        match="compile-time integers",
+    ),
+    Case(
+        "unroll-float-bound",
+        "for i in T.unroll(1.5):  #!\n    Out[0, 0] = i",
+        match="compile-time integers",
+    ),
+    Case(
+        "unroll-four-bounds",
+        "for i in T.unroll(1, 2, 3, 4):  #!\n    Out[0, 0] = i",
+        match="too many positional arguments",
+    ),
+    Case(
+        "unroll-tuple-target",
+        "for i, j in T.unroll(4):  #!\n    Out[0, 0] = i",
+        match="single loop name",
+    ),
+    Case(
+        "unroll-nested-budget",
+        "for i in T.unroll(200):  #!\n    for j in T.unroll(200):\n        Out[i % 16, j % 16] = i",
+        match="more than 1024 statements",
+    ),
+    Case(
+        "unroll-body-budget",
+        "for i in T.unroll(250):  #!\n" + "".join(f"    Out[{k}, 0] = i\n" for k in range(5)),
+        match="more than 1024 statements",
+    ),
     Case("int-past-uint64", "Out[0, 0] = 2 ** 64  #!", match="does not fit in 64 bits"),
-    Case("int-below-int64", "x = -(2 ** 63) - 1\ny = lane + x  #!", match="does not fit in 64 bits"),
-    Case("range-past-uint64", "for i in range(10 ** 30):  #!\n    Out[0, 0] = 1",
-         match="does not fit in 64 bits"),
-    Case("shared-over-sm90a", "big = T.alloc_shared((300 * 1024,), 'uint8')  #!",
-         match=r"over the 232448 bytes \(227 KB\) one block may use on sm_90a"),
-    Case("shared-over-sm120a", "big = T.alloc_shared((100 * 1024,), 'uint8')  #!",
-         match=r"101376 bytes \(99 KB\) one block may use on sm_120a", target="sm_120a"),
-    Case("shared-over-by-sum",
-         "b1 = T.alloc_shared((120 * 1024,), 'uint8')\nb2 = T.alloc_shared((120 * 1024,), 'uint8')  #!",
-         match="'b2'"),
-    Case("shared-over-by-slack",
-         "b1 = T.alloc_shared((227 * 1024 - 1024,), 'uint8', align=1024)  #!",
-         match="alignment slack"),
-    Case("shared-huge", "big = T.alloc_shared((1024, 1024, 25), 'uint8')  #!",
-         match="26214400 bytes"),
+    Case(
+        "int-below-int64", "x = -(2 ** 63) - 1\ny = lane + x  #!", match="does not fit in 64 bits"
+    ),
+    Case(
+        "range-past-uint64",
+        "for i in range(10 ** 30):  #!\n    Out[0, 0] = 1",
+        match="does not fit in 64 bits",
+    ),
+    Case(
+        "shared-over-sm90a",
+        "big = T.alloc_shared((300 * 1024,), 'uint8')  #!",
+        match=r"over the 232448 bytes \(227 KB\) one block may use on sm_90a",
+    ),
+    Case(
+        "shared-over-sm120a",
+        "big = T.alloc_shared((100 * 1024,), 'uint8')  #!",
+        match=r"101376 bytes \(99 KB\) one block may use on sm_120a",
+        target="sm_120a",
+    ),
+    Case(
+        "shared-over-by-sum",
+        "b1 = T.alloc_shared((120 * 1024,), 'uint8')\nb2 = T.alloc_shared((120 * 1024,), 'uint8')  #!",
+        match="'b2'",
+    ),
+    Case(
+        "shared-over-by-slack",
+        "b1 = T.alloc_shared((227 * 1024 - 1024,), 'uint8', align=1024)  #!",
+        match="alignment slack",
+    ),
+    Case(
+        "shared-huge", "big = T.alloc_shared((1024, 1024, 25), 'uint8')  #!", match="26214400 bytes"
+    ),
     Case("nesting-expression", "x = lane" + " + 1" * 150 + "  #!", match="nests 153 levels deep"),
-    Case("nesting-call", "x = T.uint32(" * 120 + "lane" + ")" * 120 + "  #!",
-         match="more than the 100 jittile lowers"),
+    Case(
+        "nesting-call",
+        "x = T.uint32(" * 120 + "lane" + ")" * 120 + "  #!",
+        match="more than the 100 jittile lowers",
+    ),
 ]
 
 SYNTAX_CASES = [
@@ -296,7 +422,11 @@ SYNTAX_CASES = [
     Case("raise", "raise ValueError()  #!", match="raise statements are not"),
     Case("class", "class C:  #!\n    pass", match="class definitions are not"),
     Case("nested-def", "def f():  #!\n    pass", match="nested function definitions are not"),
-    Case("list-comprehension", "x = [i for i in range(3)]  #!", match="list comprehensions are not supported"),
+    Case(
+        "list-comprehension",
+        "x = [i for i in range(3)]  #!",
+        match="list comprehensions are not supported",
+    ),
     Case("dict-literal", "x = {1: 2}  #!", match=r"dict displays \(\{\.\.\.: \.\.\.\}\) are not"),
     Case("set-literal", "x = {lane}  #!", match="set displays"),
     Case("lambda", "x = lambda: 1  #!", match="lambdas are not"),
@@ -309,35 +439,64 @@ SYNTAX_CASES = [
     Case("for-over-scalar", "for i in lane:  #!\n    pass", match="iterate over range"),
     Case("grid-names", "for i, j in T.grid(4):  #!\n    pass", match="as many loop names"),
     Case("grid-one-name", "for i in T.grid(4, 4):  #!\n    pass", match="as many loop names"),
-    Case("device-entry-no-launch", "T.device_entry()  #!",
-         match="missing a required argument: 'launch'"),
+    Case(
+        "device-entry-no-launch",
+        "T.device_entry()  #!",
+        match="missing a required argument: 'launch'",
+    ),
     Case("device-entry-bad-launch", "T.device_entry(launch=5)  #!", match="static T.cuda.Launch"),
-    Case("launch-too-many-threads", "T.device_entry(launch=T.cuda.LaunchConfig(block=(64, 32)))  #!",
-         match=r"block \(64, 32, 1\) has 2048 threads, over the 1024"),
-    Case("launch-block-z", "T.device_entry(launch=T.cuda.LaunchConfig(block=(1, 1, 128)))  #!",
-         match="block extent 128 on axis z is over the 64"),
-    Case("launch-grid-y", "T.device_entry(launch=T.cuda.LaunchConfig(grid=(1, 70000)))  #!",
-         match="grid extent 70000 on axis y is over the 65535"),
-    Case("launch-cluster", "T.device_entry(launch=T.cuda.LaunchConfig(cluster=(4, 4)))  #!",
-         match=r"cluster \(4, 4, 1\) has 16 CTAs, over the 8"),
+    Case(
+        "launch-too-many-threads",
+        "T.device_entry(launch=T.cuda.LaunchConfig(block=(64, 32)))  #!",
+        match=r"block \(64, 32, 1\) has 2048 threads, over the 1024",
+    ),
+    Case(
+        "launch-block-z",
+        "T.device_entry(launch=T.cuda.LaunchConfig(block=(1, 1, 128)))  #!",
+        match="block extent 128 on axis z is over the 64",
+    ),
+    Case(
+        "launch-grid-y",
+        "T.device_entry(launch=T.cuda.LaunchConfig(grid=(1, 70000)))  #!",
+        match="grid extent 70000 on axis y is over the 65535",
+    ),
+    Case(
+        "launch-cluster",
+        "T.device_entry(launch=T.cuda.LaunchConfig(cluster=(4, 4)))  #!",
+        match=r"cluster \(4, 4, 1\) has 16 CTAs, over the 8",
+    ),
     Case("alloc-shared-empty", "b = T.alloc_shared((0,), 'uint32')  #!", match="positive ints"),
     Case("alloc-shared-dtype", "b = T.alloc_shared((8,), 'float128')  #!", match="float128"),
-    Case("alloc-shared-align", "b = T.alloc_shared((8,), 'uint32', align=3)  #!",
-         match="power of two"),
-    Case("alloc-shared-runtime-shape", "b = T.alloc_shared((n,), 'uint32')  #!",
-         match="compile-time value"),
-    Case("alloc-shared-keyword", "b = T.alloc_shared((8,), 'uint32', colour=1)  #!",
-         match="unexpected keyword argument 'colour'"),
+    Case(
+        "alloc-shared-align",
+        "b = T.alloc_shared((8,), 'uint32', align=3)  #!",
+        match="power of two",
+    ),
+    Case(
+        "alloc-shared-runtime-shape",
+        "b = T.alloc_shared((n,), 'uint32')  #!",
+        match="compile-time value",
+    ),
+    Case(
+        "alloc-shared-keyword",
+        "b = T.alloc_shared((8,), 'uint32', colour=1)  #!",
+        match="unexpected keyword argument 'colour'",
+    ),
     Case("alloc-local-empty", "b = T.alloc_local((0,), 'uint32')  #!", match="positive ints"),
     Case("alloc-local-dtype", "b = T.alloc_local((4,), 'nope')  #!", match="nope"),
-    Case("alloc-as-value", "x = T.alloc_shared((8,), 'uint32') + 1  #!",
-         match="cannot be used here"),
+    Case(
+        "alloc-as-value", "x = T.alloc_shared((8,), 'uint32') + 1  #!", match="cannot be used here"
+    ),
     Case("thread-axis", "x = T.cuda.thread_idx('w')  #!", match="'x', 'y' or 'z'"),
     Case("decl-tmem-no-type", "t = T.cuda.decl_tmem(0)  #!", match="ty_args"),
     Case("cast-two-args", "x = T.uint32(1, 2)  #!", match="too many positional arguments"),
-    Case("cast-runtime-two-args", "x = T.uint32(lane, 2)  #!", match="too many positional arguments"),
+    Case(
+        "cast-runtime-two-args", "x = T.uint32(lane, 2)  #!", match="too many positional arguments"
+    ),
     Case("cast-word", "x = T.uint32('abc')  #!", match="ValueError"),
-    Case("cast-tuple", "x = T.int32((1, 2))  #!", match="makes an array; kernel values are scalars"),
+    Case(
+        "cast-tuple", "x = T.int32((1, 2))  #!", match="makes an array; kernel values are scalars"
+    ),
     Case("max-of-one", "x = max(lane)  #!", match=r"max\(\) in a kernel takes two or more values"),
     Case("abs-of-two", "x = abs(lane, 2)  #!", match=r"abs\(\) in a kernel takes one value"),
     Case("tuple-unpack-scalar", "x, y = 1  #!", match="cannot be compiled: failed to unpack"),
@@ -347,15 +506,20 @@ SYNTAX_CASES = [
 NUMBA_CASES = [
     Case("index-a-scalar", "x = lane\nx[0] = 1  #!", match=r"'x\[0\] = 1' cannot be compiled"),
     Case("float-index", "x = A[lane * 0.5, 0]  #!", match="Unsupported array index type float64"),
-    Case("tuple-plus-int", "Out[0, 0] = A[0, 0] + (1, 2)  #!",
-         match=r"'A\[0, 0\] \+ \(1, 2\)' cannot be compiled: .*'\+'"),
-    Case("store-a-tuple", "x = (1, 2)\nx = (lane, 3)\nOut[0, 0] = x  #!",
-         match="an element store"),
-    Case("float-ptx-operand", "T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), 1.5 * lane)  #!",
-         match="inline-PTX instruction"),
+    Case(
+        "tuple-plus-int",
+        "Out[0, 0] = A[0, 0] + (1, 2)  #!",
+        match=r"'A\[0, 0\] \+ \(1, 2\)' cannot be compiled: .*'\+'",
+    ),
+    Case("store-a-tuple", "x = (1, 2)\nx = (lane, 3)\nOut[0, 0] = x  #!", match="an element store"),
+    Case(
+        "float-ptx-operand",
+        "T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), 1.5 * lane)  #!",
+        match="inline-PTX instruction",
+    ),
 ]
 
-DEFINITION = '''\
+DEFINITION = """\
 import jittile
 from jittile import T
 
@@ -364,7 +528,7 @@ from jittile import T
 {definition}  #!
     T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))
     {statement}
-'''
+"""
 
 
 def definition(decorator: str, header: str, statement: str = "pass") -> str:
@@ -372,44 +536,92 @@ def definition(decorator: str, header: str, statement: str = "pass") -> str:
 
 
 DEFINITION_CASES = [
-    Case("async-kernel", "", match="async def",
-         source=definition("@jittile.kernel", 'async def kernel(A: T.Tensor((8,), "uint32")):')),
-    Case("generator-kernel", "", match="cannot yield",
-         source=definition("@jittile.kernel", 'def kernel(A: T.Tensor((8,), "uint32")):',
-                           "yield 1")),
-    Case("star-args-kernel", "", match=r"\*args",
-         source=definition("@jittile.kernel", "def kernel(*args):")),
-    Case("star-kwargs-kernel", "", match=r"\*\*kwargs",
-         source=definition("@jittile.kernel", "def kernel(A, **options):")),
-    Case("async-helper", "", match="async def",
-         source=definition("@jittile.func", "async def helper(x):")),
-    Case("star-args-helper", "", match=r"\*args",
-         source=definition("@jittile.func", "def helper(*xs):")),
-    Case("unannotated-parameter", "", match="'n' has no T.Tensor or scalar annotation",
-         source=definition("@jittile.kernel", 'def kernel(A: T.Tensor((8,), "uint32"), n):')),
-    Case("annotation-does-not-evaluate", "", match="annotations do not evaluate",
-         source="from __future__ import annotations\n" + definition(
-             "@jittile.kernel", "def kernel(A: T.Tensr((8,), 'uint32')):")),
+    Case(
+        "async-kernel",
+        "",
+        match="async def",
+        source=definition("@jittile.kernel", 'async def kernel(A: T.Tensor((8,), "uint32")):'),
+    ),
+    Case(
+        "generator-kernel",
+        "",
+        match="cannot yield",
+        source=definition("@jittile.kernel", 'def kernel(A: T.Tensor((8,), "uint32")):', "yield 1"),
+    ),
+    Case(
+        "star-args-kernel",
+        "",
+        match=r"\*args",
+        source=definition("@jittile.kernel", "def kernel(*args):"),
+    ),
+    Case(
+        "star-kwargs-kernel",
+        "",
+        match=r"\*\*kwargs",
+        source=definition("@jittile.kernel", "def kernel(A, **options):"),
+    ),
+    Case(
+        "async-helper",
+        "",
+        match="async def",
+        source=definition("@jittile.func", "async def helper(x):"),
+    ),
+    Case(
+        "star-args-helper",
+        "",
+        match=r"\*args",
+        source=definition("@jittile.func", "def helper(*xs):"),
+    ),
+    Case(
+        "unannotated-parameter",
+        "",
+        match="'n' has no T.Tensor or scalar annotation",
+        source=definition("@jittile.kernel", 'def kernel(A: T.Tensor((8,), "uint32"), n):'),
+    ),
+    Case(
+        "annotation-does-not-evaluate",
+        "",
+        match="annotations do not evaluate",
+        source="from __future__ import annotations\n"
+        + definition("@jittile.kernel", "def kernel(A: T.Tensr((8,), 'uint32')):"),
+    ),
 ]
 
 
 def _fold_cases() -> list[Case]:
-    return [Case(f"fold-{name}-{where}", context.format(e=expr), match=match)
-            for name, expr, match in BAD_FOLDS for where, context in FOLD_CONTEXTS]
+    return [
+        Case(f"fold-{name}-{where}", context.format(e=expr), match=match)
+        for name, expr, match in BAD_FOLDS
+        for where, context in FOLD_CONTEXTS
+    ]
 
 
 def _value_cases() -> list[Case]:
     cases = []
     for (name, kind), (where, context) in itertools.product(MEMORY, VALUE_CONTEXTS):
-        cases.append(Case(f"value-{kind.replace(' ', '-')}-{where}", context.format(m=name),
-                          match=f"{kind} '{name}' cannot be used as a value"))
+        cases.append(
+            Case(
+                f"value-{kind.replace(' ', '-')}-{where}",
+                context.format(m=name),
+                match=f"{kind} '{name}' cannot be used as a value",
+            )
+        )
     for name, value, match in BAD_TILE_VALUES:
         cases.append(Case(f"tile-{name}", TILE.format(mbar=value), ContractError, match))
     return cases
 
 
-CASES = (_fold_cases() + _value_cases() + TILE_CASES + INDEX_CASES + NAME_CASES + LIMIT_CASES
-         + SYNTAX_CASES + NUMBA_CASES + DEFINITION_CASES)
+CASES = (
+    _fold_cases()
+    + _value_cases()
+    + TILE_CASES
+    + INDEX_CASES
+    + NAME_CASES
+    + LIMIT_CASES
+    + SYNTAX_CASES
+    + NUMBA_CASES
+    + DEFINITION_CASES
+)
 
 
 def test_the_corpus_is_large_and_its_ids_unique():
@@ -432,9 +644,14 @@ def test_a_hostile_kernel_fails_with_a_located_jittile_error(case, tmp_path):
     assert re.search(case.match, str(error)), str(error)
 
 
-@pytest.mark.parametrize("error", [CompileError("scope 'cluster' needs a cluster"),
-                                   ContractError("a rule", opcode=LOAD_OPCODE, parameter="box")],
-                         ids=["compile-error", "contract-error"])
+@pytest.mark.parametrize(
+    "error",
+    [
+        CompileError("scope 'cluster' needs a cluster"),
+        ContractError("a rule", opcode=LOAD_OPCODE, parameter="box"),
+    ],
+    ids=["compile-error", "contract-error"],
+)
 def test_a_patterns_error_without_a_place_is_told_at_the_call(error, tmp_path, monkeypatch):
     """A pattern (or a lowering service it calls, such as group_indices) that raises without a
     location gets the tile call's."""

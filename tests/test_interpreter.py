@@ -1,14 +1,15 @@
 """The CPU interpreter (jittile/interpreter/): results as the GPU leaves them, and the faults,
 deadlocks and races it reports with the kernel's line and the thread."""
+
 import time
 
+import interp_kernels as k
 import ml_dtypes
 import numpy as np
 import pytest
+from lines import line_of
 
 import jittile
-import interp_kernels as k
-from lines import line_of
 
 KERNELS = "tests/interp_kernels.py"
 
@@ -29,7 +30,7 @@ def test_shared_memory_and_cta_barrier():
 def test_gpu_integer_and_float_semantics():
     out, f = np.zeros(4, dtype=np.uint32), np.zeros(2, dtype=np.float32)
     k.wrapping.interpret(out, f)
-    assert out.tolist() == [0, 4294967295, 4294967295, (3000000000 * 2) % 2 ** 32]
+    assert out.tolist() == [0, 4294967295, 4294967295, (3000000000 * 2) % 2**32]
     assert f[0] == np.float32(16777216.0) and f[1] == np.float32(0.1)
 
 
@@ -92,14 +93,21 @@ def test_jittile_interpret_environment_switch():
     from pathlib import Path
 
     root = Path(k.__file__).resolve().parents[1]
-    script = ("import numpy as np, interp_kernels as k\n"
-              "a = np.arange(128, dtype=np.float32).reshape(4, 32); out = np.zeros_like(a)\n"
-              "k.reverse_rows(a, out)\n"  # a plain launch: interpreted, no GPU needed
-              "assert (out == (a * np.float32(1.5))[:, ::-1]).all()\nprint('interpreted')\n")
-    env = dict(os.environ, JITTILE_INTERPRET="1", JITTILE_CACHE="0",
-               PYTHONPATH=os.pathsep.join([str(root), str(root / "tests")]))
-    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                            text=True, timeout=120)
+    script = (
+        "import numpy as np, interp_kernels as k\n"
+        "a = np.arange(128, dtype=np.float32).reshape(4, 32); out = np.zeros_like(a)\n"
+        "k.reverse_rows(a, out)\n"  # a plain launch: interpreted, no GPU needed
+        "assert (out == (a * np.float32(1.5))[:, ::-1]).all()\nprint('interpreted')\n"
+    )
+    env = dict(
+        os.environ,
+        JITTILE_INTERPRET="1",
+        JITTILE_CACHE="0",
+        PYTHONPATH=os.pathsep.join([str(root), str(root / "tests")]),
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0 and "interpreted" in result.stdout, result.stderr
 
 

@@ -1,6 +1,7 @@
 """What the interpreter checks when a kernel exits: tensor memory allocated with tcgen05.alloc
 must have been freed with tcgen05.dealloc (jittile/interpreter/machine.py), reported at the
 line of the allocation that leaked."""
+
 from __future__ import annotations
 
 import inspect
@@ -16,8 +17,9 @@ from jittile import InterpreterError, T
 def tmem_alloc(Out: T.Tensor((2,), "uint32"), FREE: T.constexpr):
     T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))
     address = T.alloc_shared((1,), "uint32", layout="default")
-    T.ptx.tcgen05.alloc.cta_group__1.sync.aligned.shared__cta.b32(T.address_of(address),
-                                                                  T.uint32(32))
+    T.ptx.tcgen05.alloc.cta_group__1.sync.aligned.shared__cta.b32(
+        T.address_of(address), T.uint32(32)
+    )
     T.cuda.cta_sync()
     if T.cuda.lane_id() == 0:
         Out[0] = address[0]
@@ -37,10 +39,13 @@ def test_a_kernel_that_frees_its_tensor_memory_exits_cleanly():
 
 
 def test_a_kernel_that_leaks_tensor_memory_is_reported_at_the_allocation():
-    with pytest.raises(InterpreterError, match=r"CTA \(0, 0, 0\): the kernel exits with TMEM "
-                                               r"still allocated \(allocated columns: 0..31\); "
-                                               r"every tcgen05.alloc needs a tcgen05.dealloc "
-                                               r"\(columns 0..31 allocated at .*:\d+") as info:
+    with pytest.raises(
+        InterpreterError,
+        match=r"CTA \(0, 0, 0\): the kernel exits with TMEM "
+        r"still allocated \(allocated columns: 0..31\); "
+        r"every tcgen05.alloc needs a tcgen05.dealloc "
+        r"\(columns 0..31 allocated at .*:\d+",
+    ) as info:
         tmem_alloc.interpret(np.zeros(2, dtype=np.uint32), False)
     assert info.value.location.lineno == _alloc_line()
     assert f"test_interpreter_exit.py:{_alloc_line()}" in str(info.value)

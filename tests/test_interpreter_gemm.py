@@ -1,6 +1,7 @@
 """examples/gemm_bf16.py on the CPU interpreter: every instruction it issues is modelled (TMA,
 mbarriers, wgmma, named barriers, stmatrix, the TMA store), and a ragged product over a persistent
 loop of 4 tiles on 2 CTAs comes out exact (small integers: every sum is representable)."""
+
 import sys
 from pathlib import Path
 
@@ -20,8 +21,9 @@ def test_the_gemm_example_interpreted_is_exact():
     b = rng.integers(-2, 3, (n, k)).astype(ml_dtypes.bfloat16)
     c = np.full((m, n), np.nan, dtype=ml_dtypes.bfloat16)
     gemm_bf16.gemm_bf16.interpret[(2,), (384,)](a, b, c, m, n, k)
-    np.testing.assert_array_equal(c.astype(np.float32),
-                                  a.astype(np.float32) @ b.astype(np.float32).T)
+    np.testing.assert_array_equal(
+        c.astype(np.float32), a.astype(np.float32) @ b.astype(np.float32).T
+    )
 
 
 def _named(count: int):
@@ -46,8 +48,9 @@ def test_named_barriers_wait_for_their_count():
     out = np.zeros(64, np.int32)
     _named(64).interpret(out)
     assert (out == np.arange(63, -1, -1)).all()
-    with pytest.raises(jittile.InterpreterError, match="named barrier 1 for 96 threads, of "
-                                                       "which 64 arrived"):
+    with pytest.raises(
+        jittile.InterpreterError, match="named barrier 1 for 96 threads, of which 64 arrived"
+    ):
         _named(96).interpret(np.zeros(64, np.int32))
 
 
@@ -95,7 +98,7 @@ def test_stmatrix_stores_each_lanes_pairs_at_their_rows(count, trans):
         for lane in range(32):
             word = ((lane * 4 + matrix) * 0x20002 + 0x10000) & 0xFFFFFFFF
             r, q = divmod(lane, 4)
-            expected[matrix, r, 2 * q:2 * q + 2] = (word & 0xFFFF, word >> 16)
+            expected[matrix, r, 2 * q : 2 * q + 2] = (word & 0xFFFF, word >> 16)
         if trans:
             expected[matrix] = expected[matrix].T
     np.testing.assert_array_equal(out, expected.reshape(8 * count, 8))
@@ -105,6 +108,7 @@ def test_the_examples_launch_interprets_ml_dtypes_arrays_without_a_gpu():
     """``gemm_bf16.launch(a, b, c)``, the entry point API.md names, on NumPy bf16 arrays: on the
     CPU interpreter where there is no GPU (on the H200 the GPU tests launch it)."""
     import gemm_bf16
+
     from jittile.runtime import driver
 
     if driver.available():
@@ -115,5 +119,6 @@ def test_the_examples_launch_interprets_ml_dtypes_arrays_without_a_gpu():
     b = rng.integers(-2, 3, (n, k)).astype(ml_dtypes.bfloat16)
     c = np.full((m, n), np.nan, dtype=ml_dtypes.bfloat16)
     gemm_bf16.launch(a, b, c)
-    np.testing.assert_array_equal(c.astype(np.float32),
-                                  a.astype(np.float32) @ b.astype(np.float32).T)
+    np.testing.assert_array_equal(
+        c.astype(np.float32), a.astype(np.float32) @ b.astype(np.float32).T
+    )

@@ -2,9 +2,11 @@
 operand's element-to-byte map against ``walk_address`` element by element, a fragment's
 register-to-element map against ``FragmentLayout.element`` register by register, the operand
 decoders against ml_dtypes, and the scalar bf16x2 conversion against the array rounding."""
+
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from jittile.fragment import A_TYPES, ACCUMULATOR_TYPES, wgmma_a, wgmma_accumulator
 from jittile.interpreter.instructions import _cvt_packed
@@ -19,11 +21,19 @@ _SIXTEENS = st.integers(0, (1 << 14) - 1).map(lambda v: v << 4)  # a 14-bit desc
 
 
 @settings(max_examples=300, deadline=None)
-@given(major=st.sampled_from(["K", "MN"]), swizzle=st.integers(0, 3), origin=_SIXTEENS,
-       lbo=_SIXTEENS, sbo=_SIXTEENS, element_bytes=st.sampled_from([1, 2, 4]),
-       mn=st.integers(1, 72), k=st.integers(1, 40))
-def test_matrix_map_is_the_walk_element_by_element(major, swizzle, origin, lbo, sbo,
-                                                    element_bytes, mn, k):
+@given(
+    major=st.sampled_from(["K", "MN"]),
+    swizzle=st.integers(0, 3),
+    origin=_SIXTEENS,
+    lbo=_SIXTEENS,
+    sbo=_SIXTEENS,
+    element_bytes=st.sampled_from([1, 2, 4]),
+    mn=st.integers(1, 72),
+    k=st.integers(1, 40),
+)
+def test_matrix_map_is_the_walk_element_by_element(
+    major, swizzle, origin, lbo, sbo, element_bytes, mn, k
+):
     walk = MatrixWalk(major, swizzle, origin, lbo, sbo)
     addresses = matrix_addresses(walk, mn, k, element_bytes)
     assert addresses.shape == (mn, k) and addresses.dtype == np.int64
@@ -32,8 +42,10 @@ def test_matrix_map_is_the_walk_element_by_element(major, swizzle, origin, lbo, 
     assert not addresses.flags.writeable  # shared by every instruction with these fields
 
 
-@pytest.mark.parametrize("layout, dtype", [(wgmma_accumulator, t) for t in ACCUMULATOR_TYPES]
-                         + [(wgmma_a, t) for t in A_TYPES])
+@pytest.mark.parametrize(
+    "layout, dtype",
+    [(wgmma_accumulator, t) for t in ACCUMULATOR_TYPES] + [(wgmma_a, t) for t in A_TYPES],
+)
 @pytest.mark.parametrize("extent", [8, 32, 96, 256])
 def test_fragment_map_is_the_layout_register_by_register(layout, dtype, extent):
     shape = (64, extent)
@@ -44,16 +56,18 @@ def test_fragment_map_is_the_layout_register_by_register(layout, dtype, extent):
     assert rows.shape == columns.shape == (128, count)
     for thread in range(128):
         for register in range(count):
-            assert (rows[thread, register], columns[thread, register]) == \
-                layout.element(register, thread, dtype)
+            assert (rows[thread, register], columns[thread, register]) == layout.element(
+                register, thread, dtype
+            )
 
 
 @pytest.mark.filterwarnings("ignore:invalid value encountered in cast")  # signalling NaNs
-@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2", "bfloat16", "float16",
-                                   "int8", "uint8"])
+@pytest.mark.parametrize(
+    "dtype", ["float8_e4m3fn", "float8_e5m2", "bfloat16", "float16", "int8", "uint8"]
+)
 def test_operand_decoding_matches_ml_dtypes(dtype):
     width = 1 if "8" in dtype else 2
-    raw = np.arange(256 ** width, dtype=f"uint{8 * width}").view(np.uint8).reshape(-1, width)
+    raw = np.arange(256**width, dtype=f"uint{8 * width}").view(np.uint8).reshape(-1, width)
     reference = np.dtype(getattr(ml_dtypes, dtype, dtype))
     expected = raw.copy().view(reference).astype(np.float64)
     got = _decode(raw, dtype)
@@ -63,12 +77,12 @@ def test_operand_decoding_matches_ml_dtypes(dtype):
 def test_tf32_operands_drop_the_low_mantissa_bits():
     raw = np.array([0x3F800001, 0x3F801FFF, 0x3F802000], dtype=np.uint32)
     got = _decode(raw.view(np.uint8).reshape(-1, 4), "tf32")[:, 0]
-    assert got.tolist() == [1.0, 1.0, 1.0 + 2.0 ** -10]
+    assert got.tolist() == [1.0, 1.0, 1.0 + 2.0**-10]
 
 
 @pytest.mark.filterwarnings("ignore:invalid value encountered in cast")  # signalling NaNs
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(0, 2 ** 32 - 1), min_size=8, max_size=8))
+@given(st.lists(st.integers(0, 2**32 - 1), min_size=8, max_size=8))
 def test_register_words_unpack_and_pack_back(words):
     values = _unpack([words[:4], words[4:]], "float16")  # (lanes, registers, 2 halves)
     halves = np.array(words, dtype=np.uint32).view(np.uint16).reshape(2, 4, 2)
@@ -80,10 +94,23 @@ def test_register_words_unpack_and_pack_back(words):
     assert signed.tolist() == [w - (1 << 32) if w >> 31 else w for w in words]
 
 
-_FLOAT32_BITS = st.one_of(st.integers(0, 2 ** 32 - 1),
-                          st.sampled_from([0x7F800000, 0xFF800000, 0x7FC00000, 0xFFFFFFFF,
-                                           0x7F7FFFFF, 0x80000000, 0x00000001, 0x3F808000,
-                                           0x3F818000, 0x7F7F8000]))
+_FLOAT32_BITS = st.one_of(
+    st.integers(0, 2**32 - 1),
+    st.sampled_from(
+        [
+            0x7F800000,
+            0xFF800000,
+            0x7FC00000,
+            0xFFFFFFFF,
+            0x7F7FFFFF,
+            0x80000000,
+            0x00000001,
+            0x3F808000,
+            0x3F818000,
+            0x7F7F8000,
+        ]
+    ),
+)
 
 
 @settings(max_examples=500, deadline=None)

@@ -2,6 +2,7 @@
 decompression, read back by tcgen05.ld and compared with a NumPy reference written from the PTX
 ISA's description of each shape (rows to lanes, replicas) and decompression format: the
 interpreter decodes the descriptor bits the compiler encoded, so this checks the encoder too."""
+
 import numpy as np
 import pytest
 
@@ -16,8 +17,11 @@ SHAPES = {
     "4x256b": (4, 8, S[(4, 8) : (32 @ TLane, 1 @ TCol)]),
     "128x128b": (128, 4, S[(128, 4) : (1 @ TLane, 1 @ TCol)]),
     "64x128b.warpx2::02_13": (64, 4, S[(64, 4) : (1 @ TLane, 1 @ TCol)] + R[2 : 64 @ TLane]),
-    "64x128b.warpx2::01_23": (64, 4, S[(2, 32, 4) : (64 @ TLane, 1 @ TLane, 1 @ TCol)]
-                              + R[2 : 32 @ TLane]),
+    "64x128b.warpx2::01_23": (
+        64,
+        4,
+        S[(2, 32, 4) : (64 @ TLane, 1 @ TLane, 1 @ TCol)] + R[2 : 32 @ TLane],
+    ),
     "32x128b.warpx4": (32, 4, S[(32, 4) : (1 @ TLane, 1 @ TCol)] + R[4 : 32 @ TLane]),
 }
 SPAN_WORDS = {1: 8, 2: 16, 3: 32}  # 32/64/128-byte swizzle rows in b32 words
@@ -77,7 +81,8 @@ def form(shape: str, mode: int, decompress: str):
         mbar = T.alloc_shared((1,), "uint64", layout="default")
         if warp == 0:
             T.ptx.tcgen05.alloc.cta_group__1.sync.aligned.shared__cta.b32(
-                T.address_of(address), T.uint32(32))
+                T.address_of(address), T.uint32(32)
+            )
         if tid == 0:
             T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), T.uint32(1))
         if tid < buffer_rows:
@@ -85,12 +90,14 @@ def form(shape: str, mode: int, decompress: str):
                 shared[tid, j] = A[tid, j]
         T.cuda.cta_sync()
         T.ptx.fence.proxy.async_.shared__cta()
-        mem = T.cuda.decl_tmem(address[0], ty_args=[
-            T.Tensor((rows, words), "uint32", scope="tmem", layout=layout)])
+        mem = T.cuda.decl_tmem(
+            address[0], ty_args=[T.Tensor((rows, words), "uint32", scope="tmem", layout=layout)]
+        )
         if tid == 0:
             T.cuda.tile.apply(T.ptx[opcode], mem, shared[0:rows, 0:words])
             T.ptx.tcgen05.commit.cta_group__1.mbarrier__arrive__one.shared__cluster.b64(
-                mbar.ptr_to([0]))
+                mbar.ptr_to([0])
+            )
         T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
         T.ptx.tcgen05.fence__after_thread_sync()
         word = T.alloc_local((1,), "uint32", layout="default")
@@ -106,16 +113,21 @@ def form(shape: str, mode: int, decompress: str):
     return copy, buffer_rows, width, rows, words
 
 
-CASES = [(s, m, d) for s in SHAPES for m in (0, 1, 2, 3)
-         for d in ("", ".b8x16.b4x16_p64", ".b8x16.b6x16_p32")]
+CASES = [
+    (s, m, d)
+    for s in SHAPES
+    for m in (0, 1, 2, 3)
+    for d in ("", ".b8x16.b4x16_p64", ".b8x16.b6x16_p32")
+]
 
 
-@pytest.mark.parametrize("shape, mode, decompress", CASES,
-                         ids=[f"{s}-sw{m}{d or '-plain'}" for s, m, d in CASES])
+@pytest.mark.parametrize(
+    "shape, mode, decompress", CASES, ids=[f"{s}-sw{m}{d or '-plain'}" for s, m, d in CASES]
+)
 def test_copy_and_readback_match_the_isa(shape, mode, decompress):
     kernel, buffer_rows, width, rows, words = form(shape, mode, decompress)
-    rng = np.random.default_rng(hash((shape, mode, decompress)) % 2 ** 32)
-    a = rng.integers(0, 2 ** 32, size=(buffer_rows, width), dtype=np.uint32)
+    rng = np.random.default_rng(hash((shape, mode, decompress)) % 2**32)
+    a = rng.integers(0, 2**32, size=(buffer_rows, width), dtype=np.uint32)
     out = np.full((128, words), 0xDEADBEEF, dtype=np.uint32)
     kernel.interpret(a, out)
     expected = np.zeros((128, words), dtype=np.uint32)

@@ -6,6 +6,7 @@ cuTensorMapEncodeTiled descriptors).
 Coordinates passed to ``tma_load``/``tma_store`` are in PTX order (innermost first); boxes and
 slices in the tests' own arithmetic are in NumPy order (outermost first).
 """
+
 import dataclasses
 import math
 import time
@@ -15,8 +16,14 @@ import pytest
 
 from jittile.dtypes import dtype
 from jittile.interpreter.memory import GlobalMemory, MemoryFault, SharedMemory
-from jittile.interpreter.tma import (TmaFault, bfloat16_bits, reduce_values, round_tf32, tma_load,
-                                     tma_store)
+from jittile.interpreter.tma import (
+    TmaFault,
+    bfloat16_bits,
+    reduce_values,
+    round_tf32,
+    tma_load,
+    tma_store,
+)
 from jittile.patterns.tma import representation
 from jittile.patterns.tma_opcodes import parse_bulk_tensor
 from jittile.runtime.tensormap import TensorMapFields
@@ -26,8 +33,9 @@ SENTINEL = 0xAA
 
 
 def load_op(rank: int, mode: str = "tile"):
-    return parse_bulk_tensor(f"cp.async.bulk.tensor.{rank}d.shared::cta.global.{mode}"
-                             f".mbarrier::complete_tx::bytes")
+    return parse_bulk_tensor(
+        f"cp.async.bulk.tensor.{rank}d.shared::cta.global.{mode}.mbarrier::complete_tx::bytes"
+    )
 
 
 def store_op(rank: int, mode: str = "tile"):
@@ -35,8 +43,9 @@ def store_op(rank: int, mode: str = "tile"):
 
 
 def reduce_op(rank: int, redop: str):
-    return parse_bulk_tensor(f"cp.reduce.async.bulk.tensor.{rank}d.global.shared::cta.{redop}"
-                             f".tile.bulk_group")
+    return parse_bulk_tensor(
+        f"cp.reduce.async.bulk.tensor.{rank}d.global.shared::cta.{redop}.tile.bulk_group"
+    )
 
 
 def place(memory: GlobalMemory, array: np.ndarray) -> int:
@@ -49,14 +58,31 @@ def fetch(memory: GlobalMemory, address: int, like: np.ndarray) -> np.ndarray:
     return memory.read(address, like.nbytes).view(like.dtype).reshape(like.shape).copy()
 
 
-def tensormap(array: np.ndarray, address: int, box, element_strides=None, *, data_type=None,
-              swizzle=0, oob_fill=0) -> TensorMapFields:
+def tensormap(
+    array: np.ndarray,
+    address: int,
+    box,
+    element_strides=None,
+    *,
+    data_type=None,
+    swizzle=0,
+    oob_fill=0,
+) -> TensorMapFields:
     """The descriptor of a whole C-contiguous array; ``box`` and ``element_strides`` in NumPy
     order (outermost first), stored innermost first as the encoder takes them."""
     element_strides = element_strides or (1,) * array.ndim
-    return TensorMapFields(data_type or array.dtype.name, address, array.shape[::-1],
-                           array.strides[:-1][::-1], tuple(box)[::-1],
-                           tuple(element_strides)[::-1], 0, swizzle, 0, oob_fill)
+    return TensorMapFields(
+        data_type or array.dtype.name,
+        address,
+        array.shape[::-1],
+        array.strides[:-1][::-1],
+        tuple(box)[::-1],
+        tuple(element_strides)[::-1],
+        0,
+        swizzle,
+        0,
+        oob_fill,
+    )
 
 
 def shared(size: int = 1 << 16) -> SharedMemory:
@@ -67,7 +93,7 @@ def shared(size: int = 1 << 16) -> SharedMemory:
 
 def image(smem: SharedMemory, address: int, like_dtype, shape) -> np.ndarray:
     nbytes = math.prod(shape) * np.dtype(like_dtype).itemsize
-    return smem.data[address:address + nbytes].view(like_dtype).reshape(shape).copy()
+    return smem.data[address : address + nbytes].view(like_dtype).reshape(shape).copy()
 
 
 def padded_box(a: np.ndarray, starts, box, steps=None, fill=0):
@@ -75,8 +101,7 @@ def padded_box(a: np.ndarray, starts, box, steps=None, fill=0):
     steps = steps or (1,) * a.ndim
     pads = [b * st + abs(s) for s, b, st in zip(starts, box, steps)]
     big = np.pad(a, [(p, p) for p in pads], constant_values=fill)
-    return big[tuple(slice(p + s, p + s + b, st)
-                     for p, s, b, st in zip(pads, starts, box, steps))]
+    return big[tuple(slice(p + s, p + s + b, st) for p, s, b, st in zip(pads, starts, box, steps))]
 
 
 def ptx_swizzle(linear: np.ndarray, base: int, mode: int) -> np.ndarray:
@@ -88,7 +113,7 @@ def ptx_swizzle(linear: np.ndarray, base: int, mode: int) -> np.ndarray:
         phase = ((base + start) // 128) % (1 << mode)
         for p in range(8):
             q = p ^ phase
-            out[start + 16 * p:start + 16 * p + 16] = linear[start + 16 * q:start + 16 * q + 16]
+            out[start + 16 * p : start + 16 * p + 16] = linear[start + 16 * q : start + 16 * q + 16]
     return out
 
 
@@ -101,7 +126,7 @@ def test_in_bounds_box_is_the_slice():
     payload = tma_load(fields, load_op(2), (8, 4), None, memory, smem, 256)
     assert payload == 16 * 32 * 4
     np.testing.assert_array_equal(image(smem, 256, np.float32, (16, 32)), a[4:20, 8:40])
-    assert np.all(smem.data[:256] == SENTINEL) and np.all(smem.data[256 + 2048:] == SENTINEL)
+    assert np.all(smem.data[:256] == SENTINEL) and np.all(smem.data[256 + 2048 :] == SENTINEL)
 
 
 @pytest.mark.parametrize("starts", [(1, 1, 2, 3, 8), (2, 3, 4, 5, 16), (-1, 0, -2, 4, -8)])
@@ -147,8 +172,9 @@ def test_oob_nan_for_16_and_64_bit_formats():
         fields = tensormap(a, place(memory, a), box=(8, a.shape[1]), oob_fill=1)
         tma_load(fields, load_op(2), (0, 4), None, memory, smem, 0)
         bits = smem.data[:512].view(np.uint16 if kind == np.float16 else np.uint64)
-        assert bits[0] == ones and bits[-1] == (0x7FF7 if kind == np.float16 else
-                                                 0x7FF77FF77FF77FF7)
+        assert bits[0] == ones and bits[-1] == (
+            0x7FF7 if kind == np.float16 else 0x7FF77FF77FF77FF7
+        )
 
 
 def test_element_stride_two_on_the_outer_dimension():
@@ -185,8 +211,8 @@ def test_swizzle_modes(mode, base):
     a = RNG.standard_normal((64, 2 * cols)).astype(np.float32)
     fields = tensormap(a, place(memory, a), box=(24, cols), swizzle=mode)
     assert tma_load(fields, load_op(2), (cols, 8), None, memory, smem, base) == 24 * cols * 4
-    linear = np.ascontiguousarray(a[8:32, cols:2 * cols]).view(np.uint8).reshape(-1)
-    got = smem.data[base:base + linear.size]
+    linear = np.ascontiguousarray(a[8:32, cols : 2 * cols]).view(np.uint8).reshape(-1)
+    got = smem.data[base : base + linear.size]
     np.testing.assert_array_equal(got, ptx_swizzle(linear, base, mode))
 
 
@@ -197,12 +223,12 @@ def test_swizzled_rows_narrower_than_the_span_land_at_the_span_pitch():
     a = np.arange(16 * 16, dtype=np.uint32).reshape(16, 16)
     fields = tensormap(a, place(memory, a), box=(8, 16), swizzle=3)
     assert tma_load(fields, load_op(2), (0, 1), None, memory, smem, 0) == 8 * 64
-    lines = smem.data[:8 * 128].reshape(8, 8, 16)
+    lines = smem.data[: 8 * 128].reshape(8, 8, 16)
     for line in range(8):
         for cell in range(8):
             source = cell ^ line
             if source < 4:
-                want = a[1 + line, 4 * source:4 * source + 4].view(np.uint8)
+                want = a[1 + line, 4 * source : 4 * source + 4].view(np.uint8)
                 np.testing.assert_array_equal(lines[line, cell], want)
             else:
                 assert np.all(lines[line, cell] == SENTINEL)
@@ -216,28 +242,37 @@ def test_interleave_channel_slices(interleave):
     memory, smem = GlobalMemory(), shared()
     ci = 8 * interleave
     slice_bytes = 2 * ci
-    a = RNG.integers(0, 2 ** 16, size=(2, 3, 8, ci), dtype=np.uint16)
+    a = RNG.integers(0, 2**16, size=(2, 3, 8, ci), dtype=np.uint16)
     swizzle = 1 if interleave == 2 else 0
-    fields = TensorMapFields("uint16", place(memory, a), (8, 3, 2),
-                             (8 * slice_bytes, 3 * 8 * slice_bytes), (8, 1, 1), (1, 1, 1),
-                             interleave, swizzle, 0, 0)
+    fields = TensorMapFields(
+        "uint16",
+        place(memory, a),
+        (8, 3, 2),
+        (8 * slice_bytes, 3 * 8 * slice_bytes),
+        (8, 1, 1),
+        (1, 1, 1),
+        interleave,
+        swizzle,
+        0,
+        0,
+    )
     op = load_op(3)
     assert tma_load(fields, op, (0, 2, 1), None, memory, smem, 0) == 8 * slice_bytes
     linear = np.ascontiguousarray(a[1, 2]).view(np.uint8).reshape(-1)
     want = ptx_swizzle(linear, 0, swizzle) if swizzle else linear
-    np.testing.assert_array_equal(smem.data[:linear.size], want)
+    np.testing.assert_array_equal(smem.data[: linear.size], want)
     wide_c = dataclasses.replace(fields, box=(8, 2, 1))  # still one C slice per issue
     smem.data[:] = SENTINEL
     assert tma_load(wide_c, op, (0, 2, 1), None, memory, smem, 0) == 8 * slice_bytes
-    np.testing.assert_array_equal(smem.data[:linear.size], want)
-    assert np.all(smem.data[linear.size:] == SENTINEL)
+    np.testing.assert_array_equal(smem.data[: linear.size], want)
+    assert np.all(smem.data[linear.size :] == SENTINEL)
     # W 4..11 of slice 1: the last four slices are past the end, zero filled
     tma_load(fields, op, (4, 1, 0), None, memory, smem, 0)
     linear = np.zeros((8, ci), np.uint16)
     linear[:4] = a[0, 1, 4:8]
     linear = linear.view(np.uint8).reshape(-1)
     want = ptx_swizzle(linear, 0, swizzle) if swizzle else linear
-    np.testing.assert_array_equal(smem.data[:linear.size], want)
+    np.testing.assert_array_equal(smem.data[: linear.size], want)
 
 
 def test_gather4_rows():
@@ -247,8 +282,9 @@ def test_gather4_rows():
     a = RNG.standard_normal((40, 64)).astype(np.float32)
     fields = tensormap(a, place(memory, a), box=(1, 32))
     rows = (5, 39, 41, -2)
-    assert tma_load(fields, load_op(2, "tile::gather4"), (40,), rows, memory, smem, 128) == \
-        4 * 32 * 4
+    assert (
+        tma_load(fields, load_op(2, "tile::gather4"), (40,), rows, memory, smem, 128) == 4 * 32 * 4
+    )
     want = np.zeros((4, 32), np.float32)
     want[0, :24] = a[5, 40:]
     want[1, :24] = a[39, 40:]
@@ -258,14 +294,58 @@ def test_gather4_rows():
 def test_tf32_loads_round_to_nearest_even():
     """A tf32 descriptor rounds float32 to 10 mantissa bits, ties to even; NaNs become
     0x7FFFE000 (inputs and outputs as the H200 loaded them)."""
-    given = [0x3F800FFF, 0x3F801000, 0x3F803000, 0x3F801001, 0x3F800001, 0x7F800000, 0x7FC00001,
-             0x7F800001, 0x00000FFF, 0x00001000, 0x00003000, 0x807FFFFF, 0x7F7FF000, 0x7F7FFFFF,
-             0xBF801800, 0x3F81F000, 0xFFC00001, 0xFF800001, 0x80001000, 0x80003000, 0xFF7FF000,
-             0, 0, 0]
-    loaded = [0x3F800000, 0x3F800000, 0x3F804000, 0x3F802000, 0x3F800000, 0x7F800000,
-              0x7FFFE000, 0x7FFFE000, 0x00000000, 0x00000000, 0x00004000, 0x80800000,
-              0x7F800000, 0x7F800000, 0xBF802000, 0x3F820000, 0x7FFFE000, 0x7FFFE000,
-              0x80000000, 0x80004000, 0xFF800000, 0, 0, 0]
+    given = [
+        0x3F800FFF,
+        0x3F801000,
+        0x3F803000,
+        0x3F801001,
+        0x3F800001,
+        0x7F800000,
+        0x7FC00001,
+        0x7F800001,
+        0x00000FFF,
+        0x00001000,
+        0x00003000,
+        0x807FFFFF,
+        0x7F7FF000,
+        0x7F7FFFFF,
+        0xBF801800,
+        0x3F81F000,
+        0xFFC00001,
+        0xFF800001,
+        0x80001000,
+        0x80003000,
+        0xFF7FF000,
+        0,
+        0,
+        0,
+    ]
+    loaded = [
+        0x3F800000,
+        0x3F800000,
+        0x3F804000,
+        0x3F802000,
+        0x3F800000,
+        0x7F800000,
+        0x7FFFE000,
+        0x7FFFE000,
+        0x00000000,
+        0x00000000,
+        0x00004000,
+        0x80800000,
+        0x7F800000,
+        0x7F800000,
+        0xBF802000,
+        0x3F820000,
+        0x7FFFE000,
+        0x7FFFE000,
+        0x80000000,
+        0x80004000,
+        0xFF800000,
+        0,
+        0,
+        0,
+    ]
     memory, smem = GlobalMemory(), shared()
     a = np.array(given, np.uint32).reshape(3, 8)
     fields = tensormap(a, place(memory, a), box=(3, 8), data_type="tf32")
@@ -280,10 +360,11 @@ def test_packed_fp4_groups_land_in_the_low_half_of_16_byte_blocks():
     dimension counts 4-bit values; the payload is the global bytes."""
     memory, smem = GlobalMemory(), shared()
     a = RNG.integers(0, 256, size=(4, 128), dtype=np.uint8)  # 4 rows of 256 FP4 values
-    fields = TensorMapFields("float4_e2m1fn", place(memory, a), (256, 4), (128,), (128, 2),
-                             (1, 1), 0, 0, 0, 0)
+    fields = TensorMapFields(
+        "float4_e2m1fn", place(memory, a), (256, 4), (128,), (128, 2), (1, 1), 0, 0, 0, 0
+    )
     assert tma_load(fields, load_op(2), (128, 1), None, memory, smem, 0) == 2 * 64
-    blocks = smem.data[:2 * 128].reshape(2, 8, 16)
+    blocks = smem.data[: 2 * 128].reshape(2, 8, 16)
     np.testing.assert_array_equal(blocks[:, :, :8], a[1:3, 64:128].reshape(2, 8, 8))
     assert np.all(blocks[:, :, 8:] == SENTINEL)
     with pytest.raises(TmaFault, match="multiple of 128"):
@@ -299,21 +380,32 @@ def test_payload_is_the_contracts_representation():
     for box, strides in cases:
         fields = tensormap(a, address, box, strides)
         got = tma_load(fields, load_op(4), (0, 0, 0, 0), None, memory, smem, 0)
-        want = representation(load_op(4), None, dtype("float32"), "float32", box,
-                              strides or (1,) * 4, 0).payload_bytes
+        want = representation(
+            load_op(4), None, dtype("float32"), "float32", box, strides or (1,) * 4, 0
+        ).payload_bytes
         assert got == want
-    il = TensorMapFields("uint16", address, (8, 3, 2), (256, 768), (8, 1, 1), (1, 1, 1), 2, 1,
-                         0, 0)
-    assert tma_load(il, load_op(3), (0, 0, 0), None, memory, smem, 0) == representation(
-        load_op(3), None, dtype("uint16"), "uint16", (1, 1, 8), (1, 1, 1), 2).payload_bytes
+    il = TensorMapFields("uint16", address, (8, 3, 2), (256, 768), (8, 1, 1), (1, 1, 1), 2, 1, 0, 0)
+    assert (
+        tma_load(il, load_op(3), (0, 0, 0), None, memory, smem, 0)
+        == representation(
+            load_op(3), None, dtype("uint16"), "uint16", (1, 1, 8), (1, 1, 1), 2
+        ).payload_bytes
+    )
     gather = TensorMapFields("float32", address, (64, 192), (256,), (32, 1), (1, 1), 0, 0, 0, 0)
     op = load_op(2, "tile::gather4")
-    assert tma_load(gather, op, (0,), (0, 1, 2, 3), memory, smem, 0) == representation(
-        op, None, dtype("float32"), "float32", (1, 32), (1, 1), 0).payload_bytes
-    packed = TensorMapFields("float4_e2m1fn", address, (512, 48), (256,), (128, 8), (1, 1), 0,
-                             3, 0, 0)
-    assert tma_load(packed, load_op(2), (0, 0), None, memory, smem, 0) == representation(
-        load_op(2), None, dtype("uint8"), "float4_e2m1fn", (8, 128), (1, 1), 0).payload_bytes
+    assert (
+        tma_load(gather, op, (0,), (0, 1, 2, 3), memory, smem, 0)
+        == representation(op, None, dtype("float32"), "float32", (1, 32), (1, 1), 0).payload_bytes
+    )
+    packed = TensorMapFields(
+        "float4_e2m1fn", address, (512, 48), (256,), (128, 8), (1, 1), 0, 3, 0, 0
+    )
+    assert (
+        tma_load(packed, load_op(2), (0, 0), None, memory, smem, 0)
+        == representation(
+            load_op(2), None, dtype("uint8"), "float4_e2m1fn", (8, 128), (1, 1), 0
+        ).payload_bytes
+    )
 
 
 def test_a_64x64_box_is_fast():
@@ -371,8 +463,15 @@ def test_tf32_stores_move_bits_unchanged():
     out = np.zeros((1, 4), np.uint32)
     address = place(memory, out)
     smem.data[:16] = bits.view(np.uint8)
-    tma_store(tensormap(out, address, (1, 4), data_type="tf32"), store_op(2), (0, 0), None,
-              memory, smem, 0)
+    tma_store(
+        tensormap(out, address, (1, 4), data_type="tf32"),
+        store_op(2),
+        (0, 0),
+        None,
+        memory,
+        smem,
+        0,
+    )
     np.testing.assert_array_equal(fetch(memory, address, out)[0], bits)
 
 
@@ -396,16 +495,29 @@ def _ptx_reference(op: str, before: np.ndarray, src: np.ndarray) -> np.ndarray:
         elif op == "dec":
             result = value if old == 0 or old > value else old - 1
         else:
-            u_old, u_value = old % 2 ** bits, value % 2 ** bits
+            u_old, u_value = old % 2**bits, value % 2**bits
             result = {"and": u_old & u_value, "or": u_old | u_value, "xor": u_old ^ u_value}[op]
-        out.append(result % 2 ** bits)  # wrap, then reinterpret
+        out.append(result % 2**bits)  # wrap, then reinterpret
     return np.array(out, np.uint64).astype(f"uint{bits}").view(kind).reshape(before.shape)
 
 
-REDUCTION_CASES = [("add", "uint32"), ("add", "int32"), ("add", "float32"), ("min", "uint32"),
-                   ("min", "int32"), ("max", "uint32"), ("max", "int32"), ("inc", "uint32"),
-                   ("dec", "uint32"), ("and", "uint32"), ("and", "int32"), ("or", "uint32"),
-                   ("or", "int32"), ("xor", "uint32"), ("xor", "int32")]
+REDUCTION_CASES = [
+    ("add", "uint32"),
+    ("add", "int32"),
+    ("add", "float32"),
+    ("min", "uint32"),
+    ("min", "int32"),
+    ("max", "uint32"),
+    ("max", "int32"),
+    ("inc", "uint32"),
+    ("dec", "uint32"),
+    ("and", "uint32"),
+    ("and", "int32"),
+    ("or", "uint32"),
+    ("or", "int32"),
+    ("xor", "uint32"),
+    ("xor", "int32"),
+]
 
 
 @pytest.mark.parametrize("op, kind", REDUCTION_CASES)
@@ -426,7 +538,7 @@ def test_reduction(op, kind):
         src = RNG.integers(info.min, info.max, size=(8, 32), endpoint=True).astype(kind)
         before[4, 0], src[0, 0] = info.max, info.max  # add wraps
     address = place(memory, before)
-    smem.data[:src.nbytes] = src.view(np.uint8).reshape(-1)
+    smem.data[: src.nbytes] = src.view(np.uint8).reshape(-1)
     fields = tensormap(before, address, box=(8, 32))
     tma_store(fields, reduce_op(2, op), (0, 4), None, memory, smem, 0)
     want = before.copy()
@@ -437,27 +549,147 @@ def test_reduction(op, kind):
 # Bit patterns the H200 produced for cp.reduce.async.bulk.tensor (and cp.reduce.async.bulk)
 # on these operands: subnormals kept, ties to even, -0 < +0 for min/max, a NaN operand of
 # min/max ignored, canonical NaNs.
-F16_OLD = [0x0001, 0x7BFF, 0x7E01, 0x3C00, 0x8000, 0x0000, 0x3C00, 0x7E01, 0xFC00, 0x3C01,
-           0x0001, 0x8001]
-F16_SRC = [0x0001, 0x7BFF, 0x3C00, 0x3C00, 0x0000, 0x8000, 0x7E02, 0x7E01, 0x7C00, 0x3C00,
-           0x0001, 0x0001]
-BF16_OLD = [0x0001, 0x7F7F, 0x7FC1, 0x3F80, 0x8000, 0x0000, 0x3F80, 0x7FC1, 0xFF80, 0x3F81,
-            0x0001, 0x8001]
-BF16_SRC = [0x0001, 0x7F7F, 0x3F80, 0x3F80, 0x0000, 0x8000, 0x7FC2, 0x7FC1, 0x7F80, 0x3F80,
-            0x0001, 0x0001]
+F16_OLD = [
+    0x0001,
+    0x7BFF,
+    0x7E01,
+    0x3C00,
+    0x8000,
+    0x0000,
+    0x3C00,
+    0x7E01,
+    0xFC00,
+    0x3C01,
+    0x0001,
+    0x8001,
+]
+F16_SRC = [
+    0x0001,
+    0x7BFF,
+    0x3C00,
+    0x3C00,
+    0x0000,
+    0x8000,
+    0x7E02,
+    0x7E01,
+    0x7C00,
+    0x3C00,
+    0x0001,
+    0x0001,
+]
+BF16_OLD = [
+    0x0001,
+    0x7F7F,
+    0x7FC1,
+    0x3F80,
+    0x8000,
+    0x0000,
+    0x3F80,
+    0x7FC1,
+    0xFF80,
+    0x3F81,
+    0x0001,
+    0x8001,
+]
+BF16_SRC = [
+    0x0001,
+    0x7F7F,
+    0x3F80,
+    0x3F80,
+    0x0000,
+    0x8000,
+    0x7FC2,
+    0x7FC1,
+    0x7F80,
+    0x3F80,
+    0x0001,
+    0x0001,
+]
 H200_HALF = {
-    ("add", "float16"): [0x0002, 0x7C00, 0x7FFF, 0x4000, 0x0000, 0x0000, 0x7FFF, 0x7FFF, 0x7FFF,
-                         0x4000, 0x0002, 0x0000],
-    ("min", "float16"): [0x0001, 0x7BFF, 0x3C00, 0x3C00, 0x8000, 0x8000, 0x3C00, 0x7FFF, 0xFC00,
-                         0x3C00, 0x0001, 0x8001],
-    ("max", "float16"): [0x0001, 0x7BFF, 0x3C00, 0x3C00, 0x0000, 0x0000, 0x3C00, 0x7FFF, 0x7C00,
-                         0x3C01, 0x0001, 0x0001],
-    ("add", "bfloat16"): [0x0002, 0x7F80, 0x7FFF, 0x4000, 0x0000, 0x0000, 0x7FFF, 0x7FFF,
-                          0x7FFF, 0x4000, 0x0002, 0x0000],
-    ("min", "bfloat16"): [0x0001, 0x7F7F, 0x3F80, 0x3F80, 0x8000, 0x8000, 0x3F80, 0x7FFF,
-                          0xFF80, 0x3F80, 0x0001, 0x8001],
-    ("max", "bfloat16"): [0x0001, 0x7F7F, 0x3F80, 0x3F80, 0x0000, 0x0000, 0x3F80, 0x7FFF,
-                          0x7F80, 0x3F81, 0x0001, 0x0001],
+    ("add", "float16"): [
+        0x0002,
+        0x7C00,
+        0x7FFF,
+        0x4000,
+        0x0000,
+        0x0000,
+        0x7FFF,
+        0x7FFF,
+        0x7FFF,
+        0x4000,
+        0x0002,
+        0x0000,
+    ],
+    ("min", "float16"): [
+        0x0001,
+        0x7BFF,
+        0x3C00,
+        0x3C00,
+        0x8000,
+        0x8000,
+        0x3C00,
+        0x7FFF,
+        0xFC00,
+        0x3C00,
+        0x0001,
+        0x8001,
+    ],
+    ("max", "float16"): [
+        0x0001,
+        0x7BFF,
+        0x3C00,
+        0x3C00,
+        0x0000,
+        0x0000,
+        0x3C00,
+        0x7FFF,
+        0x7C00,
+        0x3C01,
+        0x0001,
+        0x0001,
+    ],
+    ("add", "bfloat16"): [
+        0x0002,
+        0x7F80,
+        0x7FFF,
+        0x4000,
+        0x0000,
+        0x0000,
+        0x7FFF,
+        0x7FFF,
+        0x7FFF,
+        0x4000,
+        0x0002,
+        0x0000,
+    ],
+    ("min", "bfloat16"): [
+        0x0001,
+        0x7F7F,
+        0x3F80,
+        0x3F80,
+        0x8000,
+        0x8000,
+        0x3F80,
+        0x7FFF,
+        0xFF80,
+        0x3F80,
+        0x0001,
+        0x8001,
+    ],
+    ("max", "bfloat16"): [
+        0x0001,
+        0x7F7F,
+        0x3F80,
+        0x3F80,
+        0x0000,
+        0x0000,
+        0x3F80,
+        0x7FFF,
+        0x7F80,
+        0x3F81,
+        0x0001,
+        0x0001,
+    ],
 }
 
 
@@ -468,18 +700,55 @@ def test_half_reductions_match_the_h200(op, kind):
     before = np.array(old + [0] * 4, np.uint16).reshape(1, 16)
     address = place(memory, before)
     smem.data[:32] = np.array(src + [0] * 4, np.uint16).view(np.uint8)
-    tma_store(tensormap(before, address, (1, 16), data_type=kind), reduce_op(2, op), (0, 0),
-              None, memory, smem, 0)
+    tma_store(
+        tensormap(before, address, (1, 16), data_type=kind),
+        reduce_op(2, op),
+        (0, 0),
+        None,
+        memory,
+        smem,
+        0,
+    )
     np.testing.assert_array_equal(fetch(memory, address, before)[0, :12], H200_HALF[op, kind])
 
 
 def test_float32_and_float64_additions_match_the_h200():
-    old = np.array([0x00000001, 0x00400000, 0x3F800000, 0x80000000, 0x7FC00001, 0x7F800000,
-                    0x00800000, 0x80000000], np.uint32)
-    src = np.array([0x00000001, 0x00400000, 0x00000001, 0x00000000, 0x3F800000, 0xFF800000,
-                    0x80400000, 0x80000000], np.uint32)
-    want = [0x00000002, 0x00800000, 0x3F800000, 0x00000000, 0x7FFFFFFF, 0x7FFFFFFF, 0x00400000,
-            0x80000000]
+    old = np.array(
+        [
+            0x00000001,
+            0x00400000,
+            0x3F800000,
+            0x80000000,
+            0x7FC00001,
+            0x7F800000,
+            0x00800000,
+            0x80000000,
+        ],
+        np.uint32,
+    )
+    src = np.array(
+        [
+            0x00000001,
+            0x00400000,
+            0x00000001,
+            0x00000000,
+            0x3F800000,
+            0xFF800000,
+            0x80400000,
+            0x80000000,
+        ],
+        np.uint32,
+    )
+    want = [
+        0x00000002,
+        0x00800000,
+        0x3F800000,
+        0x00000000,
+        0x7FFFFFFF,
+        0x7FFFFFFF,
+        0x00400000,
+        0x80000000,
+    ]
     got = reduce_values("add", "f32", old.view(np.uint8), src.view(np.uint8)).view(np.uint32)
     np.testing.assert_array_equal(got, want)
     old = np.array([1, 0x7FF8000000000001, 0x7FF0000000000000, 0x8000000000000000], np.uint64)
@@ -491,8 +760,21 @@ def test_float32_and_float64_additions_match_the_h200():
 
 def test_bfloat16_rounding_from_float32():
     """Ties to even on the 16 dropped bits, overflow to infinity, NaN -> 0x7FFF."""
-    given = np.array([0x3F808000, 0x3F818000, 0x3F808001, 0x3F807FFF, 0x7F7FFFFF, 0x7FC00001,
-                      0x80000000, 0x00008000, 0x00018000, 0xFF7F8000], np.uint32)
+    given = np.array(
+        [
+            0x3F808000,
+            0x3F818000,
+            0x3F808001,
+            0x3F807FFF,
+            0x7F7FFFFF,
+            0x7FC00001,
+            0x80000000,
+            0x00008000,
+            0x00018000,
+            0xFF7F8000,
+        ],
+        np.uint32,
+    )
     want = [0x3F80, 0x3F82, 0x3F81, 0x3F80, 0x7F80, 0x7FFF, 0x8000, 0x0000, 0x0002, 0xFF80]
     np.testing.assert_array_equal(bfloat16_bits(given.view(np.float32)), want)
 
@@ -539,8 +821,9 @@ def test_reduction_the_hardware_does_not_define_faults():
 def test_a_descriptor_beyond_its_allocation_is_a_memory_fault():
     memory, smem = GlobalMemory(), shared()
     a = RNG.standard_normal((32, 32)).astype(np.float32)
-    fields = TensorMapFields("float32", place(memory, a), (32, 64), (128,), (32, 8), (1, 1), 0, 0,
-                             0, 0)
+    fields = TensorMapFields(
+        "float32", place(memory, a), (32, 64), (128,), (32, 8), (1, 1), 0, 0, 0, 0
+    )
     tma_load(fields, load_op(2), (0, 24), None, memory, smem, 0)
     with pytest.raises(MemoryFault):
         tma_load(fields, load_op(2), (0, 40), None, memory, smem, 0)

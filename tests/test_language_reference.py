@@ -1,6 +1,7 @@
 """docs/language.md, the language reference: its generated sections are what the code declares,
 it documents every public ``T`` name and every tile parameter, every ``python`` block in it
 compiles, and its table of the Python a kernel may use says what the frontend does."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -80,9 +81,11 @@ def test_every_python_block_compiles(tmp_path, index):
         for tuner in tuners:  # every config, from the annotations of the untuned parameters
             tuned = {name for config in tuner.configs for name in config.kwargs}
             specializer = tuner.kernel.specializer
-            specs = [ann if isinstance(ann, T.Tensor) else ann(0)
-                     for name, ann in zip(specializer.names, specializer.annotations)
-                     if name not in tuned]
+            specs = [
+                ann if isinstance(ann, T.Tensor) else ann(0)
+                for name, ann in zip(specializer.names, specializer.annotations)
+                if name not in tuned
+            ]
             compiled = tuner.compile_all(*specs, target="sm_90a")
             assert all(isinstance(c, jittile.CompiledKernel) for c in compiled.values()), compiled
 
@@ -91,28 +94,28 @@ def test_every_python_block_compiles(tmp_path, index):
 # compiles; "no": a CompileError; "compile time": it compiles where a compile-time value is due).
 SUBSET = {
     "`if` / `elif` / `else`": "if n == 0:\n    A[0] = 1\nelif n == 1:\n    A[0] = 2\nelse:\n"
-                              "    A[0] = 3\n",
+    "    A[0] = 3\n",
     "`for x in range(...)`": "for i in range(0, n, 2):\n    A[i] = 1\n",
     "`for i, j in T.grid(M, N)`": "for i, j in T.grid(2, 8):\n    A[i * 8 + j] = 1\n",
     "`for s in T.unroll(N)`": "for s in T.unroll(4):\n    A[s] = T.uint32(s)\n",
     "`while`": "i = 0\nwhile i < n:\n    A[i] = 1\n    i += 1\n",
     "`break`, `continue`, `pass`, `return`": "for i in range(8):\n    if i == n:\n        break\n"
-                                             "    if i == 2:\n        continue\n    pass\n"
-                                             "if n > 4:\n    return\n",
+    "    if i == 2:\n        continue\n    pass\n"
+    "if n > 4:\n    return\n",
     "ternary `a if c else b`": "A[0] = T.uint32(1) if n > 0 else T.uint32(2)\n",
     "`min`, `max`, `abs`": "A[0] = T.uint32(min(n, 3) + max(n, 1) + abs(n) + min(2, 3))\n",
     "arithmetic, bitwise, comparison and boolean operators": "if 0 < n < 4 and not n == 2 or "
-                                                             "n == 9:\n    A[0] = T.uint32((n * 3"
-                                                             " // 2 % 5) << 1 | n & 3 ^ 1)\n",
+    "n == 9:\n    A[0] = T.uint32((n * 3"
+    " // 2 % 5) << 1 | n & 3 ^ 1)\n",
     "assignment, tuple unpacking, augmented assignment (`+=`, ...)": "a, b = n, n + 1\na += b\n"
-                                                                     "A[0] = T.uint32(a)\n",
+    "A[0] = T.uint32(a)\n",
     "`T.uint32(x)` & co.": "A[0] = T.uint32(T.float32(n) * 0.5)\n",
     "calls of `@jittile.func` helpers": "store_one(A, 3)\n",
     "`len`, `int`, `float`, `bool`, `tuple`, `sum`": "s = T.alloc_shared((len(SHAPE) * sum(SHAPE),)"
-                                                     ", 'uint32')\nif int(2.5) == 2 and bool(1) "
-                                                     "and tuple(SHAPE) == SHAPE and float(1) == 1.0:\n"
-                                                     "    for i in T.unroll(len(SHAPE)):\n"
-                                                     "        A[i] = T.uint32(i)\n",
+    ", 'uint32')\nif int(2.5) == 2 and bool(1) "
+    "and tuple(SHAPE) == SHAPE and float(1) == 1.0:\n"
+    "    for i in T.unroll(len(SHAPE)):\n"
+    "        A[i] = T.uint32(i)\n",
     "`for ... else`, `while ... else`": "for i in range(4):\n    pass\nelse:\n    pass\n",
     "`for x in` anything but `range`, `T.grid`, `T.unroll`": "for i in SHAPE:\n    A[i] = 1\n",
     "list, set and dict comprehensions, `dict` / `set` literals": "x = [i for i in range(4)]\n",
@@ -122,13 +125,25 @@ SUBSET = {
     "`math.*`, NumPy and other host functions": "A[0] = T.uint32(math.sqrt(n))\n",
     "`return value`, `yield`, `:=`": "return n\n",
 }
-MORE_NOS = ["x = {i for i in range(4)}\n", "x = {1: 2}\n", "x = {1, 2}\n",
-            "def f():\n    pass\n", "class C:\n    pass\n", "try:\n    pass\nexcept Exception:"
-            "\n    pass\n", "with n:\n    pass\n", "raise ValueError()\n", "x = n\ndel x\n",
-            "global SHAPE\n", "match n:\n    case 1:\n        pass\n", "s = f'{n}'\n",
-            "A[0] = T.uint32(np.sqrt(n))\n", "yield n\n", "if (m := n) > 1:\n    pass\n",
-            "while n > 0:\n    break\nelse:\n    pass\n"]
-SUBSET_HEADER = '''\
+MORE_NOS = [
+    "x = {i for i in range(4)}\n",
+    "x = {1: 2}\n",
+    "x = {1, 2}\n",
+    "def f():\n    pass\n",
+    "class C:\n    pass\n",
+    "try:\n    pass\nexcept Exception:\n    pass\n",
+    "with n:\n    pass\n",
+    "raise ValueError()\n",
+    "x = n\ndel x\n",
+    "global SHAPE\n",
+    "match n:\n    case 1:\n        pass\n",
+    "s = f'{n}'\n",
+    "A[0] = T.uint32(np.sqrt(n))\n",
+    "yield n\n",
+    "if (m := n) > 1:\n    pass\n",
+    "while n > 0:\n    break\nelse:\n    pass\n",
+]
+SUBSET_HEADER = """\
 import math
 
 import numpy as np
@@ -147,7 +162,7 @@ def store_one(dst, index):
 @jittile.kernel
 def kernel(A: T.Tensor((64,), "uint32"), n: T.int32):
     T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))
-'''
+"""
 
 
 def _subset_rows() -> dict[str, str]:
@@ -160,10 +175,11 @@ def test_every_documented_construct_is_checked():
     assert set(_subset_rows()) == set(SUBSET)
 
 
-def _compiles(tmp_path, body: str, serial=iter(range(10 ** 6))) -> bool:
+def _compiles(tmp_path, body: str, serial=iter(range(10**6))) -> bool:  # noqa: B008
     try:  # some definitions are refused when decorated, the rest when compiled
-        module = _import(tmp_path / f"subset_{next(serial)}.py",
-                         SUBSET_HEADER + textwrap.indent(body, "    "))
+        module = _import(
+            tmp_path / f"subset_{next(serial)}.py", SUBSET_HEADER + textwrap.indent(body, "    ")
+        )
         module.kernel.compile(target="sm_90a")
     except CompileError:
         return False

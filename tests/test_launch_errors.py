@@ -1,6 +1,7 @@
 """Issue #12: launch argument mistakes are reported as such before the device is needed, so that a
 machine without a GPU reports them as the GPU machine does, not as ``no CUDA device``. The same
 tests hold with a GPU (there the NumPy arrays are copied first, then checked)."""
+
 from __future__ import annotations
 
 import os
@@ -27,19 +28,34 @@ def good():
 
 
 MISTAKES = [
-    ("rank", lambda: copy(np.zeros((64, 128, 1), np.float32), good()),
-     "argument 'A': rank 3 does not match the annotated T.Tensor(64, 128)"),
-    ("dtype", lambda: copy(good(), np.zeros((64, 128))),
-     "argument 'Out': dtype float64 does not match the annotated float32"),
-    ("extent", lambda: copy[1, 32](good(), np.zeros((64, 64), np.float32)),
-     "argument 'Out': extent 64 on axis 1 does not match the annotated 128"),
+    (
+        "rank",
+        lambda: copy(np.zeros((64, 128, 1), np.float32), good()),
+        "argument 'A': rank 3 does not match the annotated T.Tensor(64, 128)",
+    ),
+    (
+        "dtype",
+        lambda: copy(good(), np.zeros((64, 128))),
+        "argument 'Out': dtype float64 does not match the annotated float32",
+    ),
+    (
+        "extent",
+        lambda: copy[1, 32](good(), np.zeros((64, 64), np.float32)),
+        "argument 'Out': extent 64 on axis 1 does not match the annotated 128",
+    ),
     ("list", lambda: copy([[0.0] * 128] * 64, good()), "argument 'A': cannot pass list"),
     ("too few", lambda: copy(good()), "copy takes 2 arguments, got 1: 'Out' missing"),
     ("too many", lambda: copy(good(), good(), good()), "copy takes 2 arguments, got 3"),
-    ("keyword", lambda: copy(good(), Out=np.zeros((64, 64), np.float32)),
-     "argument 'Out': extent 64 on axis 1 does not match the annotated 128"),
-    ("unknown keyword", lambda: copy(good(), good(), Output=good()),
-     "copy: got an unexpected keyword argument 'Output'"),
+    (
+        "keyword",
+        lambda: copy(good(), Out=np.zeros((64, 64), np.float32)),
+        "argument 'Out': extent 64 on axis 1 does not match the annotated 128",
+    ),
+    (
+        "unknown keyword",
+        lambda: copy(good(), good(), Output=good()),
+        "copy: got an unexpected keyword argument 'Output'",
+    ),
 ]
 
 
@@ -49,12 +65,17 @@ def test_argument_mistakes_are_reported_before_the_device(launch, message):
         launch()
     here = f"{__file__}:{info.value.lineno}:"  # the user's line that launched, then the kernel
     assert str(info.value).startswith(f"{here}{info.value.col_offset}: launch of copy: "), str(
-        info.value)
+        info.value
+    )
     assert message in str(info.value) and info.value.lineno == launch.__code__.co_firstlineno
     assert "no CUDA device" not in str(info.value)
-    assert all(not _in_jittile(entry.filename) for entry in traceback.extract_tb(
-        info.value.__traceback__)[1:-1])  # the test's frames, the raising frame, nothing between
-    assert info.value.__suppress_context__ or info.value.__context__ is None  # no device error behind it
+    assert all(
+        not _in_jittile(entry.filename)
+        for entry in traceback.extract_tb(info.value.__traceback__)[1:-1]
+    )  # the test's frames, the raising frame, nothing between
+    assert (
+        info.value.__suppress_context__ or info.value.__context__ is None
+    )  # no device error behind it
     assert copy._memory == {}  # found without compiling
 
 

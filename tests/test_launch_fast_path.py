@@ -1,16 +1,17 @@
 """The launch fast path (jittile/runtime/fastpath.py) on a stand-in driver: a repeated launch
 converts nothing, a moved array rewrites its pointer and TensorMap, and every check still runs
 when what it depends on changed. CPU only: nothing reaches a GPU."""
+
 import struct
 
 import numpy as np
 import pytest
 
 import jittile
+from bench.launch_host_cpu import CupyLike, driver_stand_ins  # a CuPy array's stand-in
 from jittile import LaunchError, T
 from jittile.runtime import arrays, driver
 from jittile.runtime import launcher as launcher_module
-from bench.launch_host_cpu import CupyLike, driver_stand_ins  # a CuPy array's stand-in
 
 LIMIT = 32  # read by guarded_copy: changing it must recompile, fast path or not
 
@@ -26,7 +27,12 @@ def tma_rows(A: T.Tensor((8, 32), "float32"), Out: T.Tensor((None, 32), "float32
         T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(1024))
         T.cuda.tile.apply(
             T.ptx["cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"],
-            buf, A, box=(8, 32), coords=(0, 0), mbar=mbar.ptr_to([0]))
+            buf,
+            A,
+            box=(8, 32),
+            coords=(0, 0),
+            mbar=mbar.ptr_to([0]),
+        )
     T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
     if tid < n:
         Out[0, tid] = buf[0, tid]
@@ -136,11 +142,14 @@ def test_a_misaligned_pointer_is_refused_after_a_fast_launch(gpu):
     assert len(gpu["launches"]) == 1
 
 
-@pytest.mark.parametrize("bad,match", [
-    (CupyLike(0x10000, (4, 32)), "extent 4 on axis 0"),
-    (CupyLike(0x10000, (8, 32), "int32"), "dtype"),
-    (CupyLike(0x10000, (8, 8, 4)), "rank"),
-])
+@pytest.mark.parametrize(
+    "bad,match",
+    [
+        (CupyLike(0x10000, (4, 32)), "extent 4 on axis 0"),
+        (CupyLike(0x10000, (8, 32), "int32"), "dtype"),
+        (CupyLike(0x10000, (8, 8, 4)), "rank"),
+    ],
+)
 def test_a_new_shape_or_dtype_is_checked(gpu, bad, match):
     out = CupyLike(0x20000, (2, 32))
     tma_rows(CupyLike(0x10000, (8, 32)), out, 32)
@@ -205,6 +214,7 @@ def test_a_launch_refused_in_another_context_loads_the_kernel_there(gpu, monkeyp
             if function != context["now"]:
                 raise LaunchError(f"{what} failed: CUDA_ERROR_INVALID_HANDLE")
             gpu["launches"].append((function, *args))
+
         return launch
 
     monkeypatch.setattr(driver, "load_function", load_function)
@@ -228,6 +238,7 @@ def test_a_launch_refused_in_its_own_context_is_a_launch_error(gpu, monkeypatch)
             calls.append(args)
             if len(calls) > 1:
                 raise LaunchError(f"{what} failed: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES")
+
         return launch
 
     monkeypatch.setattr(driver, "launch_call", launch_call)
@@ -273,8 +284,13 @@ class _Interface:
     def __cuda_array_interface__(self):
         if self.fails:
             raise KeyError("typestr")
-        return {"data": (self.ptr, False), "shape": self.shape, "typestr": "<f4",
-                "strides": None, "version": 3}
+        return {
+            "data": (self.ptr, False),
+            "shape": self.shape,
+            "typestr": "<f4",
+            "strides": None,
+            "version": 3,
+        }
 
 
 def test_an_argument_the_fast_path_cannot_read_gets_the_full_path_error(gpu):

@@ -1,6 +1,7 @@
 """Launches from many threads, the default stream and device, CUDA-graph capture refusals: on a
 stand-in driver that records what each launch hands the driver (CPU only; the same on the H200
 in tests/test_gpu_runtime.py)."""
+
 from __future__ import annotations
 
 import ctypes
@@ -11,9 +12,9 @@ import numpy as np
 import pytest
 
 import jittile
+from bench.launch_host_cpu import CupyLike, driver_stand_ins
 from jittile import LaunchError, T
 from jittile.runtime import driver
-from bench.launch_host_cpu import CupyLike, driver_stand_ins
 
 THREADS, LAUNCHES = 8, 1500
 
@@ -29,9 +30,11 @@ def _pointer_slots(params: int, count: int) -> list[int]:
     """What the driver would read: the data pointer of each array (the fifth of numba's slots)
     and the float after the two arrays, through the ``void*[]`` the launch passes."""
     slots = (ctypes.c_void_p * count).from_address(params)
-    return [ctypes.c_int64.from_address(slots[4]).value,
-            ctypes.c_int64.from_address(slots[11]).value,
-            ctypes.c_float.from_address(slots[14]).value]
+    return [
+        ctypes.c_int64.from_address(slots[4]).value,
+        ctypes.c_int64.from_address(slots[11]).value,
+        ctypes.c_float.from_address(slots[14]).value,
+    ]
 
 
 @pytest.fixture
@@ -60,18 +63,23 @@ def recorded(monkeypatch):
     return record
 
 
-def test_concurrent_launches_from_many_threads_pack_their_own_arguments(recorded,
-                                                                       switching_often):
+def test_concurrent_launches_from_many_threads_pack_their_own_arguments(recorded, switching_often):
     """Each thread launches its own arrays and scalar; every launch the driver sees carries
     exactly the calling thread's values (shared launch state used to mix them)."""
     start = threading.Barrier(THREADS)
     expected = {}
 
     def worker(t: int):
-        pairs = [(CupyLike(0x1000_0000 * (t + 1) + 0x1000 * j, (32,)),
-                  CupyLike(0x8000_0000 * (t + 1) + 0x1000 * j, (32,))) for j in range(4)]
-        expected[threading.get_ident()] = {(a.data.ptr, out.data.ptr, float(t + j))
-                                           for j, (a, out) in enumerate(pairs)}
+        pairs = [
+            (
+                CupyLike(0x1000_0000 * (t + 1) + 0x1000 * j, (32,)),
+                CupyLike(0x8000_0000 * (t + 1) + 0x1000 * j, (32,)),
+            )
+            for j in range(4)
+        ]
+        expected[threading.get_ident()] = {
+            (a.data.ptr, out.data.ptr, float(t + j)) for j, (a, out) in enumerate(pairs)
+        }
         start.wait()
         for i in range(LAUNCHES):
             j = i % 4
@@ -124,8 +132,14 @@ class _Interface:
     """A device array known through ``__cuda_array_interface__`` v3, with a producer stream."""
 
     def __init__(self, ptr, stream):
-        self.__cuda_array_interface__ = {"data": (ptr, False), "shape": (32,), "typestr": "<f4",
-                                         "strides": None, "version": 3, "stream": stream}
+        self.__cuda_array_interface__ = {
+            "data": (ptr, False),
+            "shape": (32,),
+            "typestr": "<f4",
+            "strides": None,
+            "version": 3,
+            "stream": stream,
+        }
 
 
 def test_an_interface_stream_is_ordered_before_the_launch_stream(recorded, monkeypatch):
@@ -147,8 +161,11 @@ def test_host_arrays_cannot_be_captured_into_a_graph(recorded, monkeypatch):
 def test_arrays_on_two_devices_are_a_launch_error_naming_both(recorded):
     a, out = CupyLike(0x1000, (32,)), CupyLike(0x2000, (32,))
     out.data.device_id = 1
-    with pytest.raises(LaunchError, match=r"'A' and 'Out' are on different devices \(cuda:0 and "
-                                          r"cuda:1\)"):
+    with pytest.raises(
+        LaunchError,
+        match=r"'A' and 'Out' are on different devices \(cuda:0 and "
+        r"cuda:1\)",
+    ):
         scaled(a, out, 1.0)
     assert recorded == []
 

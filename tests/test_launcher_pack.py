@@ -1,4 +1,5 @@
 """Argument packing follows numba-cuda's flattened parameter layout (CPU only: nothing launches)."""
+
 import struct
 
 import pytest
@@ -40,21 +41,31 @@ def test_array_and_scalars_are_packed_in_numba_order():
     assert _slot(launcher, 10, "<f") == 2.5
 
 
-@pytest.mark.parametrize("view,match", [
-    (DeviceView(0x1000, (4, 8), (32, 4), dtype("int32")), "dtype"),
-    (DeviceView(0x1000, (4, 8, 1), (32, 4, 4), dtype("float32")), "rank"),
-    (DeviceView(0x1000, (4, 7), (28, 4), dtype("float32")), "extent 7"),
-    (DeviceView(0x1000, (4, 8), (4, 16), dtype("float32")), "contiguous"),
-])
+@pytest.mark.parametrize(
+    "view,match",
+    [
+        (DeviceView(0x1000, (4, 8), (32, 4), dtype("int32")), "dtype"),
+        (DeviceView(0x1000, (4, 8, 1), (32, 4, 4), dtype("float32")), "rank"),
+        (DeviceView(0x1000, (4, 7), (28, 4), dtype("float32")), "extent 7"),
+        (DeviceView(0x1000, (4, 8), (4, 16), dtype("float32")), "contiguous"),
+    ],
+)
 def test_mismatched_arrays_raise_launch_error(view, match):
     with pytest.raises(LaunchError, match=match):
         _launcher().pack((view, 1, 1.0))
 
 
-@pytest.mark.parametrize("target,capability,ok", [
-    ("sm_90a", (9, 0), True), ("sm_100a", (9, 0), False), ("sm_90a", (10, 0), False),
-    ("sm_90", (10, 0), True), ("sm_100f", (10, 3), True), ("sm_100f", (12, 0), False),
-])
+@pytest.mark.parametrize(
+    "target,capability,ok",
+    [
+        ("sm_90a", (9, 0), True),
+        ("sm_100a", (9, 0), False),
+        ("sm_90a", (10, 0), False),
+        ("sm_90", (10, 0), True),
+        ("sm_100f", (10, 3), True),
+        ("sm_100f", (12, 0), False),
+    ],
+)
 def test_device_must_run_the_target(target, capability, ok):
     from jittile.runtime.launcher import check_device
 
@@ -69,8 +80,13 @@ class _InterfaceArray:
     """A device array known only through ``__cuda_array_interface__`` (no GPU needed to read it)."""
 
     def __init__(self, ptr, shape, typestr, strides=None):
-        self.__cuda_array_interface__ = {"data": (ptr, False), "shape": shape, "typestr": typestr,
-                                         "strides": strides, "version": 3}
+        self.__cuda_array_interface__ = {
+            "data": (ptr, False),
+            "shape": shape,
+            "typestr": typestr,
+            "strides": strides,
+            "version": 3,
+        }
 
 
 class _CupyLike:
@@ -90,16 +106,30 @@ def test_arguments_convert_by_type_and_repeat_the_same_way():
     numpy = pytest.importorskip("numpy")
     for _ in range(2):  # the second time through the per-type cache
         view = convert_argument(_InterfaceArray(0x1000, (3, 4), "<f4"))
-        assert (view.ptr, view.shape, view.strides, view.dtype) == (0x1000, (3, 4), (16, 4),
-                                                                    dtype("float32"))
+        assert (view.ptr, view.shape, view.strides, view.dtype) == (
+            0x1000,
+            (3, 4),
+            (16, 4),
+            dtype("float32"),
+        )
         assert view.c_contiguous and view.kind == (dtype("float32"), 2, True)
         strided = convert_argument(_InterfaceArray(0x2000, (3, 4), "<i4", strides=(32, 4)))
         assert strided.strides == (32, 4) and not strided.c_contiguous
         fast = convert_argument(_CupyLike(0x3000, (8,), (8,), numpy.dtype("uint32")))
         assert (fast.ptr, fast.shape, fast.strides) == (0x3000, (8,), (8,))
         assert not fast.c_contiguous  # every other element
-        for unchanged in (7, 2.5, True, None, "s", (1, 2), numpy.int32(3), view, T.Tensor((2,), "uint8"),
-                          object):
+        for unchanged in (
+            7,
+            2.5,
+            True,
+            None,
+            "s",
+            (1, 2),
+            numpy.int32(3),
+            view,
+            T.Tensor((2,), "uint8"),
+            object,
+        ):
             assert convert_argument(unchanged) is unchanged
 
 

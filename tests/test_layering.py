@@ -6,6 +6,7 @@ target lives with the code that launches. ``ir.py`` is plain data every stage sh
 are pure Python (no numba, no driver); the runtime launches what it is given and knows neither the
 frontend nor the patterns. The frontend holds no opcode text: the patterns and the PTX tables do.
 """
+
 from __future__ import annotations
 
 import ast
@@ -20,8 +21,12 @@ PACKAGE = Path(__file__).resolve().parents[1] / "jittile"
 # (files, forbidden module prefixes)
 RULES = [
     (["jittile/targets.py"], ("jittile.runtime",)),
-    (sorted(p.relative_to(PACKAGE.parent).as_posix() for p in (PACKAGE / "language").rglob("*.py")),
-     ("jittile.ptx", "jittile.frontend")),
+    (
+        sorted(
+            p.relative_to(PACKAGE.parent).as_posix() for p in (PACKAGE / "language").rglob("*.py")
+        ),
+        ("jittile.ptx", "jittile.frontend"),
+    ),
 ]
 
 
@@ -34,7 +39,7 @@ def imported_modules(source: str, package: str) -> set[str]:
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            base = parts[:len(parts) - node.level + 1] if node.level else []
+            base = parts[: len(parts) - node.level + 1] if node.level else []
             module = ".".join(base + ([node.module] if node.module else []))
             found.add(module)
             found.update(f"{module}.{alias.name}" for alias in node.names)
@@ -56,11 +61,19 @@ def test_layers_import_nothing_above_them(files, forbidden):
 
 
 def test_imported_modules_resolves_relative_and_nested_imports():
-    source = ("from . import cuda\nfrom ..errors import X\n"
-              "def f():\n    from ..ptx.grammar import split_opcode\n    import numpy\n")
+    source = (
+        "from . import cuda\nfrom ..errors import X\n"
+        "def f():\n    from ..ptx.grammar import split_opcode\n    import numpy\n"
+    )
     assert imported_modules(source, "jittile.language") == {
-        "jittile.language", "jittile.language.cuda", "jittile.errors", "jittile.errors.X",
-        "jittile.ptx.grammar", "jittile.ptx.grammar.split_opcode", "numpy"}
+        "jittile.language",
+        "jittile.language.cuda",
+        "jittile.errors",
+        "jittile.errors.X",
+        "jittile.ptx.grammar",
+        "jittile.ptx.grammar.split_opcode",
+        "numpy",
+    }
 
 
 def _module_name(path: Path) -> str:
@@ -79,7 +92,7 @@ def imported_names(source: str, package: str, modules) -> set[str]:
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            base = parts[:len(parts) - node.level + 1] if node.level else []
+            base = parts[: len(parts) - node.level + 1] if node.level else []
             module = ".".join(base + ([node.module] if node.module else []))
             for alias in node.names:
                 submodule = f"{module}.{alias.name}"
@@ -126,17 +139,35 @@ def reachable(graph: dict, start: str) -> dict[str, list[str]]:
 REACHABILITY_RULES = [
     ("jittile.runtime", ("jittile.frontend", "jittile.patterns", "jittile.backend")),
     ("jittile.language", ("jittile.frontend", "jittile.ptx", "jittile.backend", "numba")),
-    ("jittile.patterns", ("jittile.runtime", "jittile.backend", "jittile.frontend", "numba",
-                          "llvmlite", "cuda")),
-    ("jittile.ir", tuple(f"jittile.{p}" for p in ("frontend", "patterns", "ptx", "backend",
-                                                  "runtime", "cache", "language", "layout",
-                                                  "targets", "kernel"))),
+    (
+        "jittile.patterns",
+        ("jittile.runtime", "jittile.backend", "jittile.frontend", "numba", "llvmlite", "cuda"),
+    ),
+    (
+        "jittile.ir",
+        tuple(
+            f"jittile.{p}"
+            for p in (
+                "frontend",
+                "patterns",
+                "ptx",
+                "backend",
+                "runtime",
+                "cache",
+                "language",
+                "layout",
+                "targets",
+                "kernel",
+            )
+        ),
+    ),
     ("jittile.targets", ("jittile.runtime", "cuda")),
 ]
 
 
-@pytest.mark.parametrize("owner, forbidden", REACHABILITY_RULES,
-                         ids=[owner for owner, _ in REACHABILITY_RULES])
+@pytest.mark.parametrize(
+    "owner, forbidden", REACHABILITY_RULES, ids=[owner for owner, _ in REACHABILITY_RULES]
+)
 def test_import_graph_holds(owner, forbidden):
     graph = import_graph()
     owned = [m for m in graph if m == owner or m.startswith(owner + ".")]
@@ -159,7 +190,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         path.append(module)
         for target in sorted(graph.get(module, ())):
             if state.get(target) == "open":
-                return path[path.index(target):] + [target]
+                return path[path.index(target) :] + [target]
             if target in graph and target not in state:
                 found = visit(target, path)
                 if found:
@@ -179,8 +210,9 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 def test_no_import_cycles():
     """Imports at every depth count: a function-level or ``TYPE_CHECKING`` import of a module
     that imports this one back is a cycle, hidden only until someone moves the import up."""
-    graph = {m: {t for t in edges if t.startswith("jittile")}
-             for m, edges in import_graph().items()}
+    graph = {
+        m: {t for t in edges if t.startswith("jittile")} for m, edges in import_graph().items()
+    }
     assert all(t in graph for edges in graph.values() for t in edges)  # edges are modules
     cycle = find_cycle(graph)
     assert cycle is None, " -> ".join(cycle)
@@ -195,12 +227,18 @@ def test_find_cycle_reports_the_path():
 def test_import_graph_sees_every_import_statement():
     """``from . import __version__`` in a module that also imports ``jittile.x`` still names
     ``jittile`` (one statement's submodule does not hide another statement's package)."""
-    source = ("from . import __version__\nfrom .cache import store\n"
-              "from typing import TYPE_CHECKING\n"
-              "if TYPE_CHECKING:\n    from .kernel import Kernel\n")
+    source = (
+        "from . import __version__\nfrom .cache import store\n"
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from .kernel import Kernel\n"
+    )
     modules = {"jittile", "jittile.cache", "jittile.cache.store", "jittile.kernel"}
-    assert imported_names(source, "jittile", modules) == {"jittile", "jittile.cache.store",
-                                                          "jittile.kernel", "typing"}
+    assert imported_names(source, "jittile", modules) == {
+        "jittile",
+        "jittile.cache.store",
+        "jittile.kernel",
+        "typing",
+    }
 
 
 def test_import_graph_sees_function_level_edges():
@@ -226,14 +264,24 @@ def test_a_raw_call_of_a_tile_opcode_points_to_tile_apply(tmp_path):
     opcode = "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
     spec = Spec(extra=f'T.ptx["{opcode}"](T.address_of(s), mbar.ptr_to([0]))')
     kernel, _, _ = load_kernel(spec, tmp_path)
-    with pytest.raises(ContractError, match=r"tile-pattern opcode of the cp.async.bulk.tensor "
-                                            r"family: issue it with T.cuda.tile.apply"):
+    with pytest.raises(
+        ContractError,
+        match=r"tile-pattern opcode of the cp.async.bulk.tensor "
+        r"family: issue it with T.cuda.tile.apply",
+    ):
         kernel.compile(target="sm_90a")
 
 
-@pytest.mark.parametrize("capability, target", [(None, "sm_90a"), ((9, 0), "sm_90a"),
-                                                ((10, 0), "sm_100a"), ((10, 3), "sm_103a"),
-                                                ((12, 0), "sm_120a")])
+@pytest.mark.parametrize(
+    "capability, target",
+    [
+        (None, "sm_90a"),
+        ((9, 0), "sm_90a"),
+        ((10, 0), "sm_100a"),
+        ((10, 3), "sm_103a"),
+        ((12, 0), "sm_120a"),
+    ],
+)
 def test_device_target(capability, target):
     assert device_target(capability) == Target.parse(target)
 
@@ -253,9 +301,13 @@ def private_definitions(tree: ast.Module) -> set[str]:
             names.add(node.id)
         elif isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)):
             names.add(node.attr)
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
-                node.func.id == "setattr" and len(node.args) > 1 and \
-                isinstance(node.args[1], ast.Constant):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "setattr"
+            and len(node.args) > 1
+            and isinstance(node.args[1], ast.Constant)
+        ):
             names.add(node.args[1].value)
     return {n for n in names if isinstance(n, str) and _private(n)}
 
@@ -266,17 +318,26 @@ def private_reads(tree: ast.Module, package: str) -> list[tuple[int, str]]:
     (``from .m import _x``)."""
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and \
-                _private(node.attr) and not (isinstance(node.value, ast.Name)
-                                             and node.value.id in ("self", "cls")):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.ctx, ast.Load)
+            and _private(node.attr)
+            and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+        ):
             found.append((node.lineno, node.attr))
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
-                node.func.id in ("getattr", "hasattr") and len(node.args) > 1 and \
-                isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str) \
-                and _private(node.args[1].value):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("getattr", "hasattr")
+            and len(node.args) > 1
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+            and _private(node.args[1].value)
+        ):
             found.append((node.lineno, node.args[1].value))
-        elif isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith(
-                package.split(".")[0])):
+        elif isinstance(node, ast.ImportFrom) and (
+            node.level or (node.module or "").startswith(package.split(".")[0])
+        ):
             found.extend((node.lineno, a.name) for a in node.names if _private(a.name))
     return found
 
@@ -293,17 +354,24 @@ def test_no_module_reads_another_modules_private_names():
     reaches = []
     for module, tree in trees.items():
         others = set().union(*(names for m, names in defined.items() if m != module))
-        reaches += [f"{module}:{line}: {name}" for line, name in private_reads(tree, module)
-                    if name not in defined[module] and name in others]
+        reaches += [
+            f"{module}:{line}: {name}"
+            for line, name in private_reads(tree, module)
+            if name not in defined[module] and name in others
+        ]
     assert not reaches, reaches
 
 
 def test_private_reads_are_seen_in_every_spelling():
-    source = ("from .launch import _fast\nfrom numpy import _core\nimport sys\n"
-              "def f(kernel, self):\n    kernel._prepared\n    self._own\n    sys._getframe()\n"
-              "    getattr(kernel, '_watch', None)\n")
+    source = (
+        "from .launch import _fast\nfrom numpy import _core\nimport sys\n"
+        "def f(kernel, self):\n    kernel._prepared\n    self._own\n    sys._getframe()\n"
+        "    getattr(kernel, '_watch', None)\n"
+    )
     names = sorted(name for _, name in private_reads(ast.parse(source), "jittile.kernel"))
     assert names == ["_fast", "_getframe", "_prepared", "_watch"]  # numpy's _core: not jittile
-    tree = ast.parse("class K:\n    _table = {}\n    def _m(self):\n        self._x = 1\n"
-                     "def _f():\n    other._y = 2\n    setattr(other, '_z', 3)\n")
+    tree = ast.parse(
+        "class K:\n    _table = {}\n    def _m(self):\n        self._x = 1\n"
+        "def _f():\n    other._y = 2\n    setattr(other, '_z', 3)\n"
+    )
     assert private_definitions(tree) == {"_table", "_m", "_x", "_f", "_y", "_z"}

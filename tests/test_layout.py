@@ -1,12 +1,22 @@
 """The layout language: parsing, offsets, grouping, code-generation expressions and swizzles."""
+
 import itertools
 import re
 
 import pytest
 
 from jittile.axis import AxisStride, Mem, TCol, TLane
-from jittile.layout import (R, S, ComposeLayout, LayoutSpec, TileLayout, byte_swizzle_mode, resolve_layout,
-                            row_major, swizzle)
+from jittile.layout import (
+    ComposeLayout,
+    LayoutSpec,
+    R,
+    S,
+    TileLayout,
+    byte_swizzle_mode,
+    resolve_layout,
+    row_major,
+    swizzle,
+)
 
 
 def cells(shape):
@@ -14,6 +24,7 @@ def cells(shape):
 
 
 # --- axis tags ---------------------------------------------------------------------------------
+
 
 def test_axis_stride():
     assert 32 @ TLane == AxisStride(32, TLane)
@@ -27,6 +38,7 @@ def test_axis_stride():
 
 # --- parsing -----------------------------------------------------------------------------------
 
+
 def test_parse_tmem_layout():
     layout = TileLayout(S[(128, 4) : (1 @ TLane, 1 @ TCol)])
     assert layout.shard_shape == (128, 4)
@@ -37,7 +49,7 @@ def test_parse_tmem_layout():
 
 
 def test_parse_scalar_and_replicas():
-    spec = S[8 : 1]
+    spec = S[8:1]
     assert spec == LayoutSpec(shard=((8, AxisStride(1, Mem)),))
     layout = TileLayout(S[(32, 4) : (1 @ TLane, 1 @ TCol)] + R[4 : 32 @ TLane])
     assert layout.replicas == [(4, 32 @ TLane)]
@@ -52,12 +64,13 @@ def test_parse_errors():
     with pytest.raises(ValueError, match="positive"):
         S[(0, 16) : (16, 1)]
     with pytest.raises(TypeError, match="layout stride"):
-        S[8 : 1.0]
+        S[8:1.0]
     with pytest.raises(TypeError, match="TileLayout takes"):
         TileLayout((8, 16))
 
 
 # --- offsets -----------------------------------------------------------------------------------
+
 
 def test_tmem_axis_offsets():
     layout = TileLayout(S[(128, 4) : (1 @ TLane, 1 @ TCol)])
@@ -70,8 +83,15 @@ def test_grouping_warpx2_01_23():
     # 64x128b.warpx2::01_23: logical row r -> lane 64*(r//32) + r%32, replicated 32 lanes apart.
     layout = TileLayout(S[(2, 32, 4) : (64 @ TLane, 1 @ TLane, 1 @ TCol)] + R[2 : 32 @ TLane])
     for r, c in cells((64, 4)):
-        assert layout.axis_offsets((r, c), shape=(64, 4)) == {"mem": 0, "lane": 64 * (r // 32) + r % 32, "col": c}
-    assert layout.replica_offsets() == [{"mem": 0, "lane": 0, "col": 0}, {"mem": 0, "lane": 32, "col": 0}]
+        assert layout.axis_offsets((r, c), shape=(64, 4)) == {
+            "mem": 0,
+            "lane": 64 * (r // 32) + r % 32,
+            "col": c,
+        }
+    assert layout.replica_offsets() == [
+        {"mem": 0, "lane": 0, "col": 0},
+        {"mem": 0, "lane": 32, "col": 0},
+    ]
     # Without a shape, the shard shape is the logical shape.
     assert layout.axis_offsets((1, 3, 2)) == {"mem": 0, "lane": 67, "col": 2}
 
@@ -82,11 +102,14 @@ def test_replica_offsets_order():
     assert lanes_cols == [(0, 0), (0, 8), (64, 0), (64, 8)]
 
 
-@pytest.mark.parametrize("shape, message", [
-    ((64, 3), "do not group onto shape"),
-    ((128, 2), "do not group onto shape"),
-    ((2, 32), "left over"),
-])
+@pytest.mark.parametrize(
+    "shape, message",
+    [
+        ((64, 3), "do not group onto shape"),
+        ((128, 2), "do not group onto shape"),
+        ((2, 32), "left over"),
+    ],
+)
 def test_grouping_errors(shape, message):
     layout = TileLayout(S[(2, 32, 4) : (64, 4, 1)])
     with pytest.raises(ValueError, match=message):
@@ -112,7 +135,10 @@ def test_core_matrix_memory_offsets():
     # K-major core matrices: 16 groups of 8 rows (256 B apart), two 8x16B core matrices along words.
     layout = TileLayout(S[(16, 8, 2, 4) : (64, 4, 32, 1)])
     for r, w in cells((128, 8)):
-        assert layout.memory_offset((r, w), shape=(128, 8)) == 64 * (r // 8) + 4 * (r % 8) + 32 * (w // 4) + w % 4
+        assert (
+            layout.memory_offset((r, w), shape=(128, 8))
+            == 64 * (r // 8) + 4 * (r % 8) + 32 * (w // 4) + w % 4
+        )
 
 
 # --- index_source ------------------------------------------------------------------------------
@@ -150,13 +176,22 @@ def test_index_source_simplifies():
     assert row_major((8, 16)).index_source(["0", "j"]) == "j"
     assert row_major((8, 16)).index_source(["i + 1", "2"]) == "(i + 1) * 16 + 2"
     core = TileLayout(S[(16, 8, 2, 4) : (64, 4, 32, 1)])
-    assert core.index_source(["r", "w"], (128, 8)) == "r // 8 * 64 + r % 8 * 4 + w // 4 * 32 + w % 4"
-    assert swizzle(3, (64, 32), "float32").index_source(["r", "c"]) == "(r * 32 + c) ^ ((((r * 32 + c) >> 5) & 7) << 2)"
-    assert swizzle(1, (8, 32), "int8").index_source(["r", "c"]) == "(r * 32 + c) ^ ((((r * 32 + c) >> 7) & 1) << 4)"
+    assert (
+        core.index_source(["r", "w"], (128, 8)) == "r // 8 * 64 + r % 8 * 4 + w // 4 * 32 + w % 4"
+    )
+    assert (
+        swizzle(3, (64, 32), "float32").index_source(["r", "c"])
+        == "(r * 32 + c) ^ ((((r * 32 + c) >> 5) & 7) << 2)"
+    )
+    assert (
+        swizzle(1, (8, 32), "int8").index_source(["r", "c"])
+        == "(r * 32 + c) ^ ((((r * 32 + c) >> 7) & 1) << 4)"
+    )
     assert ComposeLayout(0, 2, 4, row_major((64,))).index_source(["k"]) == "k ^ ((k >> 4) & 3)"
 
 
 # --- swizzle / ComposeLayout -------------------------------------------------------------------
+
 
 def test_compose_formula():
     inner = row_major((8, 64))
@@ -190,6 +225,7 @@ def test_compose_validation():
 
 
 # --- resolve_layout / byte_swizzle_mode --------------------------------------------------------
+
 
 def test_resolve_layout():
     assert resolve_layout("default", (16, 16), "uint32") == row_major((16, 16))

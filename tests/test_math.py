@@ -1,14 +1,14 @@
 """``T.exp2`` ... ``T.tanh`` and ``T.cuda.shfl_*`` (issue #24): each compiles to its native PTX
 instruction, and the interpreter gives the PTX ISA's result against NumPy, bit for bit for the
 exact forms and shuffles, within the stated error for the approximate forms."""
+
+import math_kernels as mk
 import numpy as np
 import pytest
 
 import jittile
 from jittile import T
 from jittile.interpreter.math import fma_f32, shuffle_source
-
-import math_kernels as mk
 
 
 def _arrays():
@@ -39,8 +39,9 @@ def test_approximate_forms_are_within_their_error(key):
     mk.check_approx(key, *_run(*key))
 
 
-@pytest.mark.parametrize("key", list(mk.EXACT) + list(mk.APPROX),
-                         ids=lambda k: k[0] + ("-approx" if k[1] else ""))
+@pytest.mark.parametrize(
+    "key", list(mk.EXACT) + list(mk.APPROX), ids=lambda k: k[0] + ("-approx" if k[1] else "")
+)
 def test_each_function_is_its_native_instruction(key):
     opcodes = mk.EXACT[key][:1] if key in mk.EXACT else mk.APPROX[key][0]
     for opcode in opcodes:
@@ -60,19 +61,18 @@ def test_flush_to_zero_forms_flush_subnormals():
 def test_fma_rounds_once():
     # a*b = 1 + 2^-11 + 2^-24 exactly: half a float32 ulp above 1 + 2^-11; c = 2^-60 tips it up.
     # Rounding a*b + c in float64 first loses c, and the float32 tie then goes to even (down).
-    a = b = np.float32(1 + 2.0 ** -12)
-    c = np.float32(2.0 ** -60)
+    a = b = np.float32(1 + 2.0**-12)
+    c = np.float32(2.0**-60)
     naive = np.float32(np.float64(a) * np.float64(b) + np.float64(c))
-    assert naive == np.float32(1 + 2.0 ** -11)
-    assert fma_f32(a, b, c) == np.float32(1 + 2.0 ** -11 + 2.0 ** -23)
-    assert fma_f32(a, b, -c) == np.float32(1 + 2.0 ** -11)
+    assert naive == np.float32(1 + 2.0**-11)
+    assert fma_f32(a, b, c) == np.float32(1 + 2.0**-11 + 2.0**-23)
+    assert fma_f32(a, b, -c) == np.float32(1 + 2.0**-11)
 
 
 def test_fma_in_a_kernel_matches_exact_arithmetic():
     rng = np.random.default_rng(7)
     a, b, c = (mk.special_values()[rng.permutation(mk.N)] for _ in range(3))
-    a[:3], b[:3], c[:3] = np.float32(1 + 2.0 ** -12), np.float32(1 + 2.0 ** -12), \
-        np.float32(2.0 ** -60)
+    a[:3], b[:3], c[:3] = np.float32(1 + 2.0**-12), np.float32(1 + 2.0**-12), np.float32(2.0**-60)
     d = np.zeros_like(a)
     mk.fused.interpret(a, b, c, d)
     mk.check_same(d, mk.fma_reference(a, b, c))
@@ -104,13 +104,15 @@ def test_shuffles_move_values_between_lanes(mode, dtype, width):
     if dtype == "float32":
         x = mk.special_values()
     else:
-        x = rng.integers(0, 2 ** 32, mk.N, dtype=np.uint64).astype(np.uint32).view(dtype)
+        x = rng.integers(0, 2**32, mk.N, dtype=np.uint64).astype(np.uint32).view(dtype)
     b = rng.integers(0, 32, mk.N).astype(np.int32)
     if mode != "idx":
         b = np.repeat(rng.integers(0, 32, mk.N // 32), 32).astype(np.int32)
     y = np.zeros_like(x)
     mk.shuffle.interpret(x, b, y, mode, width)
-    assert np.array_equal(y.view(np.uint32), mk.shuffle_reference(mode, x, b, width).view(np.uint32))
+    assert np.array_equal(
+        y.view(np.uint32), mk.shuffle_reference(mode, x, b, width).view(np.uint32)
+    )
     assert _issues(mk.shuffle, f"shfl.sync.{mode}.b32", x, b, y, mode, width)
 
 
@@ -142,8 +144,11 @@ def test_a_member_mask_lets_part_of_a_warp_shuffle():
     y = np.zeros(32, np.float32)
     half_warp_shuffle.interpret(x, y)
     assert np.array_equal(y[:16], np.r_[np.arange(8, 16), np.arange(8, 16)])
-    with pytest.raises(jittile.InterpreterError, match=r"reads lane 16, which is not in the "
-                                                       r"member mask 0x0000ffff"):
+    with pytest.raises(
+        jittile.InterpreterError,
+        match=r"reads lane 16, which is not in the "
+        r"member mask 0x0000ffff",
+    ):
         reads_outside_mask.interpret(x, y)
 
 
@@ -185,11 +190,17 @@ def bad_keyword(x: T.Tensor((32,), "float32")):
     x[0] = T.exp2(x[0], approx=True)
 
 
-@pytest.mark.parametrize("kernel, message", [
-    (bad_width, r"width=12 must be a compile-time power of two from 1 to 32"),
-    (bad_approx, r"T.sqrt\(approx=...\) must be a compile-time True or False, got 'x\[1\] > 0'"),
-    (bad_keyword, r"unexpected keyword argument 'approx'.*T.exp2\(x: float, /\) -> float"),
-])
+@pytest.mark.parametrize(
+    "kernel, message",
+    [
+        (bad_width, r"width=12 must be a compile-time power of two from 1 to 32"),
+        (
+            bad_approx,
+            r"T.sqrt\(approx=...\) must be a compile-time True or False, got 'x\[1\] > 0'",
+        ),
+        (bad_keyword, r"unexpected keyword argument 'approx'.*T.exp2\(x: float, /\) -> float"),
+    ],
+)
 def test_math_errors_name_the_line_and_the_rule(kernel, message):
     with pytest.raises(jittile.CompileError, match=message) as info:
         kernel.compile(target="sm_90a")

@@ -1,6 +1,7 @@
 """numba-cuda's failures on a lowered kernel come back as CompileErrors at the user's expression:
 the lowered function carries one line number per node (``Lowered.positions``), and numba's
 location of a failure (on the error, in its traceback, or in its message) maps back through it."""
+
 from __future__ import annotations
 
 import ast
@@ -19,7 +20,7 @@ from jittile.frontend.positions import Origin, number_lines, tag
 
 _serial = itertools.count()
 
-HELPER = '''\
+HELPER = """\
 import jittile
 from jittile import T
 
@@ -27,8 +28,8 @@ from jittile import T
 @jittile.func
 def poke(x):
     x[0] = 1  # poke-line
-'''
-KERNEL = '''\
+"""
+KERNEL = """\
 import jittile
 from jittile import T
 from {helper} import poke
@@ -39,7 +40,7 @@ def kernel(Out: T.Tensor((4,), "uint32")):
     T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))
     lane = T.cuda.lane_id()
     {body}
-'''
+"""
 
 
 def load(tmp_path, body: str):
@@ -72,7 +73,8 @@ def test_the_failing_sub_expression_is_named_not_only_its_statement(tmp_path):
         kernel.compile(target="sm_90a")
     assert (info.value.filename, info.value.lineno) == (path, 10)
     assert "'Out[0] * (1, 2)' cannot be compiled: numba-cuda has no implementation of '*'" in str(
-        info.value)
+        info.value
+    )
 
 
 def test_a_failure_numba_does_not_locate_is_told_at_the_kernel(tmp_path, monkeypatch):
@@ -86,8 +88,11 @@ def test_a_failure_numba_does_not_locate_is_told_at_the_kernel(tmp_path, monkeyp
     with pytest.raises(CompileError) as info:
         kernel.compile(target="sm_90a")
     assert (info.value.filename, info.value.lineno) == (path, 7)  # the def, under its decorator
-    assert str(info.value).splitlines()[0].endswith(
-        "numba-cuda could not compile the kernel: Error at driver init:")
+    assert (
+        str(info.value)
+        .splitlines()[0]
+        .endswith("numba-cuda could not compile the kernel: Error at driver init:")
+    )
 
 
 def test_the_failing_line_comes_from_the_error_its_traceback_or_its_message():
@@ -103,6 +108,7 @@ def test_the_failing_line_comes_from_the_error_its_traceback_or_its_message():
         constraint(types.SimpleNamespace(filename=LOWERED_FILENAME, line=12))
     except ValueError as exc:
         assert failing_line(exc) == 12
+
     class Driver:  # numba's driver objects initialise the CUDA driver in __getattr__
         def __getattr__(self, name):
             raise RuntimeError("Error at driver init")
@@ -114,8 +120,9 @@ def test_the_failing_line_comes_from_the_error_its_traceback_or_its_message():
         typing(Driver(), types.SimpleNamespace(filename=LOWERED_FILENAME, line=4))
     except ValueError as exc:
         assert failing_line(exc) == 4
-    message = Exception(f'failed\nFile "{LOWERED_FILENAME}", line 3:\nFile "{LOWERED_FILENAME}", '
-                        f'line 5:')
+    message = Exception(
+        f'failed\nFile "{LOWERED_FILENAME}", line 3:\nFile "{LOWERED_FILENAME}", line 5:'
+    )
     assert failing_line(message) == 5
     elsewhere = Exception("x")
     elsewhere.loc = types.SimpleNamespace(filename="other.py", line=7)
@@ -123,17 +130,22 @@ def test_the_failing_line_comes_from_the_error_its_traceback_or_its_message():
 
 
 def test_summary_names_the_operation_and_types_and_drops_numbas_noise():
-    text = summary("No implementation of function Function(<built-in function getitem>) found "
-                   "for signature:\n \n >>> getitem(array(uint32, 1d, C), float64)\n \nThere are "
-                   "18 candidate implementations:\n - Of which 1 did not match due to:\n "
-                   "Rejected as the implementation raised a specific error:\n    NumbaTypeError: "
-                   "Unsupported array index type float64\n")
-    assert text.startswith("numba-cuda has no implementation of indexing for operand types "
-                           "(array(uint32, 1d, C), float64) (Unsupported array index type "
-                           "float64); kernel values are")
-    assert summary("Failed in cuda mode pipeline (step: x)\nCannot unify int64 and "
-                   "Tuple() for '$12binary.3' and 'x.2'\n\nFile \"f\", line 1:") == (
-        "Cannot unify int64 and Tuple() for a temporary value and 'x'")
+    text = summary(
+        "No implementation of function Function(<built-in function getitem>) found "
+        "for signature:\n \n >>> getitem(array(uint32, 1d, C), float64)\n \nThere are "
+        "18 candidate implementations:\n - Of which 1 did not match due to:\n "
+        "Rejected as the implementation raised a specific error:\n    NumbaTypeError: "
+        "Unsupported array index type float64\n"
+    )
+    assert text.startswith(
+        "numba-cuda has no implementation of indexing for operand types "
+        "(array(uint32, 1d, C), float64) (Unsupported array index type "
+        "float64); kernel values are"
+    )
+    assert summary(
+        "Failed in cuda mode pipeline (step: x)\nCannot unify int64 and "
+        "Tuple() for '$12binary.3' and 'x.2'\n\nFile \"f\", line 1:"
+    ) == ("Cannot unify int64 and Tuple() for a temporary value and 'x'")
 
 
 def test_every_node_gets_its_own_line_mapped_to_its_origin():
@@ -149,13 +161,15 @@ def test_every_node_gets_its_own_line_mapped_to_its_origin():
     assert table[statement.value.right.lineno].location == Location("k.py", 2, 4)  # inherited
     compile(ast.Module(body=[tree], type_ignores=[]), LOWERED_FILENAME, "exec")
     error = diagnose.numba_failure(Exception("boom"), table)
-    assert (error.location, error.message) == (kernel.location,
-                                               "numba-cuda could not compile the kernel: boom")
+    assert (error.location, error.message) == (
+        kernel.location,
+        "numba-cuda could not compile the kernel: boom",
+    )
 
 
 def test_a_link_failure_is_told_at_the_kernel(tmp_path, monkeypatch):
-    from jittile.errors import ToolchainError
     from jittile.backend import toolchain
+    from jittile.errors import ToolchainError
 
     def fail(ptx, target, name):
         raise ToolchainError(f"nvJitLink could not assemble {name} for {target}: ptxas error")
@@ -171,8 +185,8 @@ def test_a_link_failure_is_told_at_the_kernel(tmp_path, monkeypatch):
 def test_an_nvjitlink_older_than_the_target_is_a_toolchain_error(monkeypatch):
     from cuda.bindings import nvjitlink
 
-    from jittile.errors import ToolchainError
     from jittile.backend import toolchain
+    from jittile.errors import ToolchainError
     from jittile.targets import Target
 
     def create(count, options):

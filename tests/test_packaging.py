@@ -1,5 +1,6 @@
 """What ``pip install`` gives a new user: the demo runs from an installed wheel, outside the
 repository, and ``ck.sass`` needs nothing beyond the package's own requirements."""
+
 from __future__ import annotations
 
 import configparser
@@ -39,10 +40,25 @@ def installed_wheel(tmp_path_factory) -> Path:
     source.mkdir()
     for name in ("setup.cfg", "pyproject.toml", "README.md"):
         shutil.copy(REPO / name, source / name)
-    shutil.copytree(REPO / "jittile", source / "jittile",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                    "-q", "-w", str(work / "dist"), str(source)], check=True, timeout=300)
+    shutil.copytree(
+        REPO / "jittile", source / "jittile", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(work / "dist"),
+            str(source),
+        ],
+        check=True,
+        timeout=300,
+    )
     (wheel,) = (work / "dist").glob("jittile-*.whl")
     site = work / "site"
     with zipfile.ZipFile(wheel) as archive:
@@ -59,8 +75,14 @@ def test_the_demo_runs_from_an_installed_wheel_outside_the_repository(installed_
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = dict(os.environ, PYTHONPATH=str(installed_wheel), JITTILE_CACHE="0")
-    result = subprocess.run([sys.executable, "-m", "jittile.demo"], cwd=elsewhere, env=env,
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "jittile.demo"],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr
     assert f"{installed_wheel / 'jittile' / 'demo.py'}:" in result.stdout  # the plan's site
     assert "compiled tma_load for sm_90a" in result.stdout and "SASS:" in result.stdout
@@ -71,7 +93,7 @@ def test_ci_runs_the_wheel_demo_after_the_readme_lines():
     readme = [line.strip() for line in (REPO / "README.md").read_text().splitlines()]
     setup = [line for line in readme if line.startswith("pip install -e ")]
     assert len(setup) == 2 and [line for line in script if line in setup] == setup
-    after = "\n".join(script[script.index(setup[-1]) + 1:])
+    after = "\n".join(script[script.index(setup[-1]) + 1 :])
     assert 'pip wheel --no-deps -q -w "$elsewhere/dist" .' in after
     assert 'python -m venv "$elsewhere/venv"' in after
     assert '(cd "$elsewhere" && "$elsewhere/venv/bin/python" -m jittile.demo)' in after

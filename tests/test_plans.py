@@ -1,29 +1,51 @@
 """Plans as data: every example's plan reads in the user's words and survives the cache entry's
 JSON exactly; plan values are typed expression trees with their own JSON form."""
+
 import importlib
 import json
 
 import pytest
 
 from jittile import T
+from jittile.ir import (
+    BinOp,
+    GlobalAddress,
+    HostParam,
+    KernelIR,
+    SharedAddress,
+    Special,
+    Var,
+    add,
+    expr_from_json,
+    expr_to_json,
+    mul,
+)
 from jittile.patterns import registry
-from jittile.ir import (BinOp, GlobalAddress, HostParam, KernelIR, SharedAddress, Special, Var,
-                        add, expr_from_json, expr_to_json, mul)
 
-EXAMPLES = [("tma_two_boxes", "tma_load", "sm_90a", None), ("tma_store", None, "sm_90a", None),
-            ("tma_reduce_add", None, "sm_90a", None),
-            ("tma_swizzled_copy", None, "sm_90a",
-             (T.Tensor((256, 256), "float32"), T.Tensor((256, 256), "float32"), 256, 256, 64, 32)),
-            ("tmem_copy_readback", None, "sm_100a", None),
-            ("tmem_decompress", None, "sm_100a", None)]
+EXAMPLES = [
+    ("tma_two_boxes", "tma_load", "sm_90a", None),
+    ("tma_store", None, "sm_90a", None),
+    ("tma_reduce_add", None, "sm_90a", None),
+    (
+        "tma_swizzled_copy",
+        None,
+        "sm_90a",
+        (T.Tensor((256, 256), "float32"), T.Tensor((256, 256), "float32"), 256, 256, 64, 32),
+    ),
+    ("tmem_copy_readback", None, "sm_100a", None),
+    ("tmem_decompress", None, "sm_100a", None),
+]
 
 
 def _kernels(module_name: str, name: str | None):
     module = importlib.import_module(module_name)
     import jittile
 
-    found = [v for k, v in vars(module).items() if isinstance(v, jittile.Kernel)
-             and (name is None or k == name)]
+    found = [
+        v
+        for k, v in vars(module).items()
+        if isinstance(v, jittile.Kernel) and (name is None or k == name)
+    ]
     assert found
     return found
 
@@ -39,7 +61,10 @@ def test_example_plans_read_in_user_names_and_round_trip(module_name, name, targ
         text = str(lowered.ir.plan)
         assert "__jt_" not in text and lowered.ir.sites, text
         record = json.loads(json.dumps(lowered.ir.record(kernel.source.node_indices())))
-        assert KernelIR.restore(record, params, kernel.source.locate, registry.plan_schema()) == lowered.ir
+        assert (
+            KernelIR.restore(record, params, kernel.source.locate, registry.plan_schema())
+            == lowered.ir
+        )
 
 
 def test_seed_example_plan_shows_each_instruction():
@@ -49,16 +74,37 @@ def test_seed_example_plan_shows_each_instruction():
     lines = str(ck.plan).splitlines()
     opcode = "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
     assert lines[0].endswith("tile call of family cp.async.bulk.tensor")
-    assert lines[1].split() == [opcode, "[0]", "ptx", "coords", "{0,", "0}", "shared", "+0", "512",
-                                "B", "barrier", "mbar.ptr_to([0])", "tensormap(A)", "box=(8,",
-                                "16)", "swizzle=0"]
+    assert lines[1].split() == [
+        opcode,
+        "[0]",
+        "ptx",
+        "coords",
+        "{0,",
+        "0}",
+        "shared",
+        "+0",
+        "512",
+        "B",
+        "barrier",
+        "mbar.ptr_to([0])",
+        "tensormap(A)",
+        "box=(8,",
+        "16)",
+        "swizzle=0",
+    ]
     assert "ptx coords {0, 8}  shared +512  512 B  barrier mbar.ptr_to([0])" in lines[2]
 
 
-VALUES = [7, Var("__jt_v0", "t * 64"), Special("lane"), SharedAddress("buf", 512),
-          SharedAddress("buf", BinOp("*", Var("__jt_v1", "s % 2"), 1024)),
-          GlobalAddress("A", (Var("__jt_v2", "row"), 0)), HostParam("__jt_tmap0", "A[0:64, :]"),
-          BinOp("|", BinOp("&", BinOp(">>", SharedAddress("s"), 4), 0x3FFF), 1 << 62)]
+VALUES = [
+    7,
+    Var("__jt_v0", "t * 64"),
+    Special("lane"),
+    SharedAddress("buf", 512),
+    SharedAddress("buf", BinOp("*", Var("__jt_v1", "s % 2"), 1024)),
+    GlobalAddress("A", (Var("__jt_v2", "row"), 0)),
+    HostParam("__jt_tmap0", "A[0:64, :]"),
+    BinOp("|", BinOp("&", BinOp(">>", SharedAddress("s"), 4), 0x3FFF), 1 << 62),
+]
 
 
 @pytest.mark.parametrize("value", VALUES, ids=str)

@@ -8,12 +8,12 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import proxy_kernels as k
 import pytest
+from lines import line_of
 
 import jittile
-import proxy_kernels as k
 from jittile import ContractError, InterpreterError, JittileWarning
-from lines import line_of
 
 KERNELS = Path(k.__file__)
 IMAGE = np.arange(256, dtype=np.float32).reshape(8, 32)

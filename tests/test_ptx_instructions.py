@@ -5,6 +5,7 @@ numbers. These tests assemble each template (and each canonical TMA / tcgen05.cp
 wheel's ptxas, batched into one module per target so that the whole check takes a few seconds, and
 check that the recorded targets are needed: what the table says needs sm_100a fails on sm_90a.
 """
+
 from __future__ import annotations
 
 import functools
@@ -18,12 +19,17 @@ from pathlib import Path
 import pytest
 
 from jittile.errors import ContractError, Location
-from jittile.ptx.asm import AsmCall
 from jittile.language.markers import opcode_from_attributes
-from jittile.ptx.instructions import (INSTRUCTIONS, InstructionSpec, OperandKind, check_operands,
-                                      lookup)
 from jittile.patterns.tma_opcodes import BulkTensorOpcode, parse_bulk_tensor
 from jittile.patterns.tmem_copy_opcodes import parse_tcgen05_cp
+from jittile.ptx.asm import AsmCall
+from jittile.ptx.instructions import (
+    INSTRUCTIONS,
+    InstructionSpec,
+    OperandKind,
+    check_operands,
+    lookup,
+)
 from jittile.targets import satisfies
 
 
@@ -39,7 +45,8 @@ def _find_ptxas() -> Path | None:
 
 PTXAS = _find_ptxas()
 needs_ptxas = pytest.mark.skipif(
-    PTXAS is None, reason="the nvidia-cuda-nvcc wheel's ptxas (nvidia/cu13/bin/ptxas) is absent")
+    PTXAS is None, reason="the nvidia-cuda-nvcc wheel's ptxas (nvidia/cu13/bin/ptxas) is absent"
+)
 
 _REGISTER = {"h": "%h", "r": "%r", "l": "%rd", "f": "%f"}
 
@@ -73,16 +80,25 @@ def assemble(target: str, items: dict[str, str], version: str = "9.5") -> dict[s
     for label in items:
         groups[_entry_group(label)].append(label)
     for group, labels in groups.items():
-        lines += [f".visible .entry jt_{group}()", "{",
-                  ".reg .b16 %h<4>;", ".reg .b32 %r<160>;", ".reg .b64 %rd<4>;",
-                  ".reg .f32 %f<4>;"]
+        lines += [
+            f".visible .entry jt_{group}()",
+            "{",
+            ".reg .b16 %h<4>;",
+            ".reg .b32 %r<160>;",
+            ".reg .b64 %rd<4>;",
+            ".reg .f32 %f<4>;",
+        ]
         for label in labels:
             for text in items[label].splitlines():
                 lines.append(text)
                 owner[len(lines)] = label
         lines += ["ret;", "}", ""]
-    result = subprocess.run([str(PTXAS), f"-arch={target}", "--input-as-string", "\n".join(lines),
-                             "-o", "/dev/null"], capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [str(PTXAS), f"-arch={target}", "--input-as-string", "\n".join(lines), "-o", "/dev/null"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     errors: dict[str, str] = {}
     for message in (result.stdout + result.stderr).splitlines():
         found = re.search(r"line (\d+); error", message)
@@ -94,8 +110,11 @@ def assemble(target: str, items: dict[str, str], version: str = "9.5") -> dict[s
 
 
 def _specs_for(target: str) -> dict[str, str]:
-    return {op: _instantiate_spec(spec) for op, spec in INSTRUCTIONS.items()
-            if satisfies(target, spec.requirement)}
+    return {
+        op: _instantiate_spec(spec)
+        for op, spec in INSTRUCTIONS.items()
+        if satisfies(target, spec.requirement)
+    }
 
 
 def _instantiate_spec(spec) -> str:
@@ -104,6 +123,7 @@ def _instantiate_spec(spec) -> str:
 
 
 # -- ptxas: every table entry --------------------------------------------------------------------
+
 
 @needs_ptxas
 @pytest.mark.parametrize("target", ["sm_90a", "sm_100a"])
@@ -123,8 +143,11 @@ def test_every_table_entry_is_covered_by_some_target() -> None:
 
 @needs_ptxas
 def test_sm100a_entries_are_rejected_on_sm90a() -> None:
-    items = {op: instantiate(spec.asm()) for op, spec in INSTRUCTIONS.items()
-             if spec.requirement == "sm_100a"}
+    items = {
+        op: instantiate(spec.asm())
+        for op, spec in INSTRUCTIONS.items()
+        if spec.requirement == "sm_100a"
+    }
     assert set(assemble("sm_90a", items)) == set(items)
 
 
@@ -133,16 +156,18 @@ def test_sm90_entries_are_rejected_on_sm80() -> None:
     # ptxas is laxer than the ISA for .release.cta/.relaxed.cta arrives and accepts them on sm_80;
     # the table follows the ISA (sm_90), so only check the entries ptxas also gates.
     lax = re.compile(r"^mbarrier\.arrive\.(release|relaxed)\.cta\.")
-    items = {op: instantiate(spec.asm()) for op, spec in INSTRUCTIONS.items()
-             if spec.requirement == "sm_90" and not lax.match(op)}
+    items = {
+        op: instantiate(spec.asm())
+        for op, spec in INSTRUCTIONS.items()
+        if spec.requirement == "sm_90" and not lax.match(op)
+    }
     assert set(assemble("sm_80", items)) == set(items)
 
 
 @needs_ptxas
 def test_min_ptx_versions_suffice() -> None:
     """Each entry assembles at its recorded minimum PTX ISA version on its minimum target."""
-    base = {"sm_80": "sm_80", "sm_90": "sm_90", "sm_90a": "sm_90a",
-            "sm_100a": "sm_100a"}
+    base = {"sm_80": "sm_80", "sm_90": "sm_90", "sm_90a": "sm_90a", "sm_100a": "sm_100a"}
     batches: dict[tuple[tuple[int, int], str], dict[str, str]] = defaultdict(dict)
     for op, spec in INSTRUCTIONS.items():
         batches[(spec.min_ptx, spec.requirement)][op] = _instantiate_spec(spec)
@@ -153,8 +178,12 @@ def test_min_ptx_versions_suffice() -> None:
 @needs_ptxas
 def test_min_ptx_versions_are_needed_for_new_spellings() -> None:
     """One version below the minimum, the spellings the ISA introduced later fail."""
-    samples = ["mbarrier.init.shared::cta.b64", "mbarrier.arrive.relaxed.cta.shared::cta.b64",
-               "barrier.cluster.arrive.release", "mbarrier.try_wait.parity.acquire.cta.shared.b64"]
+    samples = [
+        "mbarrier.init.shared::cta.b64",
+        "mbarrier.arrive.relaxed.cta.shared::cta.b64",
+        "barrier.cluster.arrive.release",
+        "mbarrier.try_wait.parity.acquire.cta.shared.b64",
+    ]
     for op in samples:
         spec = INSTRUCTIONS[op]
         major, minor = spec.min_ptx
@@ -164,25 +193,49 @@ def test_min_ptx_versions_are_needed_for_new_spellings() -> None:
 
 # -- ptxas: parsed tile opcodes ------------------------------------------------------------------
 
+
 def _bulk_tensor_candidates() -> list[str]:
     """Canonically ordered TMA opcodes over every qualifier choice (accepted or not)."""
     texts = []
     for rank in range(1, 6):
         dim = f"{rank}d"
         for dst, mode, multicast, group, hint in product(
-                ("shared::cta", "shared::cluster"), ("", "tile", "tile::gather4"),
-                ("", "multicast::cluster", "multicast::cluster::16b", "multicast::cluster::32b"),
-                ("", "cta_group::1", "cta_group::2"), ("", "L2::cache_hint")):
-            words = ["cp.async.bulk.tensor", dim, dst, "global", mode,
-                     "mbarrier::complete_tx::bytes", multicast, group, hint]
+            ("shared::cta", "shared::cluster"),
+            ("", "tile", "tile::gather4"),
+            ("", "multicast::cluster", "multicast::cluster::16b", "multicast::cluster::32b"),
+            ("", "cta_group::1", "cta_group::2"),
+            ("", "L2::cache_hint"),
+        ):
+            words = [
+                "cp.async.bulk.tensor",
+                dim,
+                dst,
+                "global",
+                mode,
+                "mbarrier::complete_tx::bytes",
+                multicast,
+                group,
+                hint,
+            ]
             texts.append(".".join(w for w in words if w))
         for mode, hint in product(("", "tile", "tile::scatter4"), ("", "L2::cache_hint")):
             words = ["cp.async.bulk.tensor", dim, "global", "shared::cta", mode, "bulk_group", hint]
             texts.append(".".join(w for w in words if w))
-        for op, mode, hint in product(("add", "min", "max", "inc", "dec", "and", "or", "xor"),
-                                      ("", "tile"), ("", "L2::cache_hint")):
-            words = ["cp.reduce.async.bulk.tensor", dim, "global", "shared::cta", op, mode,
-                     "bulk_group", hint]
+        for op, mode, hint in product(
+            ("add", "min", "max", "inc", "dec", "and", "or", "xor"),
+            ("", "tile"),
+            ("", "L2::cache_hint"),
+        ):
+            words = [
+                "cp.reduce.async.bulk.tensor",
+                dim,
+                "global",
+                "shared::cta",
+                op,
+                mode,
+                "bulk_group",
+                hint,
+            ]
             texts.append(".".join(w for w in words if w))
     return texts
 
@@ -237,8 +290,11 @@ def _parsed_bulk_tensor() -> tuple[dict[str, BulkTensorOpcode], list[str]]:
 @pytest.mark.parametrize("target", ["sm_90a", "sm_100a", "sm_107a"])
 def test_parsed_bulk_tensor_opcodes_assemble_where_required(target: str) -> None:
     accepted, _ = _parsed_bulk_tensor()
-    wanted = {text: bulk_tensor_statement(text) for text, op in accepted.items()
-              if any(satisfies(target, req) for req in op.requirements[1])}
+    wanted = {
+        text: bulk_tensor_statement(text)
+        for text, op in accepted.items()
+        if any(satisfies(target, req) for req in op.requirements[1])
+    }
     assert wanted
     assert assemble(target, wanted) == {}
 
@@ -247,8 +303,11 @@ def test_parsed_bulk_tensor_opcodes_assemble_where_required(target: str) -> None
 @pytest.mark.parametrize("target", ["sm_90a", "sm_100a"])
 def test_parsed_bulk_tensor_opcodes_fail_where_not_required(target: str) -> None:
     accepted, _ = _parsed_bulk_tensor()
-    unmet = {text: bulk_tensor_statement(text) for text, op in accepted.items()
-             if not any(satisfies(target, req) for req in op.requirements[1])}
+    unmet = {
+        text: bulk_tensor_statement(text)
+        for text, op in accepted.items()
+        if not any(satisfies(target, req) for req in op.requirements[1])
+    }
     assert unmet
     assert set(assemble(target, unmet)) == set(unmet)
 
@@ -284,8 +343,10 @@ def test_bulk_tensor_opcodes_the_parser_rejects_also_fail_in_ptxas() -> None:
 @needs_ptxas
 def test_multicast_is_legal_on_plain_sm90() -> None:
     """The ISA only advises sm_90a for multicast; it is legal from sm_90, as recorded."""
-    text = ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-            ".multicast::cluster")
+    text = (
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+        ".multicast::cluster"
+    )
     op = parse_bulk_tensor(text)
     assert op.requirements[1] == ["sm_90"] and "sm_90a" in op.advised_targets
     assert assemble("sm_90", {text: bulk_tensor_statement(text)}) == {}
@@ -294,10 +355,11 @@ def test_multicast_is_legal_on_plain_sm90() -> None:
 def _tcgen05_cp_candidates() -> list[str]:
     texts = []
     for group, shape, multicast, fmt in product(
-            ("cta_group::1", "cta_group::2"),
-            ("128x256b", "4x256b", "128x128b", "64x128b", "32x128b"),
-            ("", "warpx2::02_13", "warpx2::01_23", "warpx4"),
-            ("", "b8x16.b6x16_p32", "b8x16.b4x16_p64")):
+        ("cta_group::1", "cta_group::2"),
+        ("128x256b", "4x256b", "128x128b", "64x128b", "32x128b"),
+        ("", "warpx2::02_13", "warpx2::01_23", "warpx4"),
+        ("", "b8x16.b6x16_p32", "b8x16.b4x16_p64"),
+    ):
         texts.append(".".join(w for w in ("tcgen05.cp", group, shape, multicast, fmt) if w))
     return texts
 
@@ -319,25 +381,44 @@ def test_tcgen05_cp_opcodes_agree_with_ptxas() -> None:
 # -- the table itself ----------------------------------------------------------------------------
 
 REQUIRED = [
-    "mbarrier.init.shared.b64", "mbarrier.init.shared::cta.b64",
-    "mbarrier.arrive.shared.b64", "mbarrier.arrive.shared::cta.b64",
-    "mbarrier.arrive.expect_tx.shared.b64", "mbarrier.arrive.expect_tx.shared::cta.b64",
+    "mbarrier.init.shared.b64",
+    "mbarrier.init.shared::cta.b64",
+    "mbarrier.arrive.shared.b64",
+    "mbarrier.arrive.shared::cta.b64",
+    "mbarrier.arrive.expect_tx.shared.b64",
+    "mbarrier.arrive.expect_tx.shared::cta.b64",
     "mbarrier.arrive.expect_tx.release.cta.shared::cta.b64",
     "mbarrier.arrive.expect_tx.release.cluster.shared::cta.b64",
-    "mbarrier.try_wait.parity.shared.b64", "mbarrier.try_wait.parity.shared::cta.b64",
-    "mbarrier.inval.shared.b64", "mbarrier.expect_tx.relaxed.cta.shared::cta.b64",
-    "fence.proxy.async", "fence.proxy.async.shared::cta", "fence.proxy.async.global",
-    "fence.mbarrier_init.release.cluster", "cp.async.bulk.commit_group",
-    "cp.async.bulk.wait_group", "cp.async.bulk.wait_group.read", "prefetch.tensormap",
-    "elect.sync", "barrier.cluster.arrive", "barrier.cluster.arrive.release",
-    "barrier.cluster.arrive.relaxed", "barrier.cluster.arrive.aligned",
-    "barrier.cluster.arrive.release.aligned", "barrier.cluster.wait",
-    "barrier.cluster.wait.acquire", "barrier.cluster.wait.aligned",
+    "mbarrier.try_wait.parity.shared.b64",
+    "mbarrier.try_wait.parity.shared::cta.b64",
+    "mbarrier.inval.shared.b64",
+    "mbarrier.expect_tx.relaxed.cta.shared::cta.b64",
+    "fence.proxy.async",
+    "fence.proxy.async.shared::cta",
+    "fence.proxy.async.global",
+    "fence.mbarrier_init.release.cluster",
+    "cp.async.bulk.commit_group",
+    "cp.async.bulk.wait_group",
+    "cp.async.bulk.wait_group.read",
+    "prefetch.tensormap",
+    "elect.sync",
+    "barrier.cluster.arrive",
+    "barrier.cluster.arrive.release",
+    "barrier.cluster.arrive.relaxed",
+    "barrier.cluster.arrive.aligned",
+    "barrier.cluster.arrive.release.aligned",
+    "barrier.cluster.wait",
+    "barrier.cluster.wait.acquire",
+    "barrier.cluster.wait.aligned",
     "barrier.cluster.wait.acquire.aligned",
-    "tcgen05.wait::ld.sync.aligned", "tcgen05.wait::st.sync.aligned",
-    "tcgen05.fence::before_thread_sync", "tcgen05.fence::after_thread_sync",
+    "tcgen05.wait::ld.sync.aligned",
+    "tcgen05.wait::st.sync.aligned",
+    "tcgen05.fence::before_thread_sync",
+    "tcgen05.fence::after_thread_sync",
 ] + [
-    op for g in (1, 2) for op in (
+    op
+    for g in (1, 2)
+    for op in (
         f"tcgen05.alloc.cta_group::{g}.sync.aligned.shared::cta.b32",
         f"tcgen05.dealloc.cta_group::{g}.sync.aligned.b32",
         f"tcgen05.relinquish_alloc_permit.cta_group::{g}.sync.aligned",
@@ -369,8 +450,9 @@ def test_tcgen05_ld_variants_and_register_counts(pack: str) -> None:
         assert spec.outputs == (OperandKind.B32,) * count
         assert spec.inputs == (OperandKind.U32,)
         assert spec.template.endswith(f"}}, [${count}];")
-    loads = [op for op in INSTRUCTIONS
-             if op.startswith("tcgen05.ld.") and (".pack" in op) == bool(pack)]
+    loads = [
+        op for op in INSTRUCTIONS if op.startswith("tcgen05.ld.") and (".pack" in op) == bool(pack)
+    ]
     assert len(loads) == len(LDST_REGISTERS)
 
 
@@ -394,19 +476,31 @@ def test_asm_call_of_a_predicate_result_is_scoped() -> None:
 def test_operand_kinds_and_constraints() -> None:
     letters = {kind: kind.constraint for kind in OperandKind}
     assert letters == {
-        OperandKind.SHARED_ADDR: "r", OperandKind.GENERIC_PTR: "l", OperandKind.U16: "h",
-        OperandKind.U32: "r", OperandKind.B32: "r", OperandKind.S32: "r",
-        OperandKind.U64: "l", OperandKind.B64: "l", OperandKind.F32: "f", OperandKind.IMM: "n",
+        OperandKind.SHARED_ADDR: "r",
+        OperandKind.GENERIC_PTR: "l",
+        OperandKind.U16: "h",
+        OperandKind.U32: "r",
+        OperandKind.B32: "r",
+        OperandKind.S32: "r",
+        OperandKind.U64: "l",
+        OperandKind.B64: "l",
+        OperandKind.F32: "f",
+        OperandKind.IMM: "n",
     }
     assert OperandKind.U16.bits == 16 and OperandKind.GENERIC_PTR.bits == 64
 
 
 def test_operand_kinds_of_key_entries() -> None:
-    sa, gp, u16, u32 = (OperandKind.SHARED_ADDR, OperandKind.GENERIC_PTR, OperandKind.U16,
-                        OperandKind.U32)
+    sa, gp, u16, u32 = (
+        OperandKind.SHARED_ADDR,
+        OperandKind.GENERIC_PTR,
+        OperandKind.U16,
+        OperandKind.U32,
+    )
     assert INSTRUCTIONS["mbarrier.init.shared.b64"].inputs == (sa, u32)
     assert INSTRUCTIONS["mbarrier.arrive.shared.b64"].template == (
-        "mbarrier.arrive.shared.b64 _, [$0];")
+        "mbarrier.arrive.shared.b64 _, [$0];"
+    )
     assert INSTRUCTIONS["mbarrier.try_wait.parity.shared.b64"].outputs == (u32,)
     assert INSTRUCTIONS["cp.async.bulk.wait_group"].inputs == (OperandKind.IMM,)
     assert INSTRUCTIONS["prefetch.tensormap"].inputs == (gp,)
@@ -439,25 +533,43 @@ def test_requirements_follow_the_isa() -> None:
 
 # -- lookup and operand checks: rejected and accepted --------------------------------------------
 
+
 def test_lookup_accepts_known_opcodes_and_normalizes_spacing() -> None:
     spec = lookup(" mbarrier.init.shared.b64 ", "sm_90a")
     assert isinstance(spec, InstructionSpec) and spec.opcode == "mbarrier.init.shared.b64"
 
 
-@pytest.mark.parametrize("bad, good, words", [
-    ("mbarrier.int.shared.b64", "mbarrier.init.shared.b64", ["'.int'", "did you mean '.init'"]),
-    ("mbarrier.init.shared.b32", "mbarrier.init.shared.b64",
-     ["'.b32'", "mbarrier.init.shared.b64"]),
-    ("fence.proxy.asinc", "fence.proxy.async", ["did you mean '.async'"]),
-    ("barier.cluster.arrive", "barrier.cluster.arrive", ["did you mean 'barrier.cluster.arrive'"]),
-    ("mbarrier.init.shared", "mbarrier.init.shared.b64", ["incomplete", ".b64"]),
-    ("tcgen05.ld.sync.aligned.16x256b.x64.b32", "tcgen05.ld.sync.aligned.16x256b.x32.b32",
-     ["'.x64'", ".x32"]),
-    ("fence.proxy.async.shared::cta.extra", "fence.proxy.async.shared::cta",
-     ["'.extra'", "complete opcode"]),
-])
-def test_lookup_rejects_unknown_opcodes_with_a_suggestion(bad: str, good: str,
-                                                          words: list[str]) -> None:
+@pytest.mark.parametrize(
+    "bad, good, words",
+    [
+        ("mbarrier.int.shared.b64", "mbarrier.init.shared.b64", ["'.int'", "did you mean '.init'"]),
+        (
+            "mbarrier.init.shared.b32",
+            "mbarrier.init.shared.b64",
+            ["'.b32'", "mbarrier.init.shared.b64"],
+        ),
+        ("fence.proxy.asinc", "fence.proxy.async", ["did you mean '.async'"]),
+        (
+            "barier.cluster.arrive",
+            "barrier.cluster.arrive",
+            ["did you mean 'barrier.cluster.arrive'"],
+        ),
+        ("mbarrier.init.shared", "mbarrier.init.shared.b64", ["incomplete", ".b64"]),
+        (
+            "tcgen05.ld.sync.aligned.16x256b.x64.b32",
+            "tcgen05.ld.sync.aligned.16x256b.x32.b32",
+            ["'.x64'", ".x32"],
+        ),
+        (
+            "fence.proxy.async.shared::cta.extra",
+            "fence.proxy.async.shared::cta",
+            ["'.extra'", "complete opcode"],
+        ),
+    ],
+)
+def test_lookup_rejects_unknown_opcodes_with_a_suggestion(
+    bad: str, good: str, words: list[str]
+) -> None:
     with pytest.raises(ContractError) as info:
         lookup(bad, "sm_100a")
     assert info.value.parameter == "opcode" and info.value.opcode == bad
@@ -469,8 +581,10 @@ def test_lookup_rejects_unknown_opcodes_with_a_suggestion(bad: str, good: str,
 def test_lookup_does_not_know_tile_opcodes() -> None:
     """The raw table leaves tile-pattern opcodes to the pattern registry (the frontend points
     raw calls of them to T.cuda.tile.apply: tests/test_layering.py)."""
-    for text in ("cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes",
-                 "tcgen05.cp.cta_group::1.128x128b"):
+    for text in (
+        "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes",
+        "tcgen05.cp.cta_group::1.128x128b",
+    ):
         with pytest.raises(ContractError) as info:
             lookup(text, "sm_100a")
         assert info.value.parameter == "opcode"
@@ -504,13 +618,15 @@ def test_check_operands_with_destinations() -> None:
     spec = lookup("tcgen05.ld.sync.aligned.32x32b.x4.b32", "sm_100a")
     check_operands(spec, 1)
     check_operands(spec, 5, destinations=True)
-    with pytest.raises(ContractError,
-                       match=r"expects 5 operands \(4 x dst: b32, taddr: u32\), got 2"):
+    with pytest.raises(
+        ContractError, match=r"expects 5 operands \(4 x dst: b32, taddr: u32\), got 2"
+    ):
         check_operands(spec, 2, destinations=True)
     store = lookup("tcgen05.st.sync.aligned.32x32b.x2.b32", "sm_100a")
     check_operands(store, 3)
-    with pytest.raises(ContractError,
-                       match=r"expects 3 operands \(taddr: u32, 2 x r: b32\), got 2"):
+    with pytest.raises(
+        ContractError, match=r"expects 3 operands \(taddr: u32, 2 x r: b32\), got 2"
+    ):
         check_operands(store, 2)
     fence = lookup("fence.proxy.async", "sm_90")
     check_operands(fence, 0)
@@ -518,20 +634,33 @@ def test_check_operands_with_destinations() -> None:
         check_operands(fence, 1)
 
 
-@pytest.mark.parametrize("parts, operands", [
-    (["mbarrier", "init", "shared", "b64"], 2),
-    (["mbarrier", "arrive", "expect_tx", "shared", "b64"], 2),
-    (["fence", "proxy", "async_", "shared__cta"], 0),
-    (["cp", "async_", "bulk", "commit_group"], 0),
-    (["cp", "async_", "bulk", "wait_group"], 1),
-    (["prefetch", "tensormap"], 1),
-    (["tcgen05", "alloc", "cta_group__1", "sync", "aligned", "shared__cta", "b32"], 2),
-    (["tcgen05", "commit", "cta_group__1", "mbarrier__arrive__one", "shared__cluster", "b64"], 1),
-    (["tcgen05", "fence__after_thread_sync"], 0),
-    (["tcgen05", "wait__ld", "sync", "aligned"], 0),
-    (["tcgen05", "relinquish_alloc_permit", "cta_group__1", "sync", "aligned"], 0),
-    (["tcgen05", "dealloc", "cta_group__1", "sync", "aligned", "b32"], 2),
-])
+@pytest.mark.parametrize(
+    "parts, operands",
+    [
+        (["mbarrier", "init", "shared", "b64"], 2),
+        (["mbarrier", "arrive", "expect_tx", "shared", "b64"], 2),
+        (["fence", "proxy", "async_", "shared__cta"], 0),
+        (["cp", "async_", "bulk", "commit_group"], 0),
+        (["cp", "async_", "bulk", "wait_group"], 1),
+        (["prefetch", "tensormap"], 1),
+        (["tcgen05", "alloc", "cta_group__1", "sync", "aligned", "shared__cta", "b32"], 2),
+        (
+            [
+                "tcgen05",
+                "commit",
+                "cta_group__1",
+                "mbarrier__arrive__one",
+                "shared__cluster",
+                "b64",
+            ],
+            1,
+        ),
+        (["tcgen05", "fence__after_thread_sync"], 0),
+        (["tcgen05", "wait__ld", "sync", "aligned"], 0),
+        (["tcgen05", "relinquish_alloc_permit", "cta_group__1", "sync", "aligned"], 0),
+        (["tcgen05", "dealloc", "cta_group__1", "sync", "aligned", "b32"], 2),
+    ],
+)
 def test_seed_attribute_calls_resolve(parts: list[str], operands: int) -> None:
     """Every raw call the seed documents, in its attribute spelling, with its operand count."""
     check_operands(lookup(opcode_from_attributes(parts), "sm_100a"), operands)

@@ -1,6 +1,7 @@
 """Kernels defined outside a file: IPython/Jupyter cells and ``exec`` of a string registered in
 ``linecache`` compile like kernels of a file; where no source can be found (``python -c``, the plain
 REPL, an unregistered ``exec``, a deleted file) the CompileError says why and what to do."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -15,7 +16,7 @@ import pytest
 from jittile import CompileError
 
 REPO = Path(__file__).resolve().parents[1]
-SOURCE = '''\
+SOURCE = """\
 import jittile
 from jittile import T
 
@@ -24,7 +25,7 @@ from jittile import T
 def kernel(A: T.Tensor((16,), "uint32")):
     T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))
     A[T.cuda.lane_id() % 16] = T.uint32(1)
-'''
+"""
 BROKEN = SOURCE.replace("T.cuda.lane_id()", "T.cuda.lane_id(7)")
 
 
@@ -55,8 +56,7 @@ def test_an_ipython_cell_compiles_and_its_errors_quote_the_cell(registered_names
     # What IPython's CachingCompiler does with each cell: its lines under a made-up file name.
     name = "<ipython-input-3-5f0f9c2d8e1a>"
     registered_names.append(name)
-    linecache.cache[name] = (len(BROKEN), None, [line + "\n" for line in BROKEN.splitlines()],
-                             name)
+    linecache.cache[name] = (len(BROKEN), None, [line + "\n" for line in BROKEN.splitlines()], name)
     namespace = {"__name__": "__main__"}
     exec(compile(BROKEN, name, "exec"), namespace)
     with pytest.raises(CompileError) as info:
@@ -79,11 +79,19 @@ def test_an_unregistered_exec_says_what_to_do():
 def test_python_dash_c_says_what_to_do(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(REPO), JITTILE_CACHE="0")
     script = SOURCE + "kernel.compile(target='sm_90a')\n"
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                            env=env, cwd=tmp_path, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert result.returncode == 1
-    assert "jittile.errors.CompileError: <string>:5:0: cannot read the source of kernel" in \
-        result.stderr
+    assert (
+        "jittile.errors.CompileError: <string>:5:0: cannot read the source of kernel"
+        in result.stderr
+    )
     assert "hint: put the kernel in a .py file" in result.stderr
 
 

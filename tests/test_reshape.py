@@ -1,6 +1,7 @@
 """backend/reshape.py: the lowered function rewritten so numba-cuda has less to type and lower
 (constant shared addresses hoisted, register fragments packed into one tuple), without changing
 what the kernel computes."""
+
 from __future__ import annotations
 
 import ast
@@ -42,7 +43,9 @@ def test_constant_shared_addresses_become_one_variable_each_and_unused_views_go(
         "    f(__jt_saddr(bar, 0), 2)\n"
         "    g(__jt_saddr(buf, 2) + 256, buf[x])\n"
         "    g(__jt_saddr(buf, x), 0)\n",
-        namespace, views={"bar": "__jt_smem_bar_0", "buf": "__jt_smem_buf_1"})
+        namespace,
+        views={"bar": "__jt_smem_bar_0", "buf": "__jt_smem_buf_1"},
+    )
     lines = out.splitlines()
     assert lines[1:3] == ["    __jt_addr0 = __jt_sa2()", "    __jt_addr1 = __jt_sa3()"]
     assert namespace["__jt_sa2"] == ("saddr_const", "__jt_smem_bar_0", 0, 0)
@@ -54,11 +57,13 @@ def test_constant_shared_addresses_become_one_variable_each_and_unused_views_go(
 
 
 def test_a_rebound_buffer_name_is_not_taken_for_the_buffer():
-    source = ("def k(x):\n"
-              "    bar = __jt_smem_bar_0()\n"
-              "    if x:\n"
-              "        bar = other()\n"
-              "    f(__jt_saddr(bar, 0))\n")
+    source = (
+        "def k(x):\n"
+        "    bar = __jt_smem_bar_0()\n"
+        "    if x:\n"
+        "        bar = other()\n"
+        "    f(__jt_saddr(bar, 0))\n"
+    )
     out = _reshaped(source, {}, views={"bar": "__jt_smem_bar_0"})
     assert out == ast.unparse(ast.parse(source).body[0])
 
@@ -82,9 +87,12 @@ def test_a_fragment_becomes_one_tuple_through_instructions_reads_and_writes():
         "    __jt_frag_acc_3 += 1.0\n"
         "    __jt_frag_acc_0, __jt_frag_acc_1 = __jt_asm0(__jt_frag_acc_0, __jt_frag_acc_1)\n"
         "    store(__jt_frag_acc_1, __jt_asm0(__jt_frag_acc_3, __jt_frag_acc_2))\n",
-        namespace, fragments={"acc": REGS})
+        namespace,
+        fragments={"acc": REGS},
+    )
     assert "__jt_frag_acc_" not in out.replace("__jt_frag_acc =", "").replace(
-        "__jt_frag_acc[", "").replace("__jt_frag_acc,", "").replace("__jt_frag_acc)", "")
+        "__jt_frag_acc[", ""
+    ).replace("__jt_frag_acc,", "").replace("__jt_frag_acc)", "")
     specs = {name: spec for name, spec in namespace.items() if name.startswith("__jt_pk")}
     by_kind = {spec[0]: (name, spec) for name, spec in specs.items()}
     fill, _ = by_kind["fill"]
@@ -111,21 +119,27 @@ def test_a_second_fragment_in_the_same_call_composes_the_grouping():
         f"    {ALL} = (0.0, 0.0, 0.0, 0.0)\n"
         f"    {', '.join(a)} = (1, 1)\n"
         f"    {ALL} = __jt_r0_0({ALL}, {', '.join(a)}, d)\n",
-        namespace, fragments={"acc": REGS, "a": a})
-    name = next(n for n, s in namespace.items()
-                if s == ("packed", "__jt_r0_0", ((0, 4, 4), (0, 2, 2), None)))
+        namespace,
+        fragments={"acc": REGS, "a": a},
+    )
+    name = next(
+        n
+        for n, s in namespace.items()
+        if s == ("packed", "__jt_r0_0", ((0, 4, 4), (0, 2, 2), None))
+    )
     assert f"__jt_frag_acc = {name}(__jt_frag_acc, __jt_frag_a, d)" in out
 
 
-@pytest.mark.parametrize("body", [
-    "    x, __jt_frag_acc_0 = g()\n",  # a register among other targets
-    f"    {ALL} = (1.0, 2.0, 3.0, 4.0)\n",  # different values
-    "    for __jt_frag_acc_1 in range(3):\n        pass\n",  # a register as a loop variable
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        "    x, __jt_frag_acc_0 = g()\n",  # a register among other targets
+        f"    {ALL} = (1.0, 2.0, 3.0, 4.0)\n",  # different values
+        "    for __jt_frag_acc_1 in range(3):\n        pass\n",  # a register as a loop variable
+    ],
+)
 def test_a_use_the_tuple_cannot_express_keeps_the_scalar_form(body):
-    source = ("def k(d):\n"
-              f"    {ALL} = (0.0, 0.0, 0.0, 0.0)\n" + body +
-              f"    __jt_r0_0({ALL}, d)\n")
+    source = f"def k(d):\n    {ALL} = (0.0, 0.0, 0.0, 0.0)\n" + body + f"    __jt_r0_0({ALL}, d)\n"
     namespace = _fragment_namespace()
     out = _reshaped(source, namespace, fragments={"acc": REGS})
     assert out == ast.unparse(ast.parse(source).body[0])
@@ -170,8 +184,9 @@ def test_the_gemm_example_hands_numba_one_accumulator_and_constant_addresses():
     finally:
         sys.path.remove(str(REPO / "examples"))
     spec = T.Tensor((None, None), "bfloat16")
-    ck = gemm_bf16.gemm_bf16.compile(spec, spec, spec, np.int32(1), np.int32(1), np.int32(1),
-                                     target="sm_90a")
+    ck = gemm_bf16.gemm_bf16.compile(
+        spec, spec, spec, np.int32(1), np.int32(1), np.int32(1), target="sm_90a"
+    )
     source = ck.lowered_source
     (acc,) = set(re.findall(r"(__jt_frag_\w*_acc) = ", source))  # renamed apart in its helper
     assert f"{acc}_1," not in source  # 128 registers were 128 variables
@@ -180,7 +195,8 @@ def test_the_gemm_example_hands_numba_one_accumulator_and_constant_addresses():
 
 
 def test_the_python_stage_is_the_same_on_a_fresh_compile_and_a_hit_that_lowers_again(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     """Reshaping builds a new tree: the frontend's function (which shares nodes with the
     kernel's parsed source) stays as it was, so a disk hit that lowers again (its lowering
     warned) and a fresh lowering reshaped anew both show the Python of the first compile."""
@@ -207,8 +223,7 @@ def test_the_python_stage_is_the_same_on_a_fresh_compile_and_a_hit_that_lowers_a
         lowered = lower_kernel(again.source, params, Target.parse("sm_90a"), None)
     before = ast.dump(lowered.function, include_attributes=True)
     names = dict(lowered.namespace)
-    reshaped = reshape(lowered.function, lowered.namespace, lowered.shared_views,
-                       lowered.fragments)
+    reshaped = reshape(lowered.function, lowered.namespace, lowered.shared_views, lowered.fragments)
     assert ast.unparse(reshaped.function) == fresh.asm["python"] != lowered.source
     assert ast.dump(lowered.function, include_attributes=True) == before
     assert lowered.namespace == names

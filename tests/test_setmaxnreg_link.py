@@ -1,6 +1,7 @@
 """setmaxnreg takes effect: a kernel that sets register budgets links through a standalone ptxas
 as a whole program (nvJitLink's ptxas ignores them, C7504), measured in the SASS; where no such
 ptxas can build it, nvJitLink links it with a JittileWarning saying so."""
+
 import warnings
 
 import pytest
@@ -31,7 +32,9 @@ def no_budgets(Out: T.Tensor((384,), "float32")):
 def _replace_ptxas(monkeypatch, path):
     """``find_tool("ptxas")`` gives ``path``; the disassemblers stay."""
     found = toolchain.find_tool
-    monkeypatch.setattr(toolchain, "find_tool", lambda name: path if name == "ptxas" else found(name))
+    monkeypatch.setattr(
+        toolchain, "find_tool", lambda name: path if name == "ptxas" else found(name)
+    )
 
 
 def _both_told(caught, reason: str) -> None:

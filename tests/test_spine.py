@@ -1,8 +1,9 @@
 """CPU acceptance of the spine: compile to cubins with no GPU, SASS checks, located errors."""
+
 import pytest
 
 import jittile
-from jittile import T, CompileError, ContractError
+from jittile import CompileError, ContractError, T
 from jittile.backend.toolchain import sass_opcodes
 
 
@@ -32,8 +33,9 @@ def tmem_kernel(Out: T.Tensor((128,), "uint32")):
     warp = T.cuda.warp_id()
     address = T.alloc_shared((1,), "uint32")
     if warp == 0:
-        T.ptx.tcgen05.alloc.cta_group__1.sync.aligned.shared__cta.b32(T.address_of(address),
-                                                                      T.uint32(32))
+        T.ptx.tcgen05.alloc.cta_group__1.sync.aligned.shared__cta.b32(
+            T.address_of(address), T.uint32(32)
+        )
     T.cuda.cta_sync()
     word = T.alloc_local((1,), "uint32")
     T.ptx["tcgen05.ld.sync.aligned.32x32b.x1.b32"](word[0], address[0])
@@ -48,8 +50,8 @@ def tmem_kernel(Out: T.Tensor((128,), "uint32")):
 def test_mbarrier_kernel_sass_has_syncs_ops():
     ck = mbarrier_kernel.compile(target="sm_90a")
     ops = sass_opcodes(ck.sass)
-    assert any(op.startswith("SYNCS.EXCH") for op in ops), ops      # mbarrier.init
-    assert any(op.startswith("SYNCS.ARRIVE") for op in ops), ops    # mbarrier.arrive
+    assert any(op.startswith("SYNCS.EXCH") for op in ops), ops  # mbarrier.init
+    assert any(op.startswith("SYNCS.ARRIVE") for op in ops), ops  # mbarrier.arrive
     assert any(op.startswith("SYNCS.PHASECHK") for op in ops), ops  # try_wait.parity
     assert ck.cubin[:4] == b"\x7fELF"
     assert ".target sm_90a" in ck.ptx and ck.metadata["registers"] > 0
@@ -68,9 +70,11 @@ def _kernel_from(tmp_path, body: str):
     import importlib.util
 
     path = tmp_path / "k.py"
-    path.write_text("import jittile\nfrom jittile import T\n\n@jittile.kernel\n"
-                    "def k(A: T.Tensor((16,), 'uint32')):\n"
-                    "    T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))\n" + body)
+    path.write_text(
+        "import jittile\nfrom jittile import T\n\n@jittile.kernel\n"
+        "def k(A: T.Tensor((16,), 'uint32')):\n"
+        "    T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))\n" + body
+    )
     spec = importlib.util.spec_from_file_location("k_mod", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -86,8 +90,11 @@ def test_misspelled_opcode_is_located_with_suggestion(tmp_path):
 
 
 def test_wrong_operand_count_is_located(tmp_path):
-    k, path = _kernel_from(tmp_path, "    buf = T.alloc_shared((1,), 'uint64')\n"
-                                     "    T.ptx.mbarrier.init.shared.b64(buf.ptr_to([0]))\n")
+    k, path = _kernel_from(
+        tmp_path,
+        "    buf = T.alloc_shared((1,), 'uint64')\n"
+        "    T.ptx.mbarrier.init.shared.b64(buf.ptr_to([0]))\n",
+    )
     with pytest.raises(ContractError) as info:
         k.compile(target="sm_90a")
     assert info.value.lineno == 8 and "2 operands" in str(info.value).replace("two", "2")
@@ -95,8 +102,9 @@ def test_wrong_operand_count_is_located(tmp_path):
 
 @pytest.mark.parametrize("align,ok", [(48, False), (0, False), (64, True)])
 def test_alloc_shared_align_must_be_power_of_two(tmp_path, align, ok):
-    k, path = _kernel_from(tmp_path, f"    buf = T.alloc_shared((4,), 'uint32', align={align})\n"
-                                     f"    buf[0] = A[0]\n")
+    k, path = _kernel_from(
+        tmp_path, f"    buf = T.alloc_shared((4,), 'uint32', align={align})\n    buf[0] = A[0]\n"
+    )
     if ok:
         k.compile(target="sm_90a")
         return

@@ -1,16 +1,16 @@
 """Compile stages as data (jittile/stages.py): ``ck.asm`` on a fresh compile and a disk hit,
 ``JITTILE_DUMP_DIR``, ``JITTILE_OVERRIDE_DIR`` and ``JITTILE_ALWAYS_COMPILE``."""
+
 from __future__ import annotations
 
 import warnings
 
 import pytest
-
-import jittile
-from jittile import JittileWarning, T
-from jittile.stages import STAGES
 from test_launch_fast_path import tma_rows
 
+import jittile
+from jittile import JittileWarning
+from jittile.stages import STAGES
 
 copy_rows = tma_rows.pyfunc  # a TMA load, then a copy out: every stage has something to show
 
@@ -42,8 +42,14 @@ def test_the_dump_dir_holds_every_stage_named_after_the_kernel(tmp_path, monkeyp
     (folder,) = (tmp_path / "dump").iterdir()
     assert folder.name == ck.metadata["key"][:16]
     names = sorted(p.name for p in folder.iterdir())
-    assert {"tma_rows.ptx", "tma_rows.ll", "tma_rows.py", "tma_rows.cubin",
-            "tma_rows.plan.txt", "tma_rows.checked.txt"} <= set(names)
+    assert {
+        "tma_rows.ptx",
+        "tma_rows.ll",
+        "tma_rows.py",
+        "tma_rows.cubin",
+        "tma_rows.plan.txt",
+        "tma_rows.checked.txt",
+    } <= set(names)
     assert (folder / "tma_rows.ptx").read_text() == ck.ptx
     assert (folder / "tma_rows.cubin").read_bytes() == ck.cubin
 

@@ -1,16 +1,17 @@
 """The target table lists only what compiles, and an unknown or unsupported target is a clear
 JittileError naming the supported ones, wherever a target is named."""
+
 from __future__ import annotations
 
 import importlib.util
 import re
 
 import pytest
+from tma_two_boxes import tma_load
 
 import jittile
 from jittile import JittileError
 from jittile.targets import SUPPORTED_TARGETS, TARGETS, Target, satisfies
-from tma_two_boxes import tma_load
 
 
 @pytest.mark.parametrize("target", SUPPORTED_TARGETS)
@@ -24,8 +25,9 @@ def test_the_table_holds_no_target_the_compilers_refuse():
     assert {"sm_90a", "sm_100a", "sm_103a", "sm_110a", "sm_120a"} <= set(TARGETS)
 
 
-@pytest.mark.parametrize("name", ["sm_99", "sm_101a", "sm_80", "sm_90f", "sm_100x", "hopper", "",
-                                  "sm_", 90])
+@pytest.mark.parametrize(
+    "name", ["sm_99", "sm_101a", "sm_80", "sm_90f", "sm_100x", "hopper", "", "sm_", 90]
+)
 def test_an_unsupported_target_names_the_supported_ones(name):
     with pytest.raises(JittileError) as info:
         Target.parse(name)
@@ -40,8 +42,11 @@ def test_compiling_for_an_unsupported_target_is_a_jittile_error(how):
         call = lambda: tma_load.compile(target="sm_99")  # noqa: E731
     else:  # the decorator reports it where it is written, before any compile
         call = lambda: jittile.kernel(target="sm_99")(tma_load.pyfunc)  # noqa: E731
-    with pytest.raises(JittileError, match=r"unsupported target 'sm_99': jittile compiles for "
-                                           r"sm_90, sm_90a, "):
+    with pytest.raises(
+        JittileError,
+        match=r"unsupported target 'sm_99': jittile compiles for "
+        r"sm_90, sm_90a, ",
+    ):
         call()
 
 
@@ -66,7 +71,8 @@ def test_the_shared_limit_is_the_targets_own(tmp_path):
         "def big(A: T.Tensor((16,), 'uint8')):\n"
         "    T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))\n"
         "    b = T.alloc_shared((100 * 1024,), 'uint8')\n"
-        "    b[T.cuda.lane_id()] = A[0]\n")
+        "    b[T.cuda.lane_id()] = A[0]\n"
+    )
     spec = importlib.util.spec_from_file_location("big_shared", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -81,8 +87,9 @@ def test_an_unknown_compile_target_is_reported_at_the_call_with_the_closest_name
         tma_load.compile(target="sm_90z")  # the line reported
     error = info.value
     assert error.location.filename == __file__ and "did you mean target='sm_90'?" in str(error)
-    assert "tma_load.compile(target=" in open(__file__).read().splitlines()[
-        error.location.lineno - 1]
+    assert (
+        "tma_load.compile(target=" in open(__file__).read().splitlines()[error.location.lineno - 1]
+    )
 
 
 def test_a_target_travels_typed_and_keys_as_its_name():

@@ -9,6 +9,7 @@ kind, keywords dropped, added (any family's parameter names and made-up ones) or
 every kind. Most draws are only lowered (``lower_kernel``: no numba); a few that lower cleanly are
 compiled in full. ``JITTILE_FUZZ_SEED`` and ``JITTILE_FUZZ_DRAWS`` vary the run.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -21,9 +22,9 @@ from dataclasses import dataclass
 import pytest
 
 from jittile import JittileError
+from jittile.dtypes import dtype as as_dtype
 from jittile.frontend.lower import lower_kernel
 from jittile.ir import ScalarParam, TensorMapParam
-from jittile.dtypes import dtype as as_dtype
 from jittile.patterns import registry
 from jittile.specialize import array_param
 from jittile.targets import Target
@@ -32,7 +33,7 @@ SEED = int(os.environ.get("JITTILE_FUZZ_SEED", "20260611"))
 DRAWS = int(os.environ.get("JITTILE_FUZZ_DRAWS", "2400"))
 COMPILES = 12
 
-HEADER = '''\
+HEADER = """\
 import jittile
 from jittile import T
 from jittile.axis import TCol, TLane
@@ -56,51 +57,196 @@ def kernel(A: T.Tensor((64, 64), "uint32"), B: T.Tensor((None, 256), "float32"),
     tm = T.cuda.decl_tmem(taddr[0], ty_args=[T.Tensor((128, 4), "uint32", scope="tmem",
                                                       layout=TMEM_LAYOUT)])
     T.cuda.tile.apply(
-'''
+"""
 FIRST_CALL_LINE = HEADER.count("\n") + 1
 
 TMA = "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
 BASES = [  # (opcode, operands, keywords): legal calls, one or more per family
     (TMA, ["s32", "A"], {"box": "(8, 64)", "coords": "(0, 0)", "mbar": "mbar.ptr_to([0])"}),
-    (TMA, ["sf", "B"], {"box": "(8, 32)", "coords": "(r, 0)", "coord_steps": "((0, 32),)",
-                        "swizzle": "3", "mbar": "mbar.ptr_to([1])"}),
-    ("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group", ["A", "s32"],
-     {"box": "(8, 64)", "coords": "(8, 0)"}),
-    ("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group", ["A", "s32"],
-     {"box": "(8, 64)", "coords": "(0, 0)"}),
-    ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-     ".multicast::cluster", ["s32", "A"],
-     {"box": "(8, 64)", "coords": "(0, 0)", "mbar": "mbar.ptr_to([0])",
-      "cta_mask": "T.uint16(3)"}),
-    ("cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes", ["s8", "C[0:256]"],
-     {"mbar": "mbar.ptr_to([0])"}),
+    (
+        TMA,
+        ["sf", "B"],
+        {
+            "box": "(8, 32)",
+            "coords": "(r, 0)",
+            "coord_steps": "((0, 32),)",
+            "swizzle": "3",
+            "mbar": "mbar.ptr_to([1])",
+        },
+    ),
+    (
+        "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group",
+        ["A", "s32"],
+        {"box": "(8, 64)", "coords": "(8, 0)"},
+    ),
+    (
+        "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group",
+        ["A", "s32"],
+        {"box": "(8, 64)", "coords": "(0, 0)"},
+    ),
+    (
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+        ".multicast::cluster",
+        ["s32", "A"],
+        {
+            "box": "(8, 64)",
+            "coords": "(0, 0)",
+            "mbar": "mbar.ptr_to([0])",
+            "cta_mask": "T.uint16(3)",
+        },
+    ),
+    (
+        "cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes",
+        ["s8", "C[0:256]"],
+        {"mbar": "mbar.ptr_to([0])"},
+    ),
     ("cp.async.bulk.global.shared::cta.bulk_group", ["B[r, 0:64]", "s32[0, :]"], {}),
-    ("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.u32", ["A[3, 0:64]", "s32[1, :]"],
-     {}),
+    ("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.u32", ["A[3, 0:64]", "s32[1, :]"], {}),
     ("cp.async.bulk.prefetch.L2.global", ["C[0:512]"], {}),
-    ("cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes.L2::cache_hint",
-     ["s8", "C[256:512]"], {"mbar": "mbar.ptr_to([1])", "cache_policy": "T.uint64(0)"}),
+    (
+        "cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes.L2::cache_hint",
+        ["s8", "C[256:512]"],
+        {"mbar": "mbar.ptr_to([1])", "cache_policy": "T.uint64(0)"},
+    ),
     ("tcgen05.cp.cta_group::1.128x128b", ["tm", "st"], {}),
     ("tcgen05.cp.cta_group::1.128x128b", ["tm[0:128, 0:4]", "st"], {"scope": "'thread'"}),
 ]
-OPCODE_WORDS = ["tile", "im2col", "1d", "3d", "5d", "shared::cta", "shared::cluster", "global",
-                "bulk_group", "mbarrier::complete_tx::bytes", "multicast::cluster",
-                "L2::cache_hint", "add", "min", "xor", "u32", "f16", "noftz", "128x256b",
-                "cta_group::2", "warpx4", "tile::gather4", "", "cp", "tensor", "b8x16.b6x16_p32"]
-OPERANDS = ["s32", "sf", "s8", "st", "A", "B", "C", "M", "tm", "sf[1]", "sf[r]", "s32[0:4, :]",
-            "s32[lane, 0:16]", "s32[9, :]", "s32[0:0, :]", "s32[::2, :]", "s32[1.5, :]",
-            "s8[0:100]", "A[0:8, 0:16]", "A[0:8]", "A[lane, 0:64]", "A[64, 0:64]", "A[:, 3]",
-            "B[r, :]", "B[-1, 0:16]", "C[0:15]", "C[16:]", "C[r]", "tm[0:64, :]", "tm[0:300, :]",
-            "mbar", "mbar.ptr_to([0])", "lane", "r", "5", "1.5", "None", "'x'", "(1, 2)",
-            "T.ptx", "T.uint32(3)", "mbar[0]", "taddr[0]", "s32.ptr_to([0, 0])", "A[0, 0]"]
-VALUES = ["0", "1", "3", "8", "16", "-1", "256", "257", "2 ** 40", "10 ** 30", "1.5", "True",
-          "None", "'tile'", "'galaxy'", "'thread'", "'warp'", "'warpgroup'", "'cta'",
-          "'cluster'", "'float4_e2m1fn'", "'tf32'", "'uint32'", "lane", "lane + 1", "r",
-          "A", "s32", "tm", "M", "mbar.ptr_to([0])", "mbar.ptr_to([1])", "mbar[0]",
-          "T.uint16(3)", "T.uint64(0)", "T.uint32(1)", "swizzle(1, (8, 8), 'uint32')", "T.ptx",
-          "(8, 64)", "(8, 32)", "(0, 0)", "(r, 0)", "(lane, 3, 7, 11)", "((8, 0),)", "((0, 32),)",
-          "(1, 1)", "(2, 1)", "()", "(0,)", "(8, 64, 1)", "(300, 1)", "(8, -4)", "(8, 'a')",
-          "(None, 1)", "((1, 2, 3),)", "(((0,),),)", "(1.5, 2)", "(A, 0)", "(s32, 0)"]
+OPCODE_WORDS = [
+    "tile",
+    "im2col",
+    "1d",
+    "3d",
+    "5d",
+    "shared::cta",
+    "shared::cluster",
+    "global",
+    "bulk_group",
+    "mbarrier::complete_tx::bytes",
+    "multicast::cluster",
+    "L2::cache_hint",
+    "add",
+    "min",
+    "xor",
+    "u32",
+    "f16",
+    "noftz",
+    "128x256b",
+    "cta_group::2",
+    "warpx4",
+    "tile::gather4",
+    "",
+    "cp",
+    "tensor",
+    "b8x16.b6x16_p32",
+]
+OPERANDS = [
+    "s32",
+    "sf",
+    "s8",
+    "st",
+    "A",
+    "B",
+    "C",
+    "M",
+    "tm",
+    "sf[1]",
+    "sf[r]",
+    "s32[0:4, :]",
+    "s32[lane, 0:16]",
+    "s32[9, :]",
+    "s32[0:0, :]",
+    "s32[::2, :]",
+    "s32[1.5, :]",
+    "s8[0:100]",
+    "A[0:8, 0:16]",
+    "A[0:8]",
+    "A[lane, 0:64]",
+    "A[64, 0:64]",
+    "A[:, 3]",
+    "B[r, :]",
+    "B[-1, 0:16]",
+    "C[0:15]",
+    "C[16:]",
+    "C[r]",
+    "tm[0:64, :]",
+    "tm[0:300, :]",
+    "mbar",
+    "mbar.ptr_to([0])",
+    "lane",
+    "r",
+    "5",
+    "1.5",
+    "None",
+    "'x'",
+    "(1, 2)",
+    "T.ptx",
+    "T.uint32(3)",
+    "mbar[0]",
+    "taddr[0]",
+    "s32.ptr_to([0, 0])",
+    "A[0, 0]",
+]
+VALUES = [
+    "0",
+    "1",
+    "3",
+    "8",
+    "16",
+    "-1",
+    "256",
+    "257",
+    "2 ** 40",
+    "10 ** 30",
+    "1.5",
+    "True",
+    "None",
+    "'tile'",
+    "'galaxy'",
+    "'thread'",
+    "'warp'",
+    "'warpgroup'",
+    "'cta'",
+    "'cluster'",
+    "'float4_e2m1fn'",
+    "'tf32'",
+    "'uint32'",
+    "lane",
+    "lane + 1",
+    "r",
+    "A",
+    "s32",
+    "tm",
+    "M",
+    "mbar.ptr_to([0])",
+    "mbar.ptr_to([1])",
+    "mbar[0]",
+    "T.uint16(3)",
+    "T.uint64(0)",
+    "T.uint32(1)",
+    "swizzle(1, (8, 8), 'uint32')",
+    "T.ptx",
+    "(8, 64)",
+    "(8, 32)",
+    "(0, 0)",
+    "(r, 0)",
+    "(lane, 3, 7, 11)",
+    "((8, 0),)",
+    "((0, 32),)",
+    "(1, 1)",
+    "(2, 1)",
+    "()",
+    "(0,)",
+    "(8, 64, 1)",
+    "(300, 1)",
+    "(8, -4)",
+    "(8, 'a')",
+    "(None, 1)",
+    "((1, 2, 3),)",
+    "(((0,),),)",
+    "(1.5, 2)",
+    "(A, 0)",
+    "(s32, 0)",
+]
 
 
 def keyword_names() -> list[str]:
@@ -140,8 +286,10 @@ def draw(rnd: random.Random, keywords: list[str]) -> Draw:
             kw[rnd.choice(keywords)] = rnd.choice(VALUES)
         elif kw:
             kw[rnd.choice(sorted(kw))] = rnd.choice(VALUES)
-    opcode_text = rnd.choice([f'T.ptx["{opcode}"]'] * 18 + ["T.ptx", "T.ptx[5]", "LAST",
-                                                            'T.ptx["' + opcode.upper() + '"]'])
+    opcode_text = rnd.choice(
+        [f'T.ptx["{opcode}"]'] * 18
+        + ["T.ptx", "T.ptx[5]", "LAST", 'T.ptx["' + opcode.upper() + '"]']
+    )
     cluster = rnd.choice(["", ", cluster=(2, 1, 1)"])
     lines = [f"        {opcode_text},"] + [f"        {o}," for o in operands]
     lines += [f"        {name}={value}," for name, value in kw.items()]
@@ -167,7 +315,9 @@ def load(source: str, directory) -> tuple:
 def params(kernel) -> list:
     annotations = dict(zip(kernel.specializer.names, kernel.specializer.annotations))
     return [array_param(name, annotations[name], annotations[name]) for name in "ABC"] + [
-        TensorMapParam("M"), ScalarParam("r", as_dtype("int32"))]
+        TensorMapParam("M"),
+        ScalarParam("r", as_dtype("int32")),
+    ]
 
 
 def check_located(error: JittileError, path: str, case: Draw) -> None:

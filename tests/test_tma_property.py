@@ -5,6 +5,7 @@ The generator starts from a coherent call (opcode, dtype, box, image, alignment,
 and perturbs individual pieces, so that most draws probe one contract rule at a time. Each draw is
 written to its own module file, because jittile reads kernel source with ``inspect``.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -16,29 +17,58 @@ import tempfile
 import textwrap
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings, strategies as st
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 from jittile import ContractError
 from jittile.backend.toolchain import sass_opcodes
 from jittile.frontend.lower import lower_kernel
 from jittile.targets import Target
 
-BYTES = {"uint8": 1, "int8": 1, "bool": 1, "float8_e4m3fn": 1, "float8_e5m2": 1, "uint16": 2,
-         "int16": 2, "float16": 2, "bfloat16": 2, "uint32": 4, "int32": 4, "float32": 4,
-         "uint64": 8, "int64": 8, "float64": 8}
+BYTES = {
+    "uint8": 1,
+    "int8": 1,
+    "bool": 1,
+    "float8_e4m3fn": 1,
+    "float8_e5m2": 1,
+    "uint16": 2,
+    "int16": 2,
+    "float16": 2,
+    "bfloat16": 2,
+    "uint32": 4,
+    "int32": 4,
+    "float32": 4,
+    "uint64": 8,
+    "int64": 8,
+    "float64": 8,
+}
 # numba-cuda has scalar types for these; bfloat16/float8 shared buffers and tensors do not compile
 # yet (jittile.backend.compiler.numba_scalar), so the compiled sample leaves them out.
-COMPILABLE_DTYPES = ["uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64",
-                     "float16", "float32", "float64"]
+COMPILABLE_DTYPES = [
+    "uint8",
+    "int8",
+    "uint16",
+    "int16",
+    "uint32",
+    "int32",
+    "uint64",
+    "int64",
+    "float16",
+    "float32",
+    "float64",
+]
 ALL_DTYPES = COMPILABLE_DTYPES + ["bfloat16", "float8_e4m3fn", "float8_e5m2", "bool"]
 REDOPS = ["add", "min", "max", "inc", "dec", "and", "or", "xor"]
 REDUCE_TYPES = {  # PTX ISA, cp.reduce.async.bulk.tensor: redOp x element type
     "add": ["uint32", "int32", "uint64", "float32", "float16", "bfloat16"],
     "min": ["uint32", "int32", "uint64", "int64", "float16", "bfloat16"],
     "max": ["uint32", "int32", "uint64", "int64", "float16", "bfloat16"],
-    "inc": ["uint32"], "dec": ["uint32"],
-    "and": ["uint32", "int32", "uint64"], "or": ["uint32", "int32", "uint64"],
-    "xor": ["uint32", "int32", "uint64"]}
+    "inc": ["uint32"],
+    "dec": ["uint32"],
+    "and": ["uint32", "int32", "uint64"],
+    "or": ["uint32", "int32", "uint64"],
+    "xor": ["uint32", "int32", "uint64"],
+}
 SPAN = {1: 32, 2: 64, 3: 128}
 
 _serial = itertools.count()
@@ -51,7 +81,7 @@ class Chooser:
     legal features at fixed rates; ``perturb`` breaks one rule at a rate scaled by ``mutate``."""
 
     def __init__(self, draw, mutate: float):
-        self.rnd = random.Random(draw(st.integers(0, 2 ** 64 - 1)))
+        self.rnd = random.Random(draw(st.integers(0, 2**64 - 1)))
         self.mutate = mutate
 
     def chance(self, p: float) -> bool:
@@ -80,15 +110,24 @@ def opcode(c: Chooser, sm100: bool) -> tuple[str, dict]:
         dst = c.pick(["shared::cta", "shared::cluster"])
         mcast = ""
         if (dst == "shared::cluster" and c.chance(0.4)) or c.perturb(0.02):
-            mcast = c.pick([".multicast::cluster", ".multicast::cluster",
-                            ".multicast::cluster::16b"])
+            mcast = c.pick(
+                [".multicast::cluster", ".multicast::cluster", ".multicast::cluster::16b"]
+            )
         if c.perturb(0.02):
             mcast = ".multicast::cluster::32b"
         group = ""
         if (sm100 and c.chance(0.2)) or c.perturb(0.02):
             group = c.pick([".cta_group::1", ".cta_group::2"])
-        words = [f"{rank}d", dst, "global", mode, "mbarrier::complete_tx::bytes", mcast, group,
-                 hint]
+        words = [
+            f"{rank}d",
+            dst,
+            "global",
+            mode,
+            "mbarrier::complete_tx::bytes",
+            mcast,
+            group,
+            hint,
+        ]
         head = "cp.async.bulk.tensor"
         info["multicast"] = mcast
     else:
@@ -113,8 +152,9 @@ def opcode(c: Chooser, sm100: bool) -> tuple[str, dict]:
         i, j = c.int(0, len(words) - 1), c.int(0, len(words) - 1)
         words[i], words[j] = words[j], words[i]
     if c.perturb(0.04):
-        words[c.int(0, len(words) - 1)] = c.pick(["tiles", "im2col", "L2::evict_first", "3x",
-                                                  "shared", "bulk_group"])
+        words[c.int(0, len(words) - 1)] = c.pick(
+            ["tiles", "im2col", "L2::evict_first", "3x", "shared", "bulk_group"]
+        )
     if c.perturb(0.03):
         del words[c.int(0, len(words) - 1)]
     return head + "." + ".".join(words), info
@@ -131,8 +171,13 @@ def tma_kernels(draw, compilable: bool = False):
     rank, kind, gathered = info["rank"], info["kind"], info["gathered"]
     dtype = c.pick(COMPILABLE_DTYPES if compilable else ALL_DTYPES)
     if kind == "reduce" and not c.perturb(0.3):  # an element type the ISA allows for the redOp
-        dtype = c.pick([d for d in REDUCE_TYPES[info["redop"]]
-                        if compilable is False or d in COMPILABLE_DTYPES])
+        dtype = c.pick(
+            [
+                d
+                for d in REDUCE_TYPES[info["redop"]]
+                if compilable is False or d in COMPILABLE_DTYPES
+            ]
+        )
     size = BYTES[dtype]
     kw: dict[str, str] = {}
 
@@ -184,7 +229,7 @@ def tma_kernels(draw, compilable: bool = False):
         box = box[:-1] + (c.pick([1, 2, 4, 8]),)  # the innermost spatial extent
     if c.perturb(0.03):
         box = box + (1,)
-    kw["box"] = str(box) if not c.perturb(0.02) else "(lane,) * %d" % len(box)
+    kw["box"] = str(box) if not c.perturb(0.02) else "(lane,) * %d" % len(box)  # noqa: UP031
 
     strides = (1,) * len(box)
     if c.chance(0.1) and not gathered:
@@ -199,8 +244,12 @@ def tma_kernels(draw, compilable: bool = False):
     for name, count in (("l2_promotion", 4), ("oob_fill", 2)):
         if c.chance(0.1):
             kw[name] = str(c.int(0, count - 1) if not c.perturb(0.3) else c.pick([count, -1]))
-    if "oob_fill" in kw and kw["oob_fill"] == "1" and dtype not in (
-            "float16", "bfloat16", "float32", "float64") and not c.perturb(0.3):
+    if (
+        "oob_fill" in kw
+        and kw["oob_fill"] == "1"
+        and dtype not in ("float16", "bfloat16", "float32", "float64")
+        and not c.perturb(0.3)
+    ):
         kw["oob_fill"] = "0"
 
     # The shared image the specification expects, occasionally perturbed.
@@ -212,7 +261,7 @@ def tma_kernels(draw, compilable: bool = False):
     image = tuple(max(e, 1) for e in image)
     if c.perturb(0.04):
         i = c.int(0, len(image) - 1)
-        image = image[:i] + (max(image[i] + c.pick([-1, 1]), 1),) + image[i + 1:]
+        image = image[:i] + (max(image[i] + c.pick([-1, 1]), 1),) + image[i + 1 :]
 
     # Every instance origin must stay 128-byte aligned: lead axes and sub-regions need whole
     # 128-byte atoms (unless perturbed).
@@ -269,13 +318,17 @@ def tma_kernels(draw, compilable: bool = False):
     if not c.perturb(0.02):
         kw["coords"] = "(" + ", ".join(coords) + ",)"
     if gathered != c.perturb(0.03):
-        kw["gather4"] = c.pick(["(lane, 1, 2, 3)", "(0, 2, 4, 6)"] + (
-            ["(0, 1, 2)"] if c.perturb(0.2) else []))
+        kw["gather4"] = c.pick(
+            ["(lane, 1, 2, 3)", "(0, 2, 4, 6)"] + (["(0, 1, 2)"] if c.perturb(0.2) else [])
+        )
     if (kind == "load") != c.perturb(0.03):
         kw["mbar"] = "mbar.ptr_to([0])" if not c.perturb(0.1) else "0"
     if bool(info["multicast"]) != c.perturb(0.03):
-        kw["cta_mask"] = c.pick(["T.uint32(3)", "lane"] if info["multicast"].endswith("32b")
-                                else ["T.uint16(3)", "lane", "3"])
+        kw["cta_mask"] = c.pick(
+            ["T.uint32(3)", "lane"]
+            if info["multicast"].endswith("32b")
+            else ["T.uint16(3)", "lane", "3"]
+        )
     if bool(info["hint"]) != c.perturb(0.03):
         kw["cache_policy"] = c.pick(["policy", "T.uint64(0)"])
     if c.chance(0.15):
@@ -284,9 +337,12 @@ def tma_kernels(draw, compilable: bool = False):
         kw[c.pick(["boxes", "multicast", "stride"])] = "1"
 
     operands = f"{operand}, A" if kind == "load" else f"A, {operand}"
-    call = f'T.cuda.tile.apply(T.ptx["{op}"], {operands}, ' + ", ".join(
-        f"{k}={v}" for k, v in kw.items()) + ")"
-    source = textwrap.dedent(f'''\
+    call = (
+        f'T.cuda.tile.apply(T.ptx["{op}"], {operands}, '
+        + ", ".join(f"{k}={v}" for k, v in kw.items())
+        + ")"
+    )
+    source = textwrap.dedent(f"""\
         import jittile
         from jittile import T
         from jittile.layout import swizzle
@@ -301,7 +357,7 @@ def tma_kernels(draw, compilable: bool = False):
             {shared}
             if lane == 0:
                 {call}
-        ''')
+        """)
     return source, target, dict(op=op, repeats=math.prod(repeats), kw=kw)
 
 
@@ -344,10 +400,17 @@ def _no_disk_cache(monkeypatch):
     monkeypatch.setenv("JITTILE_CACHE", "0")
 
 
-COMMON = dict(deadline=None, database=None, derandomize=False,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                     HealthCheck.filter_too_much,
-                                     HealthCheck.function_scoped_fixture])
+COMMON = dict(
+    deadline=None,
+    database=None,
+    derandomize=False,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+        HealthCheck.function_scoped_fixture,
+    ],
+)
 
 
 @settings(max_examples=int(os.environ.get("JITTILE_TMA_PROPERTY_EXAMPLES", "500")), **COMMON)
@@ -377,8 +440,11 @@ def test_random_calls_compile_and_assemble(case):
         ck = kernel.compile(target=target)
     except Exception as exc:  # pragma: no cover - the failure report
         raise AssertionError(f"{type(exc).__name__} escaped ({target}):\n{source}") from exc
-    tma = {name: n for name, n in sass_opcodes(ck.sass).items()
-           if name.startswith(("UTMALDG", "UTMASTG", "UTMAREDG"))}
+    tma = {
+        name: n
+        for name, n in sass_opcodes(ck.sass).items()
+        if name.startswith(("UTMALDG", "UTMASTG", "UTMAREDG"))
+    }
     assert sum(tma.values()) == issued, (tma, source)
     event("compiled and assembled")
 
@@ -416,8 +482,9 @@ def test_the_driver_encodes_every_descriptor_the_contract_accepts(case):
             try:
                 encode(region_fields(spec, view))
             except Exception as exc:  # pragma: no cover - the failure report
-                raise AssertionError(f"the contract accepted a descriptor the driver refuses: "
-                                     f"{exc}\n{source}") from exc
+                raise AssertionError(
+                    f"the contract accepted a descriptor the driver refuses: {exc}\n{source}"
+                ) from exc
     finally:
         driver.free(ptr)
     event("encoded")

@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from lines import line_of
 
 import jittile
 from jittile import T
-from jittile.errors import ContractError
-from jittile.layout import TileLayout, S, swizzle
 from jittile.axis import TCol, TLane
-from lines import line_of
+from jittile.errors import ContractError
+from jittile.layout import S, TileLayout, swizzle
 
 LOAD = "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
 HERE = Path(__file__).resolve()

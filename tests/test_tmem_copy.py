@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from lines import line_of
 
 import jittile
 from jittile import T
@@ -19,15 +20,14 @@ from jittile.axis import TCol, TLane
 from jittile.backend.toolchain import sass_opcodes
 from jittile.dtypes import dtype as lookup_dtype
 from jittile.errors import ContractError, Location
+from jittile.ir import BinOp, SharedAddress, Special, Var
 from jittile.layout import R, S, TileLayout, resolve_layout, swizzle
 from jittile.patterns import registry
-from jittile.ir import BinOp, SharedAddress, Special, Var
 from jittile.patterns.base import CallSite, SharedBuffer, SharedRegion, TmemRegion
 from jittile.patterns.descriptors import SmemDescriptor, derive_walk
 from jittile.patterns.tmem_copy import PATTERN, atom_lane, atom_replicas
 from jittile.patterns.tmem_copy_opcodes import parse_tcgen05_cp
 from jittile.targets import Target
-from lines import line_of
 
 ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve()
@@ -644,7 +644,7 @@ def test_shared_origin_is_16_byte_aligned() -> None:
         @jittile.kernel
         def copy(A: T.Tensor((1,), "uint32")):
             T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=128))
-            shared = T.alloc_shared((2, 128, 4), "uint32", layout=layout, align=16)  # slices
+            shared = T.alloc_shared((2, 128, 4), "uint32", layout=layout, align=16)  # slices  # noqa: B023
             address = T.alloc_shared((1,), "uint32", layout="default")
             mem = T.cuda.decl_tmem(address[0], ty_args=[
                 T.Tensor((128, 4), "uint32", scope="tmem", layout=LANES_128x4)])

@@ -5,32 +5,42 @@ static scale-d of 0 is compiled by the kernels of test_wgmma_contract.py and tes
 here it would cut the chain of accumulators that keeps ptxas from removing earlier MMAs). The
 asm comes from the pattern itself (``instruction_asm``); ptxas assembles all of it in one module
 and the SASS holds one HGMMA/QGMMA/IGMMA per instruction."""
-import itertools
+
 import re
 import subprocess
 
 import pytest
+from test_ptx_instructions import PTXAS, needs_ptxas
 
 from jittile.errors import Location
 from jittile.patterns.base import CallSite
-from jittile.patterns.wgmma import (FLOAT_N, INPUT_TYPES, INTEGER_N, check_types, instruction_asm,
-                                    parse_wgmma)
+from jittile.patterns.wgmma import (
+    FLOAT_N,
+    INPUT_TYPES,
+    INTEGER_N,
+    check_types,
+    instruction_asm,
+    parse_wgmma,
+)
 from jittile.targets import Target
-from test_ptx_instructions import PTXAS, needs_ptxas
 
 
 def _forms():
     """(opcode text, A majors to try) for every legal dense form."""
     fp8 = ("e4m3", "e5m2")
-    pairs = [("f16", "f16", "f16"), ("f32", "f16", "f16"), ("f32", "bf16", "bf16"),
-             ("f32", "tf32", "tf32")]
+    pairs = [
+        ("f16", "f16", "f16"),
+        ("f32", "f16", "f16"),
+        ("f32", "bf16", "bf16"),
+        ("f32", "tf32", "tf32"),
+    ]
     pairs += [(d, a, b) for d in ("f16", "f32") for a in fp8 for b in fp8]
     pairs += [("s32", a, b) for a in ("s8", "u8") for b in ("s8", "u8")]
     for dtype, a, b in pairs:
         k = INPUT_TYPES[a].k
         integer = dtype == "s32"
         for n in INTEGER_N if integer else FLOAT_N:
-            for satfinite in ((False, True) if integer else (False,)):
+            for satfinite in (False, True) if integer else (False,):
                 shape = f"m64n{n}k{k}" + (".satfinite" if satfinite else "")
                 yield f"wgmma.mma_async.sync.aligned.{shape}.{dtype}.{a}.{b}", n
 
@@ -68,8 +78,14 @@ def _statements():
             if not op.integer:
                 variants += [("K", "K", 1, -1)]
         for a_major, b_major, scale_d, scale_a in variants:
-            yield instruction_asm(op, a_major, b_major, "runtime" if scale_d == "runtime"
-                                  else scale_d, scale_a, scale_a)
+            yield instruction_asm(
+                op,
+                a_major,
+                b_major,
+                "runtime" if scale_d == "runtime" else scale_d,
+                scale_a,
+                scale_a,
+            )
 
 
 def test_the_forms_cover_the_isa():
@@ -81,24 +97,43 @@ def test_the_forms_cover_the_isa():
 def test_every_form_assembles_to_hgmma(tmp_path):
     statements = [_instantiate(asm) for asm in _statements()]
     body = "\n".join(statements)
-    module = "\n".join([".version 8.5", ".target sm_90a", ".address_size 64",
-                        ".visible .entry forms()", "{", ".reg .f32 %f<300>;",
-                        ".reg .b32 %r<300>;", ".reg .b64 %rd<2>;", "mov.b64 %rd1, 0;",
-                        "mov.b32 %r200, 1;", "wgmma.fence.sync.aligned;", body,
-                        "wgmma.commit_group.sync.aligned;", "wgmma.wait_group.sync.aligned 0;",
-                        *[f"st.global.f32 [%rd1+{4 * i}], %f{i};" for i in range(128)],
-                        *[f"st.global.b32 [%rd1+{512 + 4 * i}], %r{i};" for i in range(128)],
-                        "ret;", "}"])
+    module = "\n".join(
+        [
+            ".version 8.5",
+            ".target sm_90a",
+            ".address_size 64",
+            ".visible .entry forms()",
+            "{",
+            ".reg .f32 %f<300>;",
+            ".reg .b32 %r<300>;",
+            ".reg .b64 %rd<2>;",
+            "mov.b64 %rd1, 0;",
+            "mov.b32 %r200, 1;",
+            "wgmma.fence.sync.aligned;",
+            body,
+            "wgmma.commit_group.sync.aligned;",
+            "wgmma.wait_group.sync.aligned 0;",
+            *[f"st.global.f32 [%rd1+{4 * i}], %f{i};" for i in range(128)],
+            *[f"st.global.b32 [%rd1+{512 + 4 * i}], %r{i};" for i in range(128)],
+            "ret;",
+            "}",
+        ]
+    )
     cubin, source = tmp_path / "forms.cubin", tmp_path / "forms.ptx"
     source.write_text(module)
-    result = subprocess.run([str(PTXAS), "-arch=sm_90a", str(source), "-o", str(cubin)],
-                            capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [str(PTXAS), "-arch=sm_90a", str(source), "-o", str(cubin)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr[:2000]
     nvdisasm = PTXAS.parent / "nvdisasm"
     if not nvdisasm.exists():
         pytest.skip("nvdisasm is absent: the forms assembled, their SASS is unread")
-    sass = subprocess.run([str(nvdisasm), str(cubin)], capture_output=True, text=True,
-                          timeout=120).stdout
+    sass = subprocess.run(
+        [str(nvdisasm), str(cubin)], capture_output=True, text=True, timeout=120
+    ).stdout
     # HGMMA (16-bit and tf32 inputs), QGMMA (fp8), IGMMA (integer): every form shows up with
     # its shape and types, and (almost) every instruction survives as one
     found = set(re.findall(r"\b([HQI]GMMA\.64x\d+x\d+(?:\.[A-Z0-9]+)*)", sass))

@@ -1,5 +1,6 @@
 """A wgmma with a static ``scale_d=0`` discards the accumulator (``D = A @ B``) in the interpreter
 as on the GPU, whatever the registers held; ``scale_d=1`` adds to them."""
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -13,14 +14,19 @@ MMA = "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16"
 
 def _product(scale_d: int):
     @jittile.kernel
-    def product(A: T.Tensor((64, 16), "bfloat16"), B: T.Tensor((16, 64), "bfloat16"),
-                D: T.Tensor((64, 64), "float32")):
+    def product(
+        A: T.Tensor((64, 16), "bfloat16"),
+        B: T.Tensor((16, 64), "bfloat16"),
+        D: T.Tensor((64, 64), "float32"),
+    ):
         T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=128))
         tid = T.cuda.thread_idx("x")
-        A_s = T.alloc_shared((64, 16), "bfloat16", layout=swizzle(1, (64, 16), "bfloat16"),
-                             align=1024)
-        B_s = T.alloc_shared((16, 64), "bfloat16", layout=tiled_swizzle(3, (16, 64), "bfloat16"),
-                             align=1024)
+        A_s = T.alloc_shared(
+            (64, 16), "bfloat16", layout=swizzle(1, (64, 16), "bfloat16"), align=1024
+        )
+        B_s = T.alloc_shared(
+            (16, 64), "bfloat16", layout=tiled_swizzle(3, (16, 64), "bfloat16"), align=1024
+        )
         for c in range(8):
             A_s[tid // 2, (tid % 2) * 8 + c] = A[tid // 2, (tid % 2) * 8 + c]
             B_s[tid // 8, (tid % 8) * 8 + c] = B[tid // 8, (tid % 8) * 8 + c]

@@ -6,6 +6,7 @@ Operands travel as their storage bits (uint16 for bf16, uint8 for fp8, uint32 fo
 into the shared operands' ``.bits``, so the tests need NumPy only; ``exact_values`` draws values
 every wgmma type represents exactly.
 """
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,10 +16,16 @@ from jittile import T
 from jittile.layout import tiled_swizzle, wgmma_a, wgmma_accumulator
 
 # jittile element type -> (storage dtype of the global array, exponent bias, mantissa bits)
-STORAGE = {"bfloat16": ("uint16", None, None), "float16": ("float16", None, None),
-           "tf32": ("uint32", None, None), "float32": ("float32", None, None),
-           "float8_e4m3fn": ("uint8", 7, 3), "float8_e5m2": ("uint8", 15, 2),
-           "int8": ("int8", None, None), "uint8": ("uint8", None, None)}
+STORAGE = {
+    "bfloat16": ("uint16", None, None),
+    "float16": ("float16", None, None),
+    "tf32": ("uint32", None, None),
+    "float32": ("float32", None, None),
+    "float8_e4m3fn": ("uint8", 7, 3),
+    "float8_e5m2": ("uint8", 15, 2),
+    "int8": ("int8", None, None),
+    "uint8": ("uint8", None, None),
+}
 ACCUMULATOR = {"f32": "float32", "f16": "float16", "s32": "int32"}
 OUTPUT = {"f32": "float32", "f16": "uint32", "s32": "int32"}  # D's global storage
 
@@ -42,8 +49,10 @@ class Case:
         return self.opcode.split(".")[-3]
 
     def __str__(self) -> str:
-        return (f"{self.opcode.split('.', 4)[-1]}-K{self.k}-A{self.a_major}{self.a_swizzle}"
-                f"-B{self.b_major}{self.b_swizzle}" + ("-neg" if self.scale_a < 0 else ""))
+        return (
+            f"{self.opcode.split('.', 4)[-1]}-K{self.k}-A{self.a_major}{self.a_swizzle}"
+            f"-B{self.b_major}{self.b_swizzle}" + ("-neg" if self.scale_a < 0 else "")
+        )
 
 
 def exact_values(shape: tuple, element: str, rng: np.random.Generator) -> np.ndarray:
@@ -96,9 +105,13 @@ def make_kernel(case: Case):
     a_per_word = 32 // {"bfloat16": 16, "float16": 16, "tf32": 32}.get(case.atype, 8)
 
     @jittile.kernel
-    def wgmma_product(A: T.Tensor(a_shape, a_storage), A_words: T.Tensor((None, None), "uint32"),
-                      B: T.Tensor(b_shape, b_storage), D: T.Tensor((64, None), output),
-                      SCALE_D: T.int32):
+    def wgmma_product(
+        A: T.Tensor(a_shape, a_storage),
+        A_words: T.Tensor((None, None), "uint32"),
+        B: T.Tensor(b_shape, b_storage),
+        D: T.Tensor((64, None), output),
+        SCALE_D: T.int32,
+    ):
         T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=128))
         tid = T.cuda.thread_idx("x")
         A_s = T.alloc_shared(a_shape, case.atype, layout=a_layout, align=1024)
@@ -125,14 +138,32 @@ def make_kernel(case: Case):
                 frag[i] = A_words[frag.row(i), frag.col(i) // a_per_word]
         T.ptx.wgmma.fence.sync.aligned()
         if a_registers:
-            T.cuda.tile.apply(T.ptx[opcode], acc, frag, B_s.T if b_transposed else B_s,
-                              scale_d=SCALE_D, scale_a=scale_a)
+            T.cuda.tile.apply(
+                T.ptx[opcode],
+                acc,
+                frag,
+                B_s.T if b_transposed else B_s,
+                scale_d=SCALE_D,
+                scale_a=scale_a,
+            )
         elif a_transposed:
-            T.cuda.tile.apply(T.ptx[opcode], acc, A_s.T, B_s.T if b_transposed else B_s,
-                              scale_d=SCALE_D, scale_a=scale_a)
+            T.cuda.tile.apply(
+                T.ptx[opcode],
+                acc,
+                A_s.T,
+                B_s.T if b_transposed else B_s,
+                scale_d=SCALE_D,
+                scale_a=scale_a,
+            )
         else:
-            T.cuda.tile.apply(T.ptx[opcode], acc, A_s, B_s.T if b_transposed else B_s,
-                              scale_d=SCALE_D, scale_a=scale_a)
+            T.cuda.tile.apply(
+                T.ptx[opcode],
+                acc,
+                A_s,
+                B_s.T if b_transposed else B_s,
+                scale_d=SCALE_D,
+                scale_a=scale_a,
+            )
         T.ptx.wgmma.commit_group.sync.aligned()
         T.ptx.wgmma.wait_group.sync.aligned(0)
         for i in T.unroll(acc.size):
@@ -150,8 +181,11 @@ def run_case(case: Case, launch: bool = True, seed: int = 0):
     a_stored = a if case.a_major != "MN" else a.T
     b_stored = b.T if case.b_major == "K" else b
     a_bits = np.ascontiguousarray(storage_bits(a_stored, case.atype))
-    words = np.ascontiguousarray(storage_bits(a, case.atype)).view(np.uint32) \
-        if case.a_major == "registers" else np.zeros((1, 1), np.uint32)
+    words = (
+        np.ascontiguousarray(storage_bits(a, case.atype)).view(np.uint32)
+        if case.a_major == "registers"
+        else np.zeros((1, 1), np.uint32)
+    )
     b_bits = np.ascontiguousarray(storage_bits(b_stored, case.btype))
     if case.dtype == "f16":
         d = c.astype(np.float16).view(np.uint32)
@@ -172,24 +206,107 @@ CASES = [
     Case(BF16.format(n=8), "bfloat16", "bfloat16", 8, 32, "K", "K", 1, 0),
     Case(BF16.format(n=64), "bfloat16", "bfloat16", 64, 32, "MN", "MN", 2, 1, scale_a=-1),
     Case(BF16.format(n=64), "bfloat16", "bfloat16", 64, 32, "registers", "MN", 0, 3),
-    Case("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16", "float16", "float16", 64, 16,
-         "MN", "K", 0, 0),
-    Case("wgmma.mma_async.sync.aligned.m64n64k16.f16.f16.f16", "float16", "float16", 64, 32,
-         "K", "MN", 2, 2),
-    Case("wgmma.mma_async.sync.aligned.m64n32k16.f16.f16.f16", "float16", "float16", 32, 16,
-         "registers", "K", 0, 1),
-    Case("wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32", "tf32", "tf32", 64, 32, "K",
-         "K", 3, 3),
-    Case("wgmma.mma_async.sync.aligned.m64n24k8.f32.tf32.tf32", "tf32", "tf32", 24, 8,
-         "registers", "K", 0, 0),
-    Case("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3", "float8_e4m3fn",
-         "float8_e4m3fn", 128, 128, "K", "K", 3, 3),
-    Case("wgmma.mma_async.sync.aligned.m64n64k32.f16.e5m2.e4m3", "float8_e5m2",
-         "float8_e4m3fn", 64, 32, "K", "K", 1, 1),
-    Case("wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e5m2", "float8_e4m3fn",
-         "float8_e5m2", 32, 32, "registers", "K", 0, 1, scale_a=-1),
-    Case("wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8", "int8", "int8", 64, 128, "K", "K",
-         3, 0),
-    Case("wgmma.mma_async.sync.aligned.m64n48k32.s32.u8.s8", "uint8", "int8", 48, 32,
-         "registers", "K", 0, 1),
+    Case(
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16",
+        "float16",
+        "float16",
+        64,
+        16,
+        "MN",
+        "K",
+        0,
+        0,
+    ),
+    Case(
+        "wgmma.mma_async.sync.aligned.m64n64k16.f16.f16.f16",
+        "float16",
+        "float16",
+        64,
+        32,
+        "K",
+        "MN",
+        2,
+        2,
+    ),
+    Case(
+        "wgmma.mma_async.sync.aligned.m64n32k16.f16.f16.f16",
+        "float16",
+        "float16",
+        32,
+        16,
+        "registers",
+        "K",
+        0,
+        1,
+    ),
+    Case(
+        "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32",
+        "tf32",
+        "tf32",
+        64,
+        32,
+        "K",
+        "K",
+        3,
+        3,
+    ),
+    Case(
+        "wgmma.mma_async.sync.aligned.m64n24k8.f32.tf32.tf32",
+        "tf32",
+        "tf32",
+        24,
+        8,
+        "registers",
+        "K",
+        0,
+        0,
+    ),
+    Case(
+        "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3",
+        "float8_e4m3fn",
+        "float8_e4m3fn",
+        128,
+        128,
+        "K",
+        "K",
+        3,
+        3,
+    ),
+    Case(
+        "wgmma.mma_async.sync.aligned.m64n64k32.f16.e5m2.e4m3",
+        "float8_e5m2",
+        "float8_e4m3fn",
+        64,
+        32,
+        "K",
+        "K",
+        1,
+        1,
+    ),
+    Case(
+        "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e5m2",
+        "float8_e4m3fn",
+        "float8_e5m2",
+        32,
+        32,
+        "registers",
+        "K",
+        0,
+        1,
+        scale_a=-1,
+    ),
+    Case(
+        "wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8", "int8", "int8", 64, 128, "K", "K", 3, 0
+    ),
+    Case(
+        "wgmma.mma_async.sync.aligned.m64n48k32.s32.u8.s8",
+        "uint8",
+        "int8",
+        48,
+        32,
+        "registers",
+        "K",
+        0,
+        1,
+    ),
 ]

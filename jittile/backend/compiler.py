@@ -1,4 +1,5 @@
 """Lowered function -> numba-cuda PTX -> post-pass -> nvJitLink cubin."""
+
 from __future__ import annotations
 
 import ast
@@ -15,21 +16,30 @@ from numba import cuda  # noqa: E402
 from numba.cuda import types  # noqa: E402
 
 from ..dtypes import DType  # noqa: E402
-from ..errors import (CompileError, JittileWarning, ToolchainError, user_stacklevel,  # noqa: E402
-                      warn_at)
-from ..ir import ArrayParam, KernelIR, ScalarParam, TensorMapParam  # noqa: E402
+from ..errors import CompileError, JittileWarning, ToolchainError, user_stacklevel, warn_at  # noqa: E402
 from ..frontend.lower import Lowered  # noqa: E402
-from ..targets import Target  # noqa: E402
+from ..ir import ArrayParam, KernelIR, ScalarParam, TensorMapParam  # noqa: E402
 from ..ptx import math as ptx_math  # noqa: E402
 from ..ptx.conversions import conversion  # noqa: E402
+from ..targets import Target  # noqa: E402
 from . import intrinsics, ptx_post, toolchain  # noqa: E402
-from .reshape import reshape  # noqa: E402
 from .diagnose import LOWERED_FILENAME, numba_failure  # noqa: E402
+from .reshape import reshape  # noqa: E402
 
-_NUMBA_SCALARS = {"int8": types.int8, "uint8": types.uint8, "int16": types.int16,
-                  "uint16": types.uint16, "int32": types.int32, "uint32": types.uint32,
-                  "int64": types.int64, "uint64": types.uint64, "float16": types.float16,
-                  "float32": types.float32, "float64": types.float64, "bool": types.boolean}
+_NUMBA_SCALARS = {
+    "int8": types.int8,
+    "uint8": types.uint8,
+    "int16": types.int16,
+    "uint16": types.uint16,
+    "int32": types.int32,
+    "uint32": types.uint32,
+    "int64": types.int64,
+    "uint64": types.uint64,
+    "float16": types.float16,
+    "float32": types.float32,
+    "float64": types.float64,
+    "bool": types.boolean,
+}
 
 
 def numba_scalar(name: str):
@@ -92,14 +102,14 @@ def _namespace(ir: KernelIR, names: dict) -> dict:
         elif kind == "smem":
             buf = spec[1]
             count = buf.nbytes // buf.dtype.bytes
-            out[name] = intrinsics.make_smem_view(buf.offset, count, numba_storage(buf.dtype),
-                                                  *shared)
+            out[name] = intrinsics.make_smem_view(
+                buf.offset, count, numba_storage(buf.dtype), *shared
+            )
         elif kind == "saddr_const":  # element ``index`` of a view, plus ``extra`` bytes
             _, view, index, extra = spec
             buf = names[view][1]
             itemsize = numba_storage(buf.dtype).bitwidth // 8
-            out[name] = intrinsics.make_smem_address(buf.offset + index * itemsize + extra,
-                                                     *shared)
+            out[name] = intrinsics.make_smem_address(buf.offset + index * itemsize + extra, *shared)
         elif kind == "fill":
             out[name] = intrinsics.make_fill(spec[1])
         elif kind == "set":
@@ -160,8 +170,7 @@ def compile_lowered(lowered: Lowered, target: Target, override=None) -> Artifact
     is a PTX file linked instead of the generated PTX (``JITTILE_OVERRIDE_DIR``)."""
     start = time.perf_counter()
     ir = lowered.ir
-    reshaped = reshape(lowered.function, lowered.namespace, lowered.shared_views,
-                       lowered.fragments)
+    reshaped = reshape(lowered.function, lowered.namespace, lowered.shared_views, lowered.fragments)
     module = ast.Module(body=[reshaped.function], type_ignores=[])
     namespace = _namespace(ir, reshaped.namespace)
     code = compile(module, LOWERED_FILENAME, "exec")
@@ -177,8 +186,11 @@ def compile_lowered(lowered: Lowered, target: Target, override=None) -> Artifact
     block = ir.launch.block if ir.launch is not None else None
     ptx = ptx_post.rewrite(ptx, entry, grid_constant, cluster, block)
     if override is not None:  # a user's choice: a warning even in strict mode
-        warnings.warn(f"{ir.name}: JITTILE_OVERRIDE_DIR: linking {override} instead of the "
-                      f"generated PTX", JittileWarning, stacklevel=user_stacklevel())
+        warnings.warn(
+            f"{ir.name}: JITTILE_OVERRIDE_DIR: linking {override} instead of the generated PTX",
+            JittileWarning,
+            stacklevel=user_stacklevel(),
+        )
         ptx = override.read_text()
     try:
         linked = toolchain.build_cubin(ptx, target, entry)
@@ -189,6 +201,14 @@ def compile_lowered(lowered: Lowered, target: Target, override=None) -> Artifact
         warn_at(linked.note, lowered.positions[1].location)
     for advisory in toolchain.performance_advisories(linked.log):
         warn_at(f"ptxas: {advisory}", lowered.positions[1].location)
-    return Artifact(ptx, linked.cubin, entry, usage, layout, time.perf_counter() - start,
-                    {**toolchain.libraries(), "linker": linked.linker},
-                    ast.unparse(reshaped.function), nvvm)
+    return Artifact(
+        ptx,
+        linked.cubin,
+        entry,
+        usage,
+        layout,
+        time.perf_counter() - start,
+        {**toolchain.libraries(), "linker": linked.linker},
+        ast.unparse(reshaped.function),
+        nvvm,
+    )

@@ -6,6 +6,7 @@ file (on the error, or only on the typing constraint that raised it, deep in the
 line names the user's expression. numba's words are reduced to the operation and the operand types
 that have no implementation.
 """
+
 from __future__ import annotations
 
 import re
@@ -19,18 +20,44 @@ _SIGNATURE = re.compile(r">>> (\w+)\((.*)\)\s*$", re.M)
 _NOISE = re.compile(r'(Failed in .* pipeline|During: |File "|<source missing|\^)')
 _SPECIFIC = re.compile(r"raised a specific error:\s*\n\s*(?:\w+: )?(.+)")
 _OPERATIONS = {
-    "getitem": "indexing", "setitem": "an element store", "add": "'+'", "iadd": "'+='",
-    "sub": "'-'", "isub": "'-='", "mul": "'*'", "imul": "'*='", "truediv": "'/'",
-    "floordiv": "'//'", "mod": "'%'", "pow": "'**'", "lshift": "'<<'", "rshift": "'>>'",
-    "and_": "'&'", "or_": "'|'", "xor": "'^'", "lt": "'<'", "le": "'<='", "gt": "'>'",
-    "ge": "'>='", "eq": "'=='", "ne": "'!='", "neg": "unary '-'", "invert": "'~'",
-    "not_": "'not'", "truth": "a truth test", "asm_intrinsic": "an inline-PTX instruction",
-    "smem_view": "a shared-memory view", "shared_address": "a shared address",
-    "global_address": "a global address", "set_element": "a register-fragment element store",
+    "getitem": "indexing",
+    "setitem": "an element store",
+    "add": "'+'",
+    "iadd": "'+='",
+    "sub": "'-'",
+    "isub": "'-='",
+    "mul": "'*'",
+    "imul": "'*='",
+    "truediv": "'/'",
+    "floordiv": "'//'",
+    "mod": "'%'",
+    "pow": "'**'",
+    "lshift": "'<<'",
+    "rshift": "'>>'",
+    "and_": "'&'",
+    "or_": "'|'",
+    "xor": "'^'",
+    "lt": "'<'",
+    "le": "'<='",
+    "gt": "'>'",
+    "ge": "'>='",
+    "eq": "'=='",
+    "ne": "'!='",
+    "neg": "unary '-'",
+    "invert": "'~'",
+    "not_": "'not'",
+    "truth": "a truth test",
+    "asm_intrinsic": "an inline-PTX instruction",
+    "smem_view": "a shared-memory view",
+    "shared_address": "a shared address",
+    "global_address": "a global address",
+    "set_element": "a register-fragment element store",
     "fill": "a register fragment's initial value",
 }
-_HINT = ("kernel values are ints, floats and bools (T.uint32(x) and friends convert); tensors and "
-         "buffers are indexed one element at a time, and inline-PTX operands are integers")
+_HINT = (
+    "kernel values are ints, floats and bools (T.uint32(x) and friends convert); tensors and "
+    "buffers are indexed one element at a time, and inline-PTX operands are integers"
+)
 
 
 def numba_failure(exc: BaseException, positions: dict) -> CompileError:
@@ -40,10 +67,10 @@ def numba_failure(exc: BaseException, positions: dict) -> CompileError:
     origin = positions.get(line) if line is not None else None
     if origin is None:
         origin = positions[1]
-        return CompileError(f"numba-cuda could not compile the kernel: {summary(str(exc))}",
-                            origin.location)
-    return CompileError(f"{origin.text!r} cannot be compiled: {summary(str(exc))}",
-                        origin.location)
+        return CompileError(
+            f"numba-cuda could not compile the kernel: {summary(str(exc))}", origin.location
+        )
+    return CompileError(f"{origin.text!r} cannot be compiled: {summary(str(exc))}", origin.location)
 
 
 def failing_line(exc: BaseException) -> int | None:
@@ -66,8 +93,9 @@ def failing_line(exc: BaseException) -> int | None:
 
 
 def _line_of(loc) -> int | None:
-    if getattr(loc, "filename", None) == LOWERED_FILENAME and isinstance(getattr(loc, "line", None),
-                                                                          int):
+    if getattr(loc, "filename", None) == LOWERED_FILENAME and isinstance(
+        getattr(loc, "line", None), int
+    ):
         return loc.line
     return None
 
@@ -105,8 +133,11 @@ def summary(message: str) -> str:
         if specific:
             text += f" ({specific.group(1).strip()})"
         return f"{text}; {_HINT}"
-    lines = [line.strip() for line in message.strip().splitlines()
-             if line.strip() and not _NOISE.match(line.strip())]
+    lines = [
+        line.strip()
+        for line in message.strip().splitlines()
+        if line.strip() and not _NOISE.match(line.strip())
+    ]
     first = lines[0] if lines else "unknown error"
     first = re.sub(r"'\$[\w.]+'", "a temporary value", first)
     first = re.sub(r"'([A-Za-z_]\w*)\.\d+'", r"'\1'", first)

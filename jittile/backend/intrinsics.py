@@ -3,6 +3,7 @@
 Each factory returns a fresh ``@intrinsic`` bound to compile-time facts (an asm call, a shared-memory
 placement), so the lowered Python function can refer to it by a generated global name.
 """
+
 from __future__ import annotations
 
 import functools
@@ -45,7 +46,7 @@ def _accepts(ty, register_type) -> bool:
     return isinstance(ty, numeric)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def make_asm(call: AsmCall, groups: tuple | None = None):
     """An intrinsic issuing ``call``: inputs are converted to each operand's register type (an
     integer of the operand's width, or float32 for ``f``); it returns nothing, one value, or a
@@ -70,15 +71,18 @@ def _asm_typer(call: AsmCall, groups: tuple | None):
             if group is None:
                 out.append(ty)
             elif isinstance(ty, types.BaseTuple) and len(ty) == group[2]:
-                out.extend(ty.types[group[0]:group[0] + group[1]])
+                out.extend(ty.types[group[0] : group[0] + group[1]])
             else:
                 return None
         return out
 
     def typer(typingctx, *argtys):
         operands = flat(argtys)
-        if operands is None or len(operands) != len(in_types) or \
-                not all(_accepts(ty, want) for ty, want in zip(operands, in_types)):
+        if (
+            operands is None
+            or len(operands) != len(in_types)
+            or not all(_accepts(ty, want) for ty, want in zip(operands, in_types))
+        ):
             return None
         if not out_types:
             resty = types.void
@@ -94,11 +98,15 @@ def _asm_typer(call: AsmCall, groups: tuple | None):
                 if group is None:
                     values.append(value)
                 else:
-                    values.extend(builder.extract_value(value, group[0] + k)
-                                  for k in range(group[1]))
-            llargs = [context.cast(builder, v, t, want) if isinstance(want, types.Float) else
-                      _as_int(context, builder, v, t, want.bitwidth)
-                      for v, t, want in zip(values, operands, in_types)]
+                    values.extend(
+                        builder.extract_value(value, group[0] + k) for k in range(group[1])
+                    )
+            llargs = [
+                context.cast(builder, v, t, want)
+                if isinstance(want, types.Float)
+                else _as_int(context, builder, v, t, want.bitwidth)
+                for v, t, want in zip(values, operands, in_types)
+            ]
             lltypes = [context.get_value_type(t) for t in out_types]
             if not out_types:
                 llret = ir.VoidType()
@@ -119,7 +127,7 @@ def _asm_typer(call: AsmCall, groups: tuple | None):
     return typer
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def make_word_asm(call: AsmCall):
     """An intrinsic issuing ``call`` (32-bit register operands, the first input the one value
     it moves: ``shfl.sync``) on a float or integer value, which keeps its kind: a float goes
@@ -150,7 +158,7 @@ def _fixed_arity(typer, arity: int):
     return intrinsic(namespace["asm_intrinsic"])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def make_fill(count: int):
     """An intrinsic returning a tuple of ``count`` copies of its argument: a packed register
     fragment's initial value."""
@@ -167,7 +175,7 @@ def make_fill(count: int):
     return fill
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def make_set(index: int):
     """An intrinsic returning a packed fragment with element ``index`` replaced (converted to the
     fragment's element type): ``frag[index] = value``."""
@@ -186,7 +194,7 @@ def make_set(index: int):
     return set_element
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def make_splice(start: int, count: int):
     """An intrinsic returning a packed fragment whose elements ``start`` to ``start + count`` are
     replaced by those of a tuple of ``count`` values: the registers one instruction of an
@@ -194,15 +202,18 @@ def make_splice(start: int, count: int):
 
     @intrinsic
     def splice(typingctx, fragment, part):
-        if not isinstance(fragment, types.UniTuple) or not isinstance(part, types.BaseTuple) \
-                or len(part) != count or start + count > len(fragment):
+        if (
+            not isinstance(fragment, types.UniTuple)
+            or not isinstance(part, types.BaseTuple)
+            or len(part) != count
+            or start + count > len(fragment)
+        ):
             return None
 
         def codegen(context, builder, signature, args):
             whole = args[0]
             for k, ty in enumerate(part.types):
-                value = context.cast(builder, builder.extract_value(args[1], k), ty,
-                                     fragment.dtype)
+                value = context.cast(builder, builder.extract_value(args[1], k), ty, fragment.dtype)
                 whole = builder.insert_value(whole, value, start + k)
             return whole
 
@@ -232,14 +243,16 @@ def _smem_base(builder, total_bytes: int, align: int, dynamic: bool):
     base = builder.bitcast(gv, i8s)
     if dynamic and align > 16:
         addr = builder.ptrtoint(base, ir.IntType(32))
-        rounded = builder.and_(builder.add(addr, ir.Constant(ir.IntType(32), align - 1)),
-                               ir.Constant(ir.IntType(32), (~(align - 1)) & 0xFFFFFFFF))
+        rounded = builder.and_(
+            builder.add(addr, ir.Constant(ir.IntType(32), align - 1)),
+            ir.Constant(ir.IntType(32), (~(align - 1)) & 0xFFFFFFFF),
+        )
         delta = builder.sub(rounded, addr)
         base = builder.gep(base, [delta])
     return base
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def make_smem_view(offset: int, count: int, dtype, total_bytes: int, align: int, dynamic: bool):
     """An intrinsic returning a 1-D C-contiguous array of ``count`` ``dtype`` elements at byte
     ``offset`` of the planned shared block; layouts are applied by the lowered index arithmetic.
@@ -269,7 +282,7 @@ def make_smem_view(offset: int, count: int, dtype, total_bytes: int, align: int,
     return smem_view
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def make_smem_address(offset: int, total_bytes: int, align: int, dynamic: bool):
     """An intrinsic returning the 32-bit shared-window address ``offset`` bytes into the planned
     shared block: a constant address, typed once however often a kernel uses it."""
@@ -298,7 +311,9 @@ def shared_address(typingctx, array, index):
         idx = context.cast(builder, args[1], signature.args[1], types.intp)
         elem = builder.gep(ary.data, [idx])
         i8 = builder.bitcast(elem, ir.PointerType(ir.IntType(8)))
-        shared = builder.addrspacecast(i8, ir.PointerType(ir.IntType(8), ADDRSPACE_SHARED), "shared")
+        shared = builder.addrspacecast(
+            i8, ir.PointerType(ir.IntType(8), ADDRSPACE_SHARED), "shared"
+        )
         return builder.ptrtoint(shared, ir.IntType(32))
 
     return types.uint32(array, index), codegen
@@ -313,12 +328,19 @@ def global_address(typingctx, array, indices):
     def codegen(context, builder, signature, args):
         aryty, idxty = signature.args
         ary = context.make_array(aryty)(context, builder, args[0])
-        idx = [context.cast(builder, builder.extract_value(args[1], i), t, types.intp)
-               for i, t in enumerate(idxty)]
-        ptr = cgutils.get_item_pointer2(context, builder, data=ary.data,
-                                        shape=cgutils.unpack_tuple(builder, ary.shape),
-                                        strides=cgutils.unpack_tuple(builder, ary.strides),
-                                        layout=aryty.layout, inds=idx)
+        idx = [
+            context.cast(builder, builder.extract_value(args[1], i), t, types.intp)
+            for i, t in enumerate(idxty)
+        ]
+        ptr = cgutils.get_item_pointer2(
+            context,
+            builder,
+            data=ary.data,
+            shape=cgutils.unpack_tuple(builder, ary.shape),
+            strides=cgutils.unpack_tuple(builder, ary.strides),
+            layout=aryty.layout,
+            inds=idx,
+        )
         return builder.ptrtoint(ptr, ir.IntType(64))
 
     return types.uint64(array, indices), codegen

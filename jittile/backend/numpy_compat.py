@@ -4,6 +4,7 @@ NumPy 2.5 removed ``np.row_stack`` (deprecated alias of ``np.vstack`` since 2.0)
 still registers a typing template for it at first compile and fails with ``AttributeError``. Restoring
 the alias before numba-cuda loads is exactly what NumPy < 2.5 had, so it changes no behaviour.
 """
+
 from __future__ import annotations
 
 import numpy as np

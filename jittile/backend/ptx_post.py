@@ -11,6 +11,7 @@
   ``setmaxnreg`` (with ``.minnctapersm 1`` where the kernel uses it: the budgets move registers
   from the count at entry).
 """
+
 from __future__ import annotations
 
 import re
@@ -35,9 +36,13 @@ def entry_name(ptx: str) -> str:
     return match.group(1)
 
 
-def rewrite(ptx: str, stable_name: str, grid_constant_params: list[int],
-            cluster: tuple[int, int, int] | None,
-            block: tuple[int, int, int] | None = None) -> str:
+def rewrite(
+    ptx: str,
+    stable_name: str,
+    grid_constant_params: list[int],
+    cluster: tuple[int, int, int] | None,
+    block: tuple[int, int, int] | None = None,
+) -> str:
     """Apply the rewrites; ``grid_constant_params`` are flattened parameter indices, ``block``
     the block the kernel is launched with (None: unknown)."""
     old = entry_name(ptx)
@@ -48,17 +53,28 @@ def rewrite(ptx: str, stable_name: str, grid_constant_params: list[int],
         if not decl.search(ptx):
             raise ToolchainError(f"TensorMap parameter {param} not found in the PTX")
         ptx = decl.sub(f".param .align 64 .b8 {param}[128]", ptx)
-        ptx = re.sub(rf"ld\.param\.u64\s+(%rd\d+),\s*\[{re.escape(param)}\];",
-                     rf"mov.b64 \1, {param};\n\tcvta.param.u64 \1, \1;", ptx)
+        ptx = re.sub(
+            rf"ld\.param\.u64\s+(%rd\d+),\s*\[{re.escape(param)}\];",
+            rf"mov.b64 \1, {param};\n\tcvta.param.u64 \1, \1;",
+            ptx,
+        )
     if block is not None:
         x, y, z = block
         # setmaxnreg budgets move registers from the count at entry, which ptxas knows only
         # when it may assume one CTA per SM (CUDA's __launch_bounds__(threads, 1))
         one_cta = "\n.minnctapersm 1" if uses_setmaxnreg(ptx) else ""
-        ptx = re.sub(rf"(\.entry\s+{re.escape(stable_name)}\s*\((?:[^)]*)\))",
-                     rf"\1\n.maxntid {x}, {y}, {z}{one_cta}", ptx, count=1)
+        ptx = re.sub(
+            rf"(\.entry\s+{re.escape(stable_name)}\s*\((?:[^)]*)\))",
+            rf"\1\n.maxntid {x}, {y}, {z}{one_cta}",
+            ptx,
+            count=1,
+        )
     if cluster is not None:
         x, y, z = cluster
-        ptx = re.sub(rf"(\.entry\s+{re.escape(stable_name)}\s*\((?:[^)]*)\))",
-                     rf"\1\n.explicitcluster\n.reqnctapercluster {x}, {y}, {z}", ptx, count=1)
+        ptx = re.sub(
+            rf"(\.entry\s+{re.escape(stable_name)}\s*\((?:[^)]*)\))",
+            rf"\1\n.explicitcluster\n.reqnctapercluster {x}, {y}, {z}",
+            ptx,
+            count=1,
+        )
     return ptx

@@ -23,11 +23,12 @@ user's code. The result is a new tree: only the nodes on a path to a change are 
 node is shared with the frontend's form, which stays as it was (the interpreter runs it, and a
 re-lowering of a cached kernel reads the kernel's parsed source, which it shares nodes with).
 """
+
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from ..frontend.emit import SHARED_ADDRESS
 from ..frontend.syntax import name as _name
@@ -46,8 +47,12 @@ class Reshaped:
     namespace: dict
 
 
-def reshape(function: ast.FunctionDef, namespace: dict, shared_views: dict[str, str],
-            fragments: dict[str, tuple[str, ...]]) -> Reshaped:
+def reshape(
+    function: ast.FunctionDef,
+    namespace: dict,
+    shared_views: dict[str, str],
+    fragments: dict[str, tuple[str, ...]],
+) -> Reshaped:
     """``function`` rewritten, leaving ``function`` and ``namespace`` as they were; the globals
     the new function also uses are ``("saddr_const", view, index, extra_bytes)``,
     ``("packed", callee, groups)`` (an instruction taking grouped operands, see
@@ -115,8 +120,9 @@ _BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case)  # the nodes that hold s
 def _without(node: ast.AST, drop: Callable[[ast.stmt], bool]) -> ast.AST:
     """``node`` without the statements ``drop`` selects, at any depth (bodies and else branches;
     one emptied keeps a ``pass``), path-copied."""
-    new = _rebuilt(node, lambda child: _without(child, drop) if isinstance(child, _BLOCKS)
-                   else child)
+    new = _rebuilt(
+        node, lambda child: _without(child, drop) if isinstance(child, _BLOCKS) else child
+    )
     for field in ("body", "orelse"):
         stmts = getattr(new, field, None)
         if isinstance(stmts, list) and stmts and isinstance(stmts[0], ast.stmt):
@@ -147,8 +153,9 @@ class _AddressRewriter:
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and _is_int(node.right):
             address = self._address(node.left)
             if address is not None:
-                return self._use(_Address(address.buffer, address.index,
-                                          address.extra + node.right.value), node)
+                return self._use(
+                    _Address(address.buffer, address.index, address.extra + node.right.value), node
+                )
         elif isinstance(node, ast.Call):
             address = self._address(node)
             if address is not None:
@@ -156,10 +163,15 @@ class _AddressRewriter:
         return _rebuilt(node, self.rewrite)
 
     def _address(self, node: ast.expr) -> _Address | None:
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                and node.func.id == SHARED_ADDRESS and len(node.args) == 2
-                and isinstance(node.args[0], ast.Name) and node.args[0].id in self.buffers
-                and _is_int(node.args[1])):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == SHARED_ADDRESS
+            and len(node.args) == 2
+            and isinstance(node.args[0], ast.Name)
+            and node.args[0].id in self.buffers
+            and _is_int(node.args[1])
+        ):
             return _Address(node.args[0].id, node.args[1].value, 0)
         return None
 
@@ -169,8 +181,9 @@ class _AddressRewriter:
         return ast.copy_location(_name(self.variables[address]), node)
 
 
-def _hoist_constant_addresses(function: ast.FunctionDef, namespace: dict,
-                              views: dict[str, str]) -> ast.FunctionDef:
+def _hoist_constant_addresses(
+    function: ast.FunctionDef, namespace: dict, views: dict[str, str]
+) -> ast.FunctionDef:
     stores = _stores(function)
     # A buffer variable bound once (by its allocation) always names the buffer.
     rewriter = _AddressRewriter({var for var in views if stores.get(var) == 1})
@@ -180,27 +193,41 @@ def _hoist_constant_addresses(function: ast.FunctionDef, namespace: dict,
     first = function.body[0]
     hoisted = []
     for address, var in rewriter.variables.items():
-        intrinsic = _fresh(namespace, ADDRESS_PREFIX,
-                           ("saddr_const", views[address.buffer], address.index, address.extra))
-        stmt = ast.Assign(targets=[_name(var, ast.Store())],
-                          value=ast.Call(func=_name(intrinsic), args=[], keywords=[]))
+        intrinsic = _fresh(
+            namespace,
+            ADDRESS_PREFIX,
+            ("saddr_const", views[address.buffer], address.index, address.extra),
+        )
+        stmt = ast.Assign(
+            targets=[_name(var, ast.Store())],
+            value=ast.Call(func=_name(intrinsic), args=[], keywords=[]),
+        )
         hoisted.append(ast.fix_missing_locations(ast.copy_location(stmt, first)))
     rewritten.body = hoisted + rewritten.body  # ``rewritten`` is a copy: an address changed
     return _drop_unused_views(rewritten, {a.buffer for a in rewriter.variables}, views)
 
 
-def _drop_unused_views(function: ast.FunctionDef, buffers: set[str],
-                       views: dict[str, str]) -> ast.FunctionDef:
+def _drop_unused_views(
+    function: ast.FunctionDef, buffers: set[str], views: dict[str, str]
+) -> ast.FunctionDef:
     """Without ``buf = <view>()`` where ``buf`` is no longer read: numba would still type it."""
-    read = {node.id for node in ast.walk(function)
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+    read = {
+        node.id
+        for node in ast.walk(function)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+    }
     unused = {var for var in buffers if var not in read}
 
     def allocates(stmt: ast.stmt) -> bool:
-        return (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
-                and isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id in unused
-                and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Name)
-                and stmt.value.func.id == views[stmt.targets[0].id])
+        return (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and stmt.targets[0].id in unused
+            and isinstance(stmt.value, ast.Call)
+            and isinstance(stmt.value.func, ast.Name)
+            and stmt.value.func.id == views[stmt.targets[0].id]
+        )
 
     return _without(function, allocates) if unused else function
 
@@ -210,8 +237,9 @@ class _Unpackable(Exception):
     """A use of a fragment register the tuple form does not express: keep the scalar form."""
 
 
-def _pack_fragment(function: ast.FunctionDef, namespace: dict, packed: str,
-                   registers: tuple[str, ...]) -> ast.FunctionDef:
+def _pack_fragment(
+    function: ast.FunctionDef, namespace: dict, packed: str, registers: tuple[str, ...]
+) -> ast.FunctionDef:
     index = {r: i for i, r in enumerate(registers)}
     if not any(isinstance(n, ast.Name) and n.id in index for n in ast.walk(function)):
         return function
@@ -243,15 +271,17 @@ class _FragmentPacker:
     def statement(self, stmt: ast.stmt) -> ast.stmt:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
             target = stmt.targets[0]
-            if isinstance(target, ast.Tuple) and any(self.register(e) is not None
-                                                     for e in target.elts):
+            if isinstance(target, ast.Tuple) and any(
+                self.register(e) is not None for e in target.elts
+            ):
                 return self.assign_run(stmt, self.run(target.elts))
             if self.register(target) is not None:
                 return self.set_register(stmt, self.register(target), self.expr(stmt.value))
         if isinstance(stmt, ast.AugAssign) and self.register(stmt.target) is not None:
             i = self.register(stmt.target)
-            value = ast.BinOp(left=self.read(i, stmt.target), op=stmt.op,
-                              right=self.expr(stmt.value))
+            value = ast.BinOp(
+                left=self.read(i, stmt.target), op=stmt.op, right=self.expr(stmt.value)
+            )
             return self.set_register(stmt, i, value)
         return _rebuilt(stmt, self.part)
 
@@ -281,19 +311,22 @@ class _FragmentPacker:
             if count != self.count or any(ast.dump(e) != first for e in value.elts):
                 raise _Unpackable("registers assigned a tuple other than one value for all")
             fill = _fresh(self.namespace, PACKED_PREFIX, ("fill", count))
-            return self.assign(stmt, ast.Call(func=_name(fill),
-                                              args=[self.expr(value.elts[0])], keywords=[]))
+            return self.assign(
+                stmt, ast.Call(func=_name(fill), args=[self.expr(value.elts[0])], keywords=[])
+            )
         result = self.expr(value)
         if count == self.count:
             return self.assign(stmt, result)
         splice = _fresh(self.namespace, PACKED_PREFIX, ("splice", start, count))
-        return self.assign(stmt, ast.Call(func=_name(splice), args=[_name(self.packed), result],
-                                          keywords=[]))
+        return self.assign(
+            stmt, ast.Call(func=_name(splice), args=[_name(self.packed), result], keywords=[])
+        )
 
     def set_register(self, stmt: ast.stmt, i: int, value: ast.expr) -> ast.stmt:
         setter = _fresh(self.namespace, PACKED_PREFIX, ("set", i))
-        return self.assign(stmt, ast.Call(func=_name(setter), args=[_name(self.packed), value],
-                                          keywords=[]))
+        return self.assign(
+            stmt, ast.Call(func=_name(setter), args=[_name(self.packed), value], keywords=[])
+        )
 
     def assign(self, stmt: ast.stmt, value: ast.expr) -> ast.stmt:
         new = ast.Assign(targets=[_name(self.packed, ast.Store())], value=value)
@@ -306,8 +339,11 @@ class _FragmentPacker:
         if isinstance(node, ast.Name):
             i = self.register(node)
             return node if i is None else self.read(i, node)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
-                self.namespace.get(node.func.id, ("",))[0] in _INSTRUCTIONS:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and self.namespace.get(node.func.id, ("",))[0] in _INSTRUCTIONS
+        ):
             return self.instruction(node)
         return _rebuilt(node, self.expr)
 
@@ -335,8 +371,10 @@ class _FragmentPacker:
                 i += 1
         func = call.func
         if tuple(groups) != tuple(existing):
-            func = ast.copy_location(_name(_fresh(self.namespace, PACKED_PREFIX,
-                                                  ("packed", base, tuple(groups)))), call.func)
+            func = ast.copy_location(
+                _name(_fresh(self.namespace, PACKED_PREFIX, ("packed", base, tuple(groups)))),
+                call.func,
+            )
         return ast.copy_location(ast.Call(func=func, args=args, keywords=[]), call)
 
     def longest_run(self, elts: list, at: int) -> tuple[int, int] | None:

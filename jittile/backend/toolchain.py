@@ -5,6 +5,7 @@ Nothing here looks at ``/usr/local/cuda``: the tools are found in the ``nvidia-c
 running Python environment (or on PATH as a last resort), so NVVM, nvJitLink and the disassembler are
 one CUDA version.
 """
+
 from __future__ import annotations
 
 import functools
@@ -22,13 +23,17 @@ from ..targets import Target
 from .ptx_post import uses_setmaxnreg
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def find_tool(name: str) -> str | None:
     """Path of a CUDA binary (ptxas, nvdisasm, cuobjdump) from the wheels, else PATH, else None."""
     candidates = []
     for entry in sys.path:
-        for sub in ("nvidia/cu13/bin", "nvidia/cuda_nvcc/bin", "nvidia/cuda_nvdisasm/bin",
-                    "nvidia/cuda_cuobjdump/bin"):
+        for sub in (
+            "nvidia/cu13/bin",
+            "nvidia/cuda_nvcc/bin",
+            "nvidia/cuda_nvdisasm/bin",
+            "nvidia/cuda_cuobjdump/bin",
+        ):
             candidates.append(Path(entry) / sub / name)
     for path in candidates:
         if path.is_file() and os.access(path, os.X_OK):
@@ -49,10 +54,15 @@ def libraries() -> dict:
     from cuda import pathfinder
     from cuda.bindings import nvvm
 
-    found = {name: pathfinder.load_nvidia_dynamic_lib(name).abs_path
-             for name in ("nvvm", "nvJitLink")}
-    return {"nvvm_library": found["nvvm"], "nvvm_version": ".".join(map(str, nvvm.version())),
-            "nvjitlink_library": found["nvJitLink"], "nvjitlink_version": nvjitlink_version()}
+    found = {
+        name: pathfinder.load_nvidia_dynamic_lib(name).abs_path for name in ("nvvm", "nvJitLink")
+    }
+    return {
+        "nvvm_library": found["nvvm"],
+        "nvvm_version": ".".join(map(str, nvvm.version())),
+        "nvjitlink_library": found["nvJitLink"],
+        "nvjitlink_version": nvjitlink_version(),
+    }
 
 
 def link_cubin(ptx: str, target: Target, name: str = "kernel") -> tuple[bytes, str]:
@@ -63,17 +73,21 @@ def link_cubin(ptx: str, target: Target, name: str = "kernel") -> tuple[bytes, s
     try:
         handle = nvjitlink.create(len(options), options)
     except nvjitlink.nvJitLinkError as exc:  # an nvJitLink older than the target
-        raise ToolchainError(f"nvJitLink {nvjitlink_version()} cannot build for {target}: {exc}; "
-                             f"install a newer nvidia-nvjitlink wheel or choose another "
-                             f"target") from exc
+        raise ToolchainError(
+            f"nvJitLink {nvjitlink_version()} cannot build for {target}: {exc}; "
+            f"install a newer nvidia-nvjitlink wheel or choose another "
+            f"target"
+        ) from exc
     try:
         data = ptx.encode()
         try:
             nvjitlink.add_data(handle, nvjitlink.InputType.PTX, data, len(data), f"{name}.ptx")
             nvjitlink.complete(handle)
         except nvjitlink.nvJitLinkError as exc:
-            raise ToolchainError(f"nvJitLink could not assemble {name} for {target}: "
-                                 f"{_log(nvjitlink, handle, 'error')}") from exc
+            raise ToolchainError(
+                f"nvJitLink could not assemble {name} for {target}: "
+                f"{_log(nvjitlink, handle, 'error')}"
+            ) from exc
         cubin = bytearray(nvjitlink.get_linked_cubin_size(handle))
         nvjitlink.get_linked_cubin(handle, cubin)
         return bytes(cubin), _log(nvjitlink, handle, "info")
@@ -101,9 +115,11 @@ def build_cubin(ptx: str, target: Target, name: str = "kernel") -> Linked:
     if uses_setmaxnreg(ptx):
         ptxas = find_tool("ptxas")
         if ptxas is None:
-            note = ("setmaxnreg needs a standalone ptxas (the nvidia-cuda-nvcc wheel's, or a CUDA "
-                    "toolkit's on PATH) and none was found: linked with nvJitLink, which ignores "
-                    "it")
+            note = (
+                "setmaxnreg needs a standalone ptxas (the nvidia-cuda-nvcc wheel's, or a CUDA "
+                "toolkit's on PATH) and none was found: linked with nvJitLink, which ignores "
+                "it"
+            )
         else:
             try:
                 cubin, log = assemble_whole_program(ptxas, ptx, target, name)
@@ -116,7 +132,7 @@ def build_cubin(ptx: str, target: Target, name: str = "kernel") -> Linked:
     return Linked(cubin, log, f"nvJitLink {nvjitlink_version()}")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def ptxas_version(ptxas: str) -> str:
     """``V13.0.88``-style version of a ptxas binary (``release 13.0`` gives ``13.0``)."""
     out = subprocess.run([ptxas, "--version"], capture_output=True, text=True).stdout
@@ -129,11 +145,16 @@ def assemble_whole_program(ptxas: str, ptx: str, target: Target, name: str) -> t
     with tempfile.TemporaryDirectory(prefix="jittile-ptxas-") as work:
         source, output = Path(work) / f"{name}.ptx", Path(work) / f"{name}.cubin"
         source.write_text(ptx)
-        proc = subprocess.run([ptxas, f"-arch={target.name}", "-v", "-o", str(output),
-                               str(source)], capture_output=True, text=True)
+        proc = subprocess.run(
+            [ptxas, f"-arch={target.name}", "-v", "-o", str(output), str(source)],
+            capture_output=True,
+            text=True,
+        )
         if proc.returncode != 0:
-            raise ToolchainError(f"ptxas {ptxas_version(ptxas)} ({ptxas}) could not assemble "
-                                 f"{name} for {target}: {proc.stderr.strip()}")
+            raise ToolchainError(
+                f"ptxas {ptxas_version(ptxas)} ({ptxas}) could not assemble "
+                f"{name} for {target}: {proc.stderr.strip()}"
+            )
         return output.read_bytes(), proc.stdout + proc.stderr
 
 
@@ -161,8 +182,14 @@ def performance_advisories(info_log: str) -> list[str]:
 
 def resource_usage(info_log: str) -> dict:
     """Registers, static shared bytes, local (stack) bytes and spills from ptxas' verbose log."""
-    usage = {"registers": None, "static_shared_bytes": 0, "local_bytes": 0, "spill_stores": 0,
-             "spill_loads": 0, "param_bytes": None}
+    usage = {
+        "registers": None,
+        "static_shared_bytes": 0,
+        "local_bytes": 0,
+        "spill_stores": 0,
+        "spill_loads": 0,
+        "param_bytes": None,
+    }
     if m := _USAGE.search(info_log):
         usage["registers"] = int(m.group(1))
     if m := _SMEM.search(info_log):
@@ -185,7 +212,8 @@ def disassemble(cubin: bytes) -> str:
         if not tool:
             raise ToolchainError(
                 "SASS needs nvdisasm or cuobjdump; install the wheels with "
-                "`pip install nvidia-cuda-nvdisasm nvidia-cuda-cuobjdump` (jittile[dev] has them)")
+                "`pip install nvidia-cuda-nvdisasm nvidia-cuda-cuobjdump` (jittile[dev] has them)"
+            )
         args = [tool, "--dump-sass"]
     with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as handle:
         handle.write(cubin)

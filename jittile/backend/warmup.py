@@ -5,6 +5,7 @@ the compile's own thread: imported in a second thread it only contended for the 
 and the first compile was slower for it (``bench/first_compile_overlap.py``: 1.19 s with it, 1.00 s
 without, on the H200 host; 0.69 / 0.67 s on the CPU machine).
 """
+
 from __future__ import annotations
 
 import threading
@@ -13,7 +14,9 @@ from ..targets import Target
 
 # A kernel that does nothing, for the warm-up link; PTX 8.0 is accepted by every nvJitLink that
 # builds for Hopper.
-_EMPTY_PTX = ".version 8.0\n.target {target}\n.address_size 64\n.visible .entry warmup() {{ ret; }}\n"
+_EMPTY_PTX = (
+    ".version 8.0\n.target {target}\n.address_size 64\n.visible .entry warmup() {{ ret; }}\n"
+)
 _started = threading.Lock()
 
 
@@ -21,8 +24,9 @@ def start(target: Target) -> None:
     """Start the background loading once per process (later calls return at once)."""
     if not _started.acquire(blocking=False):
         return
-    threading.Thread(target=_load_toolchain, args=(target,), name="jittile-load-toolchain",
-                     daemon=True).start()
+    threading.Thread(
+        target=_load_toolchain, args=(target,), name="jittile-load-toolchain", daemon=True
+    ).start()
 
 
 def _load_toolchain(target: Target) -> None:

@@ -4,6 +4,7 @@ Each kernel object keeps its own in-memory entries; this package is the disk sid
 It imports only the standard library (no numba), so the ``jittile cache`` commands start fast and run
 where no CUDA toolchain is installed.
 """
+
 from __future__ import annotations
 
 import os
@@ -11,11 +12,32 @@ import threading
 
 from .keys import differing_components, explain_miss, make_key
 from .select import selected, selects
-from .store import (Damaged, DiskStore, Entry, debug_enabled, disk_cache_requested, log, parse_size,
-                    resolve_directory)
+from .store import (
+    Damaged,
+    DiskStore,
+    Entry,
+    debug_enabled,
+    disk_cache_requested,
+    log,
+    parse_size,
+    resolve_directory,
+)
 
-__all__ = ["Damaged", "DiskStore", "Entry", "clear", "debug_enabled", "default_store",
-           "differing_components", "entries", "explain_miss", "log", "make_key", "parse_size", "prune"]
+__all__ = [
+    "Damaged",
+    "DiskStore",
+    "Entry",
+    "clear",
+    "debug_enabled",
+    "default_store",
+    "differing_components",
+    "entries",
+    "explain_miss",
+    "log",
+    "make_key",
+    "parse_size",
+    "prune",
+]
 
 _lock = threading.Lock()
 _store: DiskStore | None = None

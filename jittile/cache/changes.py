@@ -1,6 +1,7 @@
 """What changed between a kernel's cache entries (``jittile cache why``): the newest entry against
 the nearest entry of the same target, as differing key components and a unified diff of the
 kernel's source text (recorded in each entry's metadata as ``source_text``)."""
+
 from __future__ import annotations
 
 import difflib
@@ -41,8 +42,11 @@ def source_diff(old: Entry, new: Entry) -> list[str] | None:
     before, after = old.metadata.get("source_text"), new.metadata.get("source_text")
     if not isinstance(before, str) or not isinstance(after, str):
         return None
-    return list(difflib.unified_diff(before.splitlines(), after.splitlines(), _label(old),
-                                     _label(new), lineterm=""))
+    return list(
+        difflib.unified_diff(
+            before.splitlines(), after.splitlines(), _label(old), _label(new), lineterm=""
+        )
+    )
 
 
 def nearest(newest: Entry, others: list[Entry]) -> Entry | None:
@@ -63,5 +67,10 @@ def what_changed(entries: list[Entry]) -> Changes:
         return Changes(newest, None, [], False, None)
     changes = differences(_components(other), _components(newest))
     source = [c for c in changes if c[0] == "source" or c[0].startswith("source.")]
-    return Changes(newest, other, [c for c in changes if c not in source], bool(source),
-                   source_diff(other, newest) if source else [])
+    return Changes(
+        newest,
+        other,
+        [c for c in changes if c not in source],
+        bool(source),
+        source_diff(other, newest) if source else [],
+    )

@@ -20,6 +20,7 @@ What is (and is not) in a key:
 
 Standard library only; nothing here imports numba.
 """
+
 from __future__ import annotations
 
 import ast
@@ -36,22 +37,43 @@ _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 _PLAIN = (bool, int, float, complex, str, bytes, type(None))
 # jittile objects that are values a kernel may fold (everything else of jittile's is code).
 _JITTILE_DATA_MODULES = ("jittile.layout", "jittile.axis", "jittile.dtypes")
-_JITTILE_DATA_TYPES = {("jittile.language.types", "Tensor"), ("jittile.language.cuda", "LaunchConfig")}
+_JITTILE_DATA_TYPES = {
+    ("jittile.language.types", "Tensor"),
+    ("jittile.language.cuda", "LaunchConfig"),
+}
 # jittile modules whose code decides what a kernel compiles to (the rest launch, cache or report).
-_CODEGEN_PARTS = ("frontend", "patterns", "ptx", "backend", "language", "layout.py", "axis.py",
-                  "dtypes.py", "targets.py")
-TOOLCHAIN_DISTRIBUTIONS = {"numba-cuda": "numba-cuda", "nvvm": "nvidia-nvvm",
-                           "nvjitlink": "nvidia-nvjitlink", "llvmlite": "llvmlite"}
+_CODEGEN_PARTS = (
+    "frontend",
+    "patterns",
+    "ptx",
+    "backend",
+    "language",
+    "layout.py",
+    "axis.py",
+    "dtypes.py",
+    "targets.py",
+)
+TOOLCHAIN_DISTRIBUTIONS = {
+    "numba-cuda": "numba-cuda",
+    "nvvm": "nvidia-nvvm",
+    "nvjitlink": "nvidia-nvjitlink",
+    "llvmlite": "llvmlite",
+}
 
 _versions_memo: dict | None = None
 
 
 # -- the kernel's code ---------------------------------------------------------------------------
 
+
 def _without_docstring(tree: ast.AST) -> ast.AST:
     body = getattr(tree, "body", None)
-    if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-            and isinstance(body[0].value.value, str)):
+    if (
+        body
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and isinstance(body[0].value.value, str)
+    ):
         tree = copy.copy(tree)  # shallow: the kernel's own tree is left as it is
         tree.body = body[1:] or [ast.Pass()]
     return tree
@@ -68,7 +90,9 @@ def _facts(tree: ast.AST) -> tuple[str, tuple[tuple[str, ...], ...]]:
     per tree: a kernel's tree does not change, only the values its names resolve to may."""
     facts = getattr(tree, "_jittile_key_facts", None)
     if facts is None:
-        digest = hashlib.sha256(ast.dump(_without_docstring(tree), include_attributes=False).encode())
+        digest = hashlib.sha256(
+            ast.dump(_without_docstring(tree), include_attributes=False).encode()
+        )
         local = _local_names(tree)
         chains: dict[tuple[str, ...], None] = {}
         for statement in getattr(tree, "body", []):
@@ -88,6 +112,7 @@ def _facts(tree: ast.AST) -> tuple[str, tuple[tuple[str, ...], ...]]:
 
 
 # -- globals the kernel reads ----------------------------------------------------------------------
+
 
 def _is_namespace(value: object) -> bool:
     """Objects whose attributes a kernel reads as qualified names: modules, classes, namespaces."""
@@ -119,8 +144,11 @@ def value_text(value: object) -> str | None:
         return _digest_if_long(f"({inner})" if isinstance(value, tuple) else f"[{inner}]")
     if isinstance(value, (set, frozenset)):
         parts = [value_text(v) for v in value]
-        return None if any(p is None for p in parts) else _digest_if_long(
-            "{" + ", ".join(sorted(parts)) + "}")
+        return (
+            None
+            if any(p is None for p in parts)
+            else _digest_if_long("{" + ", ".join(sorted(parts)) + "}")
+        )
     if _is_namespace(value) or callable(value):
         return None
     kind = type(value)
@@ -131,8 +159,10 @@ def value_text(value: object) -> str | None:
         digest = hashlib.sha256(value.tobytes()).hexdigest()
         return f"ndarray(dtype={value.dtype}, shape={tuple(value.shape)}, sha256 {digest})"
     if module.startswith("jittile"):
-        if not (module.startswith(_JITTILE_DATA_MODULES)
-                or (module, kind.__qualname__) in _JITTILE_DATA_TYPES):
+        if not (
+            module.startswith(_JITTILE_DATA_MODULES)
+            or (module, kind.__qualname__) in _JITTILE_DATA_TYPES
+        ):
             return None
     if _default_repr(value):
         return None
@@ -177,7 +207,10 @@ def _local_names(tree: ast.AST) -> set[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
             names.add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node is not tree:
+        elif (
+            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and node is not tree
+        ):
             names.add(node.name)
         elif isinstance(node, ast.alias):
             names.add((node.asname or node.name).split(".")[0])
@@ -217,7 +250,7 @@ def referenced_globals(tree: ast.AST, globals_: dict, closure: dict) -> dict[str
             if text is None and depth == 0 and not _is_helper(value):
                 text = code_identity(value)  # a name bound to code: which code it is
             if text is not None:
-                found[".".join(chain[:depth + 1])] = text
+                found[".".join(chain[: depth + 1])] = text
                 break
             if not (_is_namespace(value) or _default_repr(value)):
                 break
@@ -261,15 +294,17 @@ def helper_components(tree: ast.AST, globals_: dict, closure: dict) -> dict[str,
             if name in found:
                 continue
             source = value.source
-            found[name] = {"source": source_digest(source.tree),
-                           "globals": referenced_globals(source.tree, source.globals,
-                                                         source.closure)}
+            found[name] = {
+                "source": source_digest(source.tree),
+                "globals": referenced_globals(source.tree, source.globals, source.closure),
+            }
             pending.append((source.tree, source.globals, source.closure))
     return dict(sorted(found.items()))
 
 
-def terminal_reads(tree: ast.AST, globals_: dict, closure: dict,
-                   opaque) -> list[tuple[tuple[str, ...], object]]:
+def terminal_reads(
+    tree: ast.AST, globals_: dict, closure: dict, opaque
+) -> list[tuple[tuple[str, ...], object]]:
     """Per name chain the body reads, the prefix whose value its code depends on, with that value.
 
     A prefix ends at the first data value (the one :func:`referenced_globals` records), at code (a
@@ -282,8 +317,12 @@ def terminal_reads(tree: ast.AST, globals_: dict, closure: dict,
         if chain[0] not in scope:
             continue
         value, depth = scope[chain[0]], 1
-        while (depth < len(chain) and value_text(value) is None and not opaque(value)
-               and (_is_namespace(value) or _default_repr(value))):
+        while (
+            depth < len(chain)
+            and value_text(value) is None
+            and not opaque(value)
+            and (_is_namespace(value) or _default_repr(value))
+        ):
             try:
                 value = _attribute(value, chain[depth])
             except Exception:
@@ -294,6 +333,7 @@ def terminal_reads(tree: ast.AST, globals_: dict, closure: dict,
 
 
 # -- versions --------------------------------------------------------------------------------------
+
 
 def _normalize_distribution(name: str) -> str:
     return re.sub(r"[-_.]+", "_", name).lower()
@@ -356,6 +396,9 @@ def toolchain_versions(jittile_version: str) -> dict:
     global _versions_memo
     if _versions_memo is None or _versions_memo.get("jittile") != jittile_version:
         found = distribution_versions(list(TOOLCHAIN_DISTRIBUTIONS.values()))
-        _versions_memo = {"jittile": jittile_version, "jittile_source": jittile_source_digest(),
-                          **{label: found[dist] for label, dist in TOOLCHAIN_DISTRIBUTIONS.items()}}
+        _versions_memo = {
+            "jittile": jittile_version,
+            "jittile_source": jittile_source_digest(),
+            **{label: found[dist] for label, dist in TOOLCHAIN_DISTRIBUTIONS.items()},
+        }
     return dict(_versions_memo)

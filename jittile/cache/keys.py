@@ -5,6 +5,7 @@ sharing a cache directory) agree on it without sharing any state. Keeping the co
 each entry's metadata is what lets ``jittile cache why`` and ``JITTILE_DEBUG=cache`` say *which*
 component made a kernel recompile.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -41,13 +42,17 @@ def normalize(value: Any) -> Any:
         return [normalize(v) for v in value]
     kind = type(value)
     if kind.__str__ is object.__str__ and kind.__repr__ is object.__repr__:
-        raise JittileError(f"cache key component of type {kind.__qualname__} has no stable text form")
+        raise JittileError(
+            f"cache key component of type {kind.__qualname__} has no stable text form"
+        )
     return str(value)
 
 
 def canonical_json(components: dict[str, object]) -> str:
     """The one JSON spelling of ``components`` (sorted keys, no spaces) that the key hashes."""
-    return json.dumps(normalize(components), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return json.dumps(
+        normalize(components), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
 
 
 def make_key(components: dict[str, object]) -> str:
@@ -68,9 +73,15 @@ def _diff(a: Any, b: Any, path: str) -> Iterator[tuple[str, Any, Any]]:
     """
     if isinstance(a, dict) and isinstance(b, dict):
         for name in sorted(set(a) | set(b)):
-            yield from _diff(a.get(name, MISSING), b.get(name, MISSING), f"{path}.{name}" if path else name)
-    elif (isinstance(a, list) and isinstance(b, list) and len(a) == len(b)
-          and any(_is_container(v) for v in a + b)):
+            yield from _diff(
+                a.get(name, MISSING), b.get(name, MISSING), f"{path}.{name}" if path else name
+            )
+    elif (
+        isinstance(a, list)
+        and isinstance(b, list)
+        and len(a) == len(b)
+        and any(_is_container(v) for v in a + b)
+    ):
         for index, (x, y) in enumerate(zip(a, b)):
             yield from _diff(x, y, f"{path}.{index}" if path else str(index))
     elif a != b or type(a) is not type(b):
@@ -113,7 +124,11 @@ def describe(value: Any) -> str:
     """A short one-line rendering of a component value; long text (kernel source) shows as a digest."""
     if value is MISSING:
         return "<absent>"
-    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, separators=(",", ":"))
+    text = (
+        value
+        if isinstance(value, str)
+        else json.dumps(value, sort_keys=True, separators=(",", ":"))
+    )
     if len(text) > _VALUE_WIDTH or "\n" in text:
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:10]
         return f"<{len(text)} chars, sha256 {digest}>"
@@ -139,8 +154,10 @@ def explain_miss(components: dict[str, object], entries: Iterable[object]) -> st
         return "miss: no cached entry of this kernel yet"
     candidates.sort(key=lambda e: -float(getattr(e, "last_used", 0.0)))
     best = min(candidates, key=lambda e: len(differing_components(components, _components_of(e))))
-    changes = [f"{path} ({describe(old)} -> {describe(new)})"
-               for path, new, old in _diff(normalize(components), normalize(_components_of(best)), "")]
+    changes = [
+        f"{path} ({describe(old)} -> {describe(new)})"
+        for path, new, old in _diff(normalize(components), normalize(_components_of(best)), "")
+    ]
     label = f"entry {best.key[:12]}" if hasattr(best, "key") else "the closest entry"
     if not changes:
         return f"miss: key components equal those of {label}"

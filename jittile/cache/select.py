@@ -4,6 +4,7 @@
 A kernel is its defining file and qualified name, not its name alone: two files' ``tile_copy``
 kernels are two kernels, whose entries ``jittile cache why`` never compares with each other.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,8 +26,10 @@ class KernelId:
 
 def kernel_of(metadata: dict) -> KernelId:
     where = metadata.get("source_file")
-    return KernelId(str(metadata.get("qualname", metadata.get("name"))),
-                    where if isinstance(where, str) else None)
+    return KernelId(
+        str(metadata.get("qualname", metadata.get("name"))),
+        where if isinstance(where, str) else None,
+    )
 
 
 def _same_file(recorded: str | None, given: str) -> bool:
@@ -44,8 +47,7 @@ def selects(selector: str, metadata: dict) -> bool:
     if not colon or not filename.endswith(".py"):
         filename, name = "", selector
     names = (metadata.get("name"), metadata.get("qualname"))
-    return name in names and (not filename or _same_file(kernel_of(metadata).source_file,
-                                                         filename))
+    return name in names and (not filename or _same_file(kernel_of(metadata).source_file, filename))
 
 
 def selected(entries: list[Entry], selector: str | None) -> list[Entry]:

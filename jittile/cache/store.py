@@ -36,6 +36,7 @@ A cache directory that cannot be written is still read: hits work, stores are sk
 with ``JITTILE_DEBUG=cache``). One that cannot be read or created turns the disk cache off for the
 process, with one warning; the kernels still compile, in memory only.
 """
+
 from __future__ import annotations
 
 import errno
@@ -51,9 +52,10 @@ import sys
 import tempfile
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import JittileError, JittileWarning, debug_requested, user_stacklevel
 from .keys import make_key, normalize
@@ -92,7 +94,9 @@ def parse_size(text: str | int) -> int:
         return text
     match = _SIZE_RE.match(text)
     if not match:
-        raise JittileError(f"invalid size {text!r}: expected a number with an optional K, M, G or T suffix")
+        raise JittileError(
+            f"invalid size {text!r}: expected a number with an optional K, M, G or T suffix"
+        )
     number, unit = match.groups()
     size = float(number) * _SIZE_UNITS[unit.lower()]
     if not math.isfinite(size):
@@ -100,8 +104,9 @@ def parse_size(text: str | int) -> int:
     return int(size)
 
 
-def resolve_directory(setting: str | os.PathLike | None,
-                      source: str = "JITTILE_CACHE_DIR") -> tuple[Path, str | None]:
+def resolve_directory(
+    setting: str | os.PathLike | None, source: str = "JITTILE_CACHE_DIR"
+) -> tuple[Path, str | None]:
     """The cache directory a setting names (``None``: the default), and why it cannot be used, if so.
 
     The path is absolute unless the setting is unusable; then it is the setting as given, for messages.
@@ -110,8 +115,10 @@ def resolve_directory(setting: str | os.PathLike | None,
     if not isinstance(text, str):
         text = os.fsdecode(text)
     if not text.strip():
-        return Path(text), (f"{source} is set to {text!r}, which names no directory; set it to one, "
-                            "or JITTILE_CACHE=0 to turn the disk cache off")
+        return Path(text), (
+            f"{source} is set to {text!r}, which names no directory; set it to one, "
+            "or JITTILE_CACHE=0 to turn the disk cache off"
+        )
     if "\0" in text:
         return Path(text.replace("\0", "\\0")), f"{source} {text!r} holds a NUL character"
     what = f"{source} {text!r}" if setting is not None else f"the default cache directory {text}"
@@ -150,8 +157,12 @@ def entry_files(kernel: str) -> dict[str, str]:
 
 def metadata_digest(meta: dict) -> str:
     """The ``digest`` field's value for ``meta``: SHA-256 of the canonical JSON of its other fields."""
-    text = json.dumps({k: v for k, v in meta.items() if k != DIGEST_FIELD}, sort_keys=True,
-                      separators=(",", ":"), ensure_ascii=True)
+    text = json.dumps(
+        {k: v for k, v in meta.items() if k != DIGEST_FIELD},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=True,
+    )
     return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
@@ -194,8 +205,10 @@ class Entry:
         return _read_regular(self.files["ptx"]).decode("utf-8")
 
     def __repr__(self) -> str:
-        return (f"<jittile cache entry {self.key[:12]} {self.qualname} {self.target}, {self.size} bytes, "
-                f"{self.hits} hit{'' if self.hits == 1 else 's'}>")
+        return (
+            f"<jittile cache entry {self.key[:12]} {self.qualname} {self.target}, {self.size} bytes, "
+            f"{self.hits} hit{'' if self.hits == 1 else 's'}>"
+        )
 
 
 @dataclass(frozen=True)
@@ -279,8 +292,9 @@ def _read_regular(path: Path | str, dir_fd: int | None = None) -> bytes:
     with os.fdopen(os.open(path, flags, dir_fd=dir_fd), "rb") as handle:
         mode = os.fstat(handle.fileno()).st_mode
         if not stat.S_ISREG(mode):
-            raise OSError(errno.EISDIR if stat.S_ISDIR(mode) else errno.EINVAL,
-                          f"{_kind(mode)}, not a file")
+            raise OSError(
+                errno.EISDIR if stat.S_ISDIR(mode) else errno.EINVAL, f"{_kind(mode)}, not a file"
+            )
         return handle.read()
 
 
@@ -355,7 +369,9 @@ class _Opened:
 
     def __init__(self, path: Path):
         self.path = path
-        self.fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0))
+        self.fd = os.open(
+            path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+        )
 
     def close(self) -> None:
         os.close(self.fd)
@@ -404,7 +420,7 @@ class _Opened:
         if found:
             raise _Broken(f"holds several metadata files ({', '.join(found)})")
         cubins = [n for n in names if n.endswith(".cubin")]
-        expected = entry_files(cubins[0][:-len(".cubin")])["json"] if cubins else "<kernel>.json"
+        expected = entry_files(cubins[0][: -len(".cubin")])["json"] if cubins else "<kernel>.json"
         raise self.missing(expected)
 
     def total_size(self) -> int:
@@ -433,7 +449,9 @@ def _field_problem(meta: dict) -> str | None:
             return f"lacks {name!r}"
         if name in meta and not isinstance(meta[name], kind):
             return f"field {name!r} is not a {kind.__name__}"
-    if not isinstance(meta.get("static_params", meta["key_components"].get("static_params", {})), dict):
+    if not isinstance(
+        meta.get("static_params", meta["key_components"].get("static_params", {})), dict
+    ):
         return "records static parameters that are not an object"
     return None
 
@@ -446,29 +464,45 @@ def _entry(path: Path, meta: dict, usage: dict, size: int, verified: dict) -> En
     statics = meta.get("static_params", meta["key_components"].get("static_params", {}))
     hits = usage["hits"] if _is_count(usage.get("hits")) else 0
     last_used = usage["last_used"] if _is_time(usage.get("last_used")) else meta["created"]
-    return Entry(key=meta["key"], kernel=meta["name"], qualname=meta.get("qualname", meta["name"]),
-                 target=meta["target"], static_params=statics, size=size, created=float(meta["created"]),
-                 last_used=float(last_used), hits=hits, path=path, metadata=meta, verified=verified)
+    return Entry(
+        key=meta["key"],
+        kernel=meta["name"],
+        qualname=meta.get("qualname", meta["name"]),
+        target=meta["target"],
+        static_params=statics,
+        size=size,
+        created=float(meta["created"]),
+        last_used=float(last_used),
+        hits=hits,
+        path=path,
+        metadata=meta,
+        verified=verified,
+    )
 
 
 def _check_owned_fields(meta: dict, key: str, meta_file: str) -> None:
     """The store's own fields: format, key, digest, then the types the digest cannot vouch for."""
     version = meta.get("format_version")
     if version != FORMAT_VERSION:
-        raise _Broken(f"written in cache format {version!r}; this jittile reads format {FORMAT_VERSION}")
+        raise _Broken(
+            f"written in cache format {version!r}; this jittile reads format {FORMAT_VERSION}"
+        )
     if meta.get("key") != key:
         raise _Broken(f"{meta_file} records key {str(meta.get('key'))[:16]!r}")
     if meta.get(DIGEST_FIELD) != metadata_digest(meta):
         raise _Broken(f"{meta_file} does not match its digest (edited or damaged)")
     for part in ("cubin", "ptx"):
         sha = meta.get(f"{part}_sha256")
-        if not _is_count(meta.get(f"{part}_size")) or not (isinstance(sha, str) and _KEY_RE.match(sha)):
+        if not _is_count(meta.get(f"{part}_size")) or not (
+            isinstance(sha, str) and _KEY_RE.match(sha)
+        ):
             raise _Broken(f"{meta_file} lacks the size or SHA-256 of the {part}")
     if not _is_time(meta.get("created")):
         raise _Broken(f"{meta_file} records no valid creation time")
     if not isinstance(meta.get("name"), str) or entry_files(meta["name"])["json"] != meta_file:
-        raise _Broken(f"{meta_file} records kernel {meta.get('name')!r}, whose files are named "
-                      f"otherwise")
+        raise _Broken(
+            f"{meta_file} records kernel {meta.get('name')!r}, whose files are named otherwise"
+        )
 
 
 def _read_opened(opened: _Opened, key: str, verify: bool) -> Entry:
@@ -565,7 +599,9 @@ class StoreMaintenance:
         if chosen is not None:
             items = [i for i in items if isinstance(i.metadata, dict) and chosen(i.metadata)]
         for item in items:
-            error = self._remove(item.path) if isinstance(item, Entry) else self._remove_damaged(item)
+            error = (
+                self._remove(item.path) if isinstance(item, Entry) else self._remove_damaged(item)
+            )
             if error is not None:
                 failures.append(f"cannot remove {item.path} ({_why(error)})")
             elif item.key is not None:
@@ -587,8 +623,11 @@ class StoreMaintenance:
 
     def _shard_folders(self) -> list[Path]:
         try:
-            return [Path(s.path) for s in _listing(self.directory)
-                    if _SHARD_RE.match(s.name) and s.is_dir(follow_symlinks=False)]
+            return [
+                Path(s.path)
+                for s in _listing(self.directory)
+                if _SHARD_RE.match(s.name) and s.is_dir(follow_symlinks=False)
+            ]
         except OSError:
             return []
 
@@ -604,8 +643,9 @@ class StoreMaintenance:
             for child in children:
                 try:
                     if child.name.startswith(_TRASH_PREFIX) or (
-                            child.name.startswith(_TMP_PREFIX)
-                            and child.stat(follow_symlinks=False).st_mtime < cutoff):
+                        child.name.startswith(_TMP_PREFIX)
+                        and child.stat(follow_symlinks=False).st_mtime < cutoff
+                    ):
                         found.append(Path(child.path))
                 except OSError:
                     continue
@@ -617,7 +657,9 @@ class StoreMaintenance:
         if not self.enabled:
             return []
         survey = self.survey()
-        removed: list[Entry | Damaged] = [d for d in survey.damaged if self._remove_damaged(d) is None]
+        removed: list[Entry | Damaged] = [
+            d for d in survey.damaged if self._remove_damaged(d) is None
+        ]
         total = sum(e.size for e in survey.entries)
         for entry in sorted(survey.entries, key=lambda e: e.last_used):
             if total <= max_bytes:
@@ -691,8 +733,12 @@ class DiskStore(StoreMaintenance):
         self._check()
         if self._disabled_reason is not None and not self._warned_disabled:
             self._warned_disabled = True
-            warnings.warn(f"jittile cache: {self._disabled_reason}; compiled kernels are cached in memory "
-                          "only", JittileWarning, stacklevel=user_stacklevel())
+            warnings.warn(
+                f"jittile cache: {self._disabled_reason}; compiled kernels are cached in memory "
+                "only",
+                JittileWarning,
+                stacklevel=user_stacklevel(),
+            )
         return self._disabled_reason is None
 
     @property
@@ -721,8 +767,11 @@ class DiskStore(StoreMaintenance):
         if exc.errno in _WRITE_DENIED:
             self._debug(f"{self._read_only_reason}: entries are read, new ones are not stored")
         else:
-            warnings.warn(f"jittile cache: {self._read_only_reason}; new kernels are cached in memory only",
-                          JittileWarning, stacklevel=user_stacklevel())
+            warnings.warn(
+                f"jittile cache: {self._read_only_reason}; new kernels are cached in memory only",
+                JittileWarning,
+                stacklevel=user_stacklevel(),
+            )
 
     @staticmethod
     def _debug(message: str) -> None:
@@ -748,7 +797,9 @@ class DiskStore(StoreMaintenance):
             raise FileNotFoundError(errno.ENOENT, "no entry", str(path)) from None
         except OSError as exc:
             raise _Broken(f"cannot examine the entry ({_why(exc)})") from None
-        if not stat.S_ISDIR(shard_mode):  # a stray where a shard goes holds no entry; store replaces it
+        if not stat.S_ISDIR(
+            shard_mode
+        ):  # a stray where a shard goes holds no entry; store replaces it
             raise FileNotFoundError(errno.ENOENT, "no entry", str(path))
         if not stat.S_ISDIR(mode):
             raise _Broken(f"{_kind(mode)} stands where its directory goes")
@@ -775,8 +826,11 @@ class DiskStore(StoreMaintenance):
             then = f"it cannot be removed ({_why(error)}), so the kernel is compiled without it"
         else:
             then = "it will be rebuilt"
-        warnings.warn(f"jittile cache: ignoring broken entry {key[:12]} in {self.directory}: {reason}; {then}",
-                      JittileWarning, stacklevel=user_stacklevel())
+        warnings.warn(
+            f"jittile cache: ignoring broken entry {key[:12]} in {self.directory}: {reason}; {then}",
+            JittileWarning,
+            stacklevel=user_stacklevel(),
+        )
 
     def load(self, key: str) -> Entry | None:
         """The verified entry of ``key`` with its hit counted, or ``None`` (miss, broken, or disabled)."""
@@ -827,7 +881,10 @@ class DiskStore(StoreMaintenance):
         try:
             shards = _listing(self.directory)
         except OSError as exc:
-            return Survey([], [Damaged(None, self.directory, f"cannot read the cache directory ({_why(exc)})")])
+            return Survey(
+                [],
+                [Damaged(None, self.directory, f"cannot read the cache directory ({_why(exc)})")],
+            )
         for shard in sorted(shards, key=lambda s: s.name):
             if not _SHARD_RE.match(shard.name):
                 continue
@@ -837,10 +894,16 @@ class DiskStore(StoreMaintenance):
             except FileNotFoundError:
                 continue
             except OSError as exc:
-                damaged.append(Damaged(None, Path(shard.path), f"cannot read this shard folder ({_why(exc)})"))
+                damaged.append(
+                    Damaged(None, Path(shard.path), f"cannot read this shard folder ({_why(exc)})")
+                )
                 continue
             if children is None:
-                damaged.append(Damaged(None, Path(shard.path), f"{_kind(mode)} stands where a shard folder goes"))
+                damaged.append(
+                    Damaged(
+                        None, Path(shard.path), f"{_kind(mode)} stands where a shard folder goes"
+                    )
+                )
                 continue
             for child in sorted(children, key=lambda c: c.name):
                 if not (_KEY_RE.match(child.name) and child.name.startswith(shard.name)):
@@ -850,7 +913,9 @@ class DiskStore(StoreMaintenance):
                 except FileNotFoundError:
                     continue
                 except _Broken as reason:
-                    damaged.append(Damaged(child.name, Path(child.path), str(reason), reason.metadata))
+                    damaged.append(
+                        Damaged(child.name, Path(child.path), str(reason), reason.metadata)
+                    )
         found.sort(key=lambda e: e.last_used, reverse=True)
         return Survey(found, damaged)
 
@@ -868,7 +933,9 @@ class DiskStore(StoreMaintenance):
             raise JittileError(f"no cache entry with key prefix {prefix!r} in {self.directory}")
         if len(matches) > 1:
             listed = ", ".join(k[:16] for k in matches)
-            raise JittileError(f"key prefix {prefix!r} is ambiguous: {len(matches)} entries match ({listed})")
+            raise JittileError(
+                f"key prefix {prefix!r} is ambiguous: {len(matches)} entries match ({listed})"
+            )
         return self.inspect(matches[0])
 
     # -- writing -----------------------------------------------------------------------------------
@@ -882,7 +949,9 @@ class DiskStore(StoreMaintenance):
         if problem is not None:
             raise JittileError(f"cache metadata {problem}")
         if make_key(metadata["key_components"]) != key:
-            raise JittileError(f"cache key {key[:12]} is not the hash of the metadata's key_components")
+            raise JittileError(
+                f"cache key {key[:12]} is not the hash of the metadata's key_components"
+            )
         if not self.enabled:
             return None
         if not self.writable:
@@ -890,13 +959,24 @@ class DiskStore(StoreMaintenance):
             return None
         ptx_bytes = ptx.encode("utf-8")
         now = time.time()
-        meta = dict(normalize(metadata), format_version=FORMAT_VERSION, key=key, created=now,
-                    cubin_size=len(cubin), cubin_sha256=hashlib.sha256(cubin).hexdigest(),
-                    ptx_size=len(ptx_bytes), ptx_sha256=hashlib.sha256(ptx_bytes).hexdigest())
+        meta = dict(
+            normalize(metadata),
+            format_version=FORMAT_VERSION,
+            key=key,
+            created=now,
+            cubin_size=len(cubin),
+            cubin_sha256=hashlib.sha256(cubin).hexdigest(),
+            ptx_size=len(ptx_bytes),
+            ptx_sha256=hashlib.sha256(ptx_bytes).hexdigest(),
+        )
         meta[DIGEST_FIELD] = metadata_digest(meta)
         names = entry_files(meta["name"])
-        files = {names["cubin"]: cubin, names["ptx"]: ptx_bytes, names["json"]: _encode(meta),
-                 USAGE_FILE: _encode({"hits": 0, "last_used": now})}
+        files = {
+            names["cubin"]: cubin,
+            names["ptx"]: ptx_bytes,
+            names["json"]: _encode(meta),
+            USAGE_FILE: _encode({"hits": 0, "last_used": now}),
+        }
         target = self.entry_dir(key)
         temp = None
         try:
@@ -906,8 +986,13 @@ class DiskStore(StoreMaintenance):
             _sync_directory(temp)
             for _ in range(_PUBLISH_ATTEMPTS):
                 if self._publish(temp, target):
-                    return _entry(target, meta, {"hits": 0, "last_used": now}, sum(map(len, files.values())),
-                                  {"cubin": cubin, "ptx": ptx_bytes})
+                    return _entry(
+                        target,
+                        meta,
+                        {"hits": 0, "last_used": now},
+                        sum(map(len, files.values())),
+                        {"cubin": cubin, "ptx": ptx_bytes},
+                    )
                 existing = self._existing(key)
                 if existing is not None:
                     return existing
@@ -928,7 +1013,9 @@ class DiskStore(StoreMaintenance):
             self._make_shard(shard)
             try:
                 return _new_directory(shard, f"{_TMP_PREFIX}{key[:16]}-")
-            except FileNotFoundError:  # another process's clear removed the empty shard folder meanwhile
+            except (
+                FileNotFoundError
+            ):  # another process's clear removed the empty shard folder meanwhile
                 attempts -= 1
                 if not attempts:
                     raise
@@ -941,8 +1028,12 @@ class DiskStore(StoreMaintenance):
             mode = None
         if mode is not None and not stat.S_ISDIR(mode):
             _delete(shard)
-            warnings.warn(f"jittile cache: removed {_kind(mode)} standing where the cache keeps entries "
-                          f"({shard})", JittileWarning, stacklevel=user_stacklevel())
+            warnings.warn(
+                f"jittile cache: removed {_kind(mode)} standing where the cache keeps entries "
+                f"({shard})",
+                JittileWarning,
+                stacklevel=user_stacklevel(),
+            )
         try:
             os.mkdir(shard)
         except FileExistsError:

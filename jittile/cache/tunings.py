@@ -12,6 +12,7 @@ says (an edited config list, another kernel), is ignored and rewritten by the ne
 JSON is read: loading a record executes nothing. ``JITTILE_CACHE=0`` turns the records off with
 the rest of the disk cache.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -69,8 +70,14 @@ def save(identity: dict, best: int, timings: dict, dropped: dict) -> Path | None
     where = folder()
     if where is None:
         return None
-    record = {"format_version": FORMAT_VERSION, "identity": identity, "best": best,
-              "timings_ms": timings, "dropped": dropped, "created": time.time()}
+    record = {
+        "format_version": FORMAT_VERSION,
+        "identity": identity,
+        "best": best,
+        "timings_ms": timings,
+        "dropped": dropped,
+        "created": time.time(),
+    }
     try:
         where.mkdir(parents=True, exist_ok=True)
         handle, temp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=where)

@@ -8,6 +8,7 @@ Byte counts match barriers by their lowered expression (statics folded, so each 
 its own barrier); arming matches them by shared buffer, as a ring of barriers indexed at run time
 (``full.ptr_to([s])``) is armed one element at a time.
 """
+
 from __future__ import annotations
 
 from ..errors import ContractError, warn_at
@@ -47,8 +48,11 @@ def check_armed_barriers(sites: list, counts: list, value_keys: dict) -> None:
             f"the load completes {nbytes} transaction bytes on mbarrier {barrier}, but no "
             f"{ARMING_INSTRUCTIONS} in the kernel arms a barrier of shared buffer {buffer!r}, "
             f"so its phase completes before the data lands, or never (the wait hangs)",
-            site.location, opcode=site.opcode, parameter="mbar",
-            hint=f"arm the barrier before the load: {arming_call(str(barrier), nbytes)}")
+            site.location,
+            opcode=site.opcode,
+            parameter="mbar",
+            hint=f"arm the barrier before the load: {arming_call(str(barrier), nbytes)}",
+        )
 
 
 def check_transaction_bytes(sites: list, counts: list, value_keys: dict) -> list[str]:
@@ -74,16 +78,26 @@ def check_transaction_bytes(sites: list, counts: list, value_keys: dict) -> list
         if not found or any(count is None for _, count, _ in sets):
             continue
         if len(sets) == 1:
-            pairs = [(sets[0], (", ".join(f"line {loc.lineno}" for loc, _ in found),
-                                sum(b for _, b in found)))]
+            pairs = [
+                (
+                    sets[0],
+                    (", ".join(f"line {loc.lineno}" for loc, _ in found), sum(b for _, b in found)),
+                )
+            ]
         elif len(sets) == len(found):
             pairs = [(e, (f"line {loc.lineno}", b)) for e, (loc, b) in zip(sets, found)]
         else:
             continue
         for (location, count, opcode), (where, total) in pairs:
             if count != total:
-                messages.append(warn_at(f"{opcode} expects {count} transaction bytes on "
-                                        f"{written[key]}, but the loads completing on it move "
-                                        f"{total} bytes ({where})", location, opcode=opcode,
-                                        hint=f"make the count {total}"))
+                messages.append(
+                    warn_at(
+                        f"{opcode} expects {count} transaction bytes on "
+                        f"{written[key]}, but the loads completing on it move "
+                        f"{total} bytes ({where})",
+                        location,
+                        opcode=opcode,
+                        hint=f"make the count {total}",
+                    )
+                )
     return messages

@@ -1,6 +1,7 @@
 """Calls of the kernel language, checked before lowering: every call of a ``T`` function binds to
 its signature (the one ``inspect.signature`` and ``help()`` show), and every name read from a
 ``T`` namespace exists (else a did-you-mean)."""
+
 from __future__ import annotations
 
 import ast
@@ -49,8 +50,9 @@ def _unknown_name(node: ast.Attribute, base, location) -> CompileError:
     owner = src(node.value)
     close = closest_name(node.attr, dir(base))
     mean = f"; did you mean {owner}.{close}?" if close else ""
-    return CompileError(f"{owner} has no name {node.attr!r}{mean} (`help({owner})` lists them)",
-                        location(node))
+    return CompileError(
+        f"{owner} has no name {node.attr!r}{mean} (`help({owner})` lists them)", location(node)
+    )
 
 
 def _bind(node: ast.Call, target, location) -> None:
@@ -58,22 +60,28 @@ def _bind(node: ast.Call, target, location) -> None:
     shown = f"{src(node.func)}{signature}"
     for arg in node.args:
         if isinstance(arg, ast.Starred):
-            raise CompileError(f"{src(node.func)}(...) cannot take *{src(arg.value)}: kernel-"
-                               f"language calls are checked as written; the signature is {shown}",
-                               location(arg))
+            raise CompileError(
+                f"{src(node.func)}(...) cannot take *{src(arg.value)}: kernel-"
+                f"language calls are checked as written; the signature is {shown}",
+                location(arg),
+            )
     for keyword in node.keywords:
         if keyword.arg is None:
-            raise CompileError(f"{src(node.func)}(...) cannot take **{src(keyword.value)}: kernel-"
-                               f"language calls are checked as written; the signature is {shown}",
-                               location(keyword))
+            raise CompileError(
+                f"{src(node.func)}(...) cannot take **{src(keyword.value)}: kernel-"
+                f"language calls are checked as written; the signature is {shown}",
+                location(keyword),
+            )
     try:
         signature.bind(*node.args, **{k.arg: k.value for k in node.keywords})
     except TypeError as exc:
         unknown = [k.arg for k in node.keywords if k.arg not in signature.parameters]
         close = closest_name(unknown[0], signature.parameters) if unknown else None
         mean = f" (did you mean {close}=?)" if close else ""
-        raise CompileError(f"{src(node)}: {exc}{mean}; the signature is {shown}",
-                           location(_offending(node, signature, str(exc)))) from None
+        raise CompileError(
+            f"{src(node)}: {exc}{mean}; the signature is {shown}",
+            location(_offending(node, signature, str(exc))),
+        ) from None
 
 
 def _offending(node: ast.Call, signature: inspect.Signature, reason: str) -> ast.AST:
@@ -84,7 +92,9 @@ def _offending(node: ast.Call, signature: inspect.Signature, reason: str) -> ast
             return keyword
     kinds = [p.kind for p in signature.parameters.values()]
     if "too many positional" in reason and inspect.Parameter.VAR_POSITIONAL not in kinds:
-        positional = sum(k in (inspect.Parameter.POSITIONAL_ONLY,
-                               inspect.Parameter.POSITIONAL_OR_KEYWORD) for k in kinds)
+        positional = sum(
+            k in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+            for k in kinds
+        )
         return node.args[positional]
     return node

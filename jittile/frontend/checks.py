@@ -8,6 +8,7 @@
   rule: a name the body assigns, read before its first assignment in program order, is refused
   (Python would raise ``UnboundLocalError`` on some path), parameters excepted.
 """
+
 from __future__ import annotations
 
 import ast
@@ -29,14 +30,20 @@ def definition_problem(pyfunc, what: str = "kernel") -> CompileError | None:
         return CompileError(f"a {what} is a Python function (def ...), got {pyfunc!r}")
     location = definition_location(code)
     if inspect.iscoroutinefunction(pyfunc) or inspect.isasyncgenfunction(pyfunc):
-        return CompileError(f"{pyfunc.__qualname__}: a {what} cannot be an async def; write it "
-                            f"as a plain def", location)
+        return CompileError(
+            f"{pyfunc.__qualname__}: a {what} cannot be an async def; write it as a plain def",
+            location,
+        )
     if inspect.isgeneratorfunction(pyfunc):
-        return CompileError(f"{pyfunc.__qualname__}: a {what} cannot yield; write it as a plain "
-                            f"def without yield", location)
+        return CompileError(
+            f"{pyfunc.__qualname__}: a {what} cannot yield; write it as a plain def without yield",
+            location,
+        )
     if code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
-        return CompileError(f"{pyfunc.__qualname__}: a {what} takes named parameters, not *args "
-                            f"or **kwargs", location)
+        return CompileError(
+            f"{pyfunc.__qualname__}: a {what} takes named parameters, not *args or **kwargs",
+            location,
+        )
     return None
 
 
@@ -54,21 +61,32 @@ def body_problem(tree: ast.FunctionDef) -> tuple[ast.AST, str] | None:
     first read-before-assignment in ``tree``."""
     deepest, depth = _deepest(tree)
     if depth > MAX_NESTING:
-        return deepest, (f"the code nests {depth} levels deep here, more than the {MAX_NESTING} "
-                         f"jittile lowers; split the expression into several assignments or the "
-                         f"nested blocks into helpers")
+        return deepest, (
+            f"the code nests {depth} levels deep here, more than the {MAX_NESTING} "
+            f"jittile lowers; split the expression into several assignments or the "
+            f"nested blocks into helpers"
+        )
     for node in ast.walk(tree):
-        name = node.id if isinstance(node, ast.Name) else node.arg if isinstance(node, ast.arg) \
+        name = (
+            node.id
+            if isinstance(node, ast.Name)
+            else node.arg
+            if isinstance(node, ast.arg)
             else None
+        )
         if name is not None and name.startswith(RESERVED_PREFIX):
-            return node, (f"the name {name!r} is reserved: jittile names its own temporaries "
-                          f"{RESERVED_PREFIX}...; rename it")
+            return node, (
+                f"the name {name!r} is reserved: jittile names its own temporaries "
+                f"{RESERVED_PREFIX}...; rename it"
+            )
     order = _ProgramOrder(tree)
     order.visit_body(tree.body)
     if order.early is not None:
         node, first = order.early
-        return node, (f"{node.id!r} is read here before it is assigned (its first assignment is "
-                      f"at line {first.lineno}); assign it before this use")
+        return node, (
+            f"{node.id!r} is read here before it is assigned (its first assignment is "
+            f"at line {first.lineno}); assign it before this use"
+        )
     return None
 
 
@@ -95,8 +113,10 @@ def assigned_names(tree: ast.FunctionDef) -> dict[str, ast.Name]:
                 for sub in ast.walk(target):
                     if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
                         first = found.get(sub.id)
-                        if first is None or (sub.lineno, sub.col_offset) < (first.lineno,
-                                                                            first.col_offset):
+                        if first is None or (sub.lineno, sub.col_offset) < (
+                            first.lineno,
+                            first.col_offset,
+                        ):
                             found[sub.id] = sub
     return found
 
@@ -135,8 +155,9 @@ class _ProgramOrder(ast.NodeVisitor):
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         if isinstance(node.target, ast.Name):
-            self.visit_Name(ast.copy_location(ast.Name(id=node.target.id, ctx=ast.Load()),
-                                              node.target))
+            self.visit_Name(
+                ast.copy_location(ast.Name(id=node.target.id, ctx=ast.Load()), node.target)
+            )
         self.visit(node.value)
         self.visit(node.target)
 

@@ -15,6 +15,7 @@ multiple of 32 (whole warps on each side).
 multiple of 32. A condition this analysis cannot see (a runtime value that happens to differ) is
 not reported: the check finds what is statically visible.
 """
+
 from __future__ import annotations
 
 import ast
@@ -141,8 +142,9 @@ def kind_of(node: ast.AST, kinds: dict) -> str | None:
         right = node.comparators[0]
         if left == THREAD and kind_of(right, kinds) is None and _warp_boundary(node.ops[0], right):
             return None
-    children = [kind_of(child, kinds) for child in ast.iter_child_nodes(node)
-                if isinstance(child, ast.expr)]
+    children = [
+        kind_of(child, kinds) for child in ast.iter_child_nodes(node) if isinstance(child, ast.expr)
+    ]
     return LANE if any(children) else None
 
 
@@ -184,7 +186,11 @@ def _special_register(node: ast.AST) -> str | None:
     base = node.value
     if isinstance(base, ast.Name) and base.id == CUDA and node.attr == "laneid":
         return "laneid"
-    if (isinstance(base, ast.Attribute) and base.attr == "threadIdx"
-            and isinstance(base.value, ast.Name) and base.value.id == CUDA):
+    if (
+        isinstance(base, ast.Attribute)
+        and base.attr == "threadIdx"
+        and isinstance(base.value, ast.Name)
+        and base.value.id == CUDA
+    ):
         return node.attr
     return None

@@ -8,13 +8,15 @@ inline PTX in the backend, :mod:`jittile.interpreter.floats` in the interpreter)
 reads and writes the bits themselves, as the unsigned integer of the element's width; it is the
 only access to ``tf32`` and ``float4_e2m1fn`` elements.
 """
+
 from __future__ import annotations
 
 import ast
 
 from ..dtypes import DType
 from ..errors import ContractError
-from .syntax import name as _name, src
+from .syntax import name as _name
+from .syntax import src
 
 BITS = "bits"
 
@@ -41,8 +43,12 @@ class ElementLowering:
 
     def is_raw_element(self, node: ast.expr) -> bool:
         """``buf.bits[...]`` of a memory name."""
-        return (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute)
-                and node.value.attr == BITS and self.element_dtype(node) is not None)
+        return (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.value, ast.Attribute)
+            and node.value.attr == BITS
+            and self.element_dtype(node) is not None
+        )
 
     def is_float_element(self, node: ast.expr) -> bool:
         """An element whose access converts: ``buf[...]`` of a narrow float buffer."""
@@ -73,18 +79,25 @@ class ElementLowering:
         if self.is_raw_element(node):
             if dtype.storage == dtype:
                 memory = self.memory_kind(node.value.value)
-                raise self.error(node, f"{src(node.value)}: .bits is the bit pattern of narrow "
-                                       f"float elements (float16, bfloat16, float8, tf32, "
-                                       f"float4), but {memory} {node.value.value.id!r} holds "
-                                       f"{dtype.name}; index it directly")
-            plain = ast.copy_location(ast.Subscript(value=node.value.value, slice=node.slice,
-                                                    ctx=ast.Load()), node)
+                raise self.error(
+                    node,
+                    f"{src(node.value)}: .bits is the bit pattern of narrow "
+                    f"float elements (float16, bfloat16, float8, tf32, "
+                    f"float4), but {memory} {node.value.value.id!r} holds "
+                    f"{dtype.name}; index it directly",
+                )
+            plain = ast.copy_location(
+                ast.Subscript(value=node.value.value, slice=node.slice, ctx=ast.Load()), node
+            )
             return self.subscript(plain)
         if dtype is not None and dtype.storage != dtype and not dtype.converted:
             base = node.value.id
-            raise self.error(node, f"{self.memory_kind(node.value)} {base!r} holds {dtype.name}, "
-                                   f"whose elements jittile does not convert to and from float32; "
-                                   f"read or write their bits with {base}.bits[...]")
+            raise self.error(
+                node,
+                f"{self.memory_kind(node.value)} {base!r} holds {dtype.name}, "
+                f"whose elements jittile does not convert to and from float32; "
+                f"read or write their bits with {base}.bits[...]",
+            )
         return self.subscript(node)
 
     # --------------------------------------------------------------------------------- stores
@@ -118,12 +131,20 @@ class ElementLowering:
         """Assign the value in variable ``held`` to ``target``, element by element."""
         if isinstance(target, (ast.Tuple, ast.List)):
             if any(isinstance(e, ast.Starred) for e in target.elts):
-                raise self.error(target, "a starred target cannot take apart a value stored "
-                                         "into memory elements; assign the elements one by one")
+                raise self.error(
+                    target,
+                    "a starred target cannot take apart a value stored "
+                    "into memory elements; assign the elements one by one",
+                )
             parts = [self.fresh("v") for _ in target.elts]
-            out: list[ast.stmt] = [ast.Assign(
-                targets=[ast.Tuple(elts=[_name(p, ast.Store()) for p in parts], ctx=ast.Store())],
-                value=_name(held))]
+            out: list[ast.stmt] = [
+                ast.Assign(
+                    targets=[
+                        ast.Tuple(elts=[_name(p, ast.Store()) for p in parts], ctx=ast.Store())
+                    ],
+                    value=_name(held),
+                )
+            ]
             for element, part in zip(target.elts, parts):
                 out.extend(self.unpack(element, part))
             return out
@@ -153,10 +174,14 @@ class ElementLowering:
             return
         dtype = self.element_dtype(node)
         base = node.value.id
-        raise ContractError(f"{what} is a register of bits, but {src(node)} is a {dtype.name} "
-                            f"element, which reads and writes as a float32 value; pass its bit "
-                            f"pattern as {base}.bits[{src(node.slice)}]", self.loc(node),
-                            opcode=opcode, parameter=what)
+        raise ContractError(
+            f"{what} is a register of bits, but {src(node)} is a {dtype.name} "
+            f"element, which reads and writes as a float32 value; pass its bit "
+            f"pattern as {base}.bits[{src(node.slice)}]",
+            self.loc(node),
+            opcode=opcode,
+            parameter=what,
+        )
 
     def conversion_name(self, direction: str, dtype: DType) -> str:
         """The global converting a ``dtype`` element on a load or a store."""

@@ -4,10 +4,11 @@ Python expression numba-cuda compiles (thread registers, shared and global addre
 The lowered function refers to numba objects by these generated global names; the backend binds
 each one (``jittile.backend.compiler``).
 """
+
 from __future__ import annotations
 
 import ast
-from typing import Callable
+from collections.abc import Callable
 
 from ..ir import BinOp, Expr, GlobalAddress, HostParam, SharedAddress, Special, Var
 from ..ptx import builtins
@@ -17,16 +18,26 @@ CUDA = "__jt_cuda"
 SHARED_ADDRESS = "__jt_saddr"
 GLOBAL_ADDRESS = "__jt_gaddr"
 
-_OPERATORS = {"+": ast.Add, "*": ast.Mult, "%": ast.Mod, ">>": ast.RShift, "&": ast.BitAnd,
-              "|": ast.BitOr}
+_OPERATORS = {
+    "+": ast.Add,
+    "*": ast.Mult,
+    "%": ast.Mod,
+    ">>": ast.RShift,
+    "&": ast.BitAnd,
+    "|": ast.BitOr,
+}
 
 
 def address_buffer(lowered: ast.expr | None) -> str | None:
     """The shared buffer variable a lowered address points into (``buf.ptr_to([...])`` lowers
     to ``__jt_saddr(buf, index)``), or None where the address is any other value."""
-    if (isinstance(lowered, ast.Call) and isinstance(lowered.func, ast.Name)
-            and lowered.func.id == SHARED_ADDRESS and lowered.args
-            and isinstance(lowered.args[0], ast.Name)):
+    if (
+        isinstance(lowered, ast.Call)
+        and isinstance(lowered.func, ast.Name)
+        and lowered.func.id == SHARED_ADDRESS
+        and lowered.args
+        and isinstance(lowered.args[0], ast.Name)
+    ):
         return lowered.args[0].id
     return None
 
@@ -55,11 +66,17 @@ def render(expr: Expr, asm_name: Callable) -> ast.expr:
     if isinstance(expr, (Var, HostParam)):
         return _name(expr.name)
     if isinstance(expr, BinOp):
-        return ast.BinOp(left=render(expr.left, asm_name), op=_OPERATORS[expr.op](),
-                         right=render(expr.right, asm_name))
+        return ast.BinOp(
+            left=render(expr.left, asm_name),
+            op=_OPERATORS[expr.op](),
+            right=render(expr.right, asm_name),
+        )
     if isinstance(expr, SharedAddress):
-        base = ast.Call(func=_name(SHARED_ADDRESS), args=[_name(expr.buffer), ast.Constant(value=0)],
-                        keywords=[])
+        base = ast.Call(
+            func=_name(SHARED_ADDRESS),
+            args=[_name(expr.buffer), ast.Constant(value=0)],
+            keywords=[],
+        )
         if expr.offset == 0:
             return base
         return ast.BinOp(left=base, op=ast.Add(), right=render(expr.offset, asm_name))

@@ -8,6 +8,7 @@ Pure AST work; the lowering decides how each argument binds (see ``KernelLowerin
 - ``inline_body`` copies the body, renaming names and substituting argument expressions, and turns
   a final ``return value`` into an assignment to the call's targets.
 """
+
 from __future__ import annotations
 
 import ast
@@ -49,9 +50,13 @@ class HelperNames:
 def bind(tree: ast.FunctionDef, call: ast.Call) -> Binding:
     args = tree.args
     if args.vararg or args.kwarg or args.kwonlyargs:
-        raise InlineError(tree, f"helper {tree.name} may only have positional-or-keyword parameters")
+        raise InlineError(
+            tree, f"helper {tree.name} may only have positional-or-keyword parameters"
+        )
     names = [a.arg for a in [*args.posonlyargs, *args.args]]
-    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(
+        k.arg is None for k in call.keywords
+    ):
         raise InlineError(call, f"{tree.name}(...) cannot take *args or **kwargs")
     if len(call.args) > len(names):
         raise InlineError(call, f"{tree.name} takes {len(names)} arguments, got {len(call.args)}")
@@ -62,12 +67,14 @@ def bind(tree: ast.FunctionDef, call: ast.Call) -> Binding:
         if keyword.arg in given:
             raise InlineError(keyword, f"{tree.name} got {keyword.arg!r} twice")
         given[keyword.arg] = keyword.value
-    defaults = dict(zip(names[len(names) - len(args.defaults):], args.defaults))
+    defaults = dict(zip(names[len(names) - len(args.defaults) :], args.defaults))
     for name in names:
         if name not in given and name not in defaults:
             raise InlineError(call, f"{tree.name} is missing argument {name!r}")
-    return Binding({n: given[n] for n in names if n in given},
-                   {n: defaults[n] for n in names if n not in given})
+    return Binding(
+        {n: given[n] for n in names if n in given},
+        {n: defaults[n] for n in names if n not in given},
+    )
 
 
 def names_of(tree: ast.FunctionDef) -> HelperNames:
@@ -81,10 +88,12 @@ def names_of(tree: ast.FunctionDef) -> HelperNames:
         for node in ast.walk(statement):
             if isinstance(node, ast.Name):
                 (loaded if isinstance(node.ctx, ast.Load) else assigned).add(node.id)
-            elif isinstance(node, (ast.FunctionDef, ast.Lambda, ast.ClassDef, ast.Global,
-                                   ast.Nonlocal)):
-                raise InlineError(node, f"helper {tree.name} cannot define {type(node).__name__} "
-                                        f"here")
+            elif isinstance(
+                node, (ast.FunctionDef, ast.Lambda, ast.ClassDef, ast.Global, ast.Nonlocal)
+            ):
+                raise InlineError(
+                    node, f"helper {tree.name} cannot define {type(node).__name__} here"
+                )
     return HelperNames(params, assigned, loaded - set(params) - assigned)
 
 
@@ -101,14 +110,23 @@ class _Renamer(ast.NodeTransformer):
         return node
 
 
-def inline_body(tree: ast.FunctionDef, call: ast.Call, renames: dict[str, str],
-                substitutions: dict[str, ast.expr], targets: list[ast.expr] | None) -> list[ast.stmt]:
+def inline_body(
+    tree: ast.FunctionDef,
+    call: ast.Call,
+    renames: dict[str, str],
+    substitutions: dict[str, ast.expr],
+    targets: list[ast.expr] | None,
+) -> list[ast.stmt]:
     """The helper's statements for one call: names renamed (``renames``), parameters bound to
     caller expressions replaced by them (``substitutions``), the docstring dropped, and a final
     ``return value`` assigned to ``targets`` (evaluated as a statement when there are none)."""
     body = list(tree.body)
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-            and isinstance(body[0].value.value, str):
+    if (
+        body
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and isinstance(body[0].value.value, str)
+    ):
         body = body[1:]
     result = body.pop() if body and isinstance(body[-1], ast.Return) else None
     for statement in body:
@@ -158,8 +176,12 @@ def without_helper_names(exc: JittileError) -> JittileError:
     if not HELPER_PREFIX.search(str(exc)):
         return exc
     if isinstance(exc, ContractError):
-        return ContractError(HELPER_PREFIX.sub("", exc.rule), exc.location, opcode=exc.opcode,
-                             parameter=exc.parameter and HELPER_PREFIX.sub("", exc.parameter))
+        return ContractError(
+            HELPER_PREFIX.sub("", exc.rule),
+            exc.location,
+            opcode=exc.opcode,
+            parameter=exc.parameter and HELPER_PREFIX.sub("", exc.parameter),
+        )
     return type(exc)(HELPER_PREFIX.sub("", exc.message), exc.location)
 
 
@@ -176,8 +198,11 @@ class HelperInlining:
         renamed apart; errors and plan entries point into its file.
         """
         if helper in self._inlining:
-            raise self.error(call, f"helper {helper.__qualname__} calls itself; helpers are inlined, "
-                                   f"so they cannot recurse")
+            raise self.error(
+                call,
+                f"helper {helper.__qualname__} calls itself; helpers are inlined, "
+                f"so they cannot recurse",
+            )
         source, tree = helper.source, helper.source.tree
 
         def located(exc: InlineError) -> CompileError:
@@ -193,8 +218,11 @@ class HelperInlining:
             self._check_requirements(call, tree.name, helper.requires, binding.arguments)
         prefix = self.fresh("h") + "_"
         own_scope = StaticScope(source.globals, source.closure, {}, set())
-        check_calls(tree, StaticScope(source.globals, source.closure, {},
-                                      set(names.params) | names.assigned), source.location)
+        check_calls(
+            tree,
+            StaticScope(source.globals, source.closure, {}, set(names.params) | names.assigned),
+            source.location,
+        )
         renames: dict[str, str] = {}
         substitutions: dict[str, ast.expr] = {}
         prelude: list[ast.stmt] = []
@@ -208,22 +236,12 @@ class HelperInlining:
                 self.scope.statics[renames[param]] = value
             else:
                 self.scope.runtime_names.add(renames[param])
-                prelude += self.statement(ast.copy_location(
-                    ast.Assign(targets=[_name(renames[param], ast.Store())], value=arg), call))
-        for param, default in binding.defaults.items():
-            renames[param] = prefix + param
-            try:
-                value = evaluate(default, own_scope)
-            except NameError as exc:
-                raise CompileError(f"name {exc.args[0]!r} is not defined",
-                                   source.location(default)) from None
-            except FoldError as exc:
-                raise CompileError(exc.message, source.location(exc.node)) from None
-            if value is RUNTIME or param in names.assigned:
-                raise CompileError(f"helper {tree.name}: the default of {param!r} must be a "
-                                   f"compile-time value the body does not rebind",
-                                   source.location(default))
-            self.scope.statics[renames[param]] = value
+                prelude += self.statement(
+                    ast.copy_location(
+                        ast.Assign(targets=[_name(renames[param], ast.Store())], value=arg), call
+                    )
+                )
+        self._bind_defaults(tree, source, binding.defaults, names, prefix, own_scope, renames)
         counts = assignment_counts(tree)
         for name in names.assigned - set(renames):
             renames[name] = prefix + name
@@ -244,8 +262,32 @@ class HelperInlining:
             raise located(exc) from None
         return prelude + self._helper_body(helper, body)
 
-    def _check_requirements(self, call: ast.Call, helper_name: str, requires,
-                            arguments: dict[str, ast.expr]) -> None:
+    def _bind_defaults(
+        self, tree, source, defaults: dict, names, prefix: str, own_scope, renames: dict
+    ) -> None:
+        """A helper's defaults for the parameters its call leaves out: compile-time values the
+        body does not rebind, evaluated in the helper's own module."""
+        for param, default in defaults.items():
+            renames[param] = prefix + param
+            try:
+                value = evaluate(default, own_scope)
+            except NameError as exc:
+                raise CompileError(
+                    f"name {exc.args[0]!r} is not defined", source.location(default)
+                ) from None
+            except FoldError as exc:
+                raise CompileError(exc.message, source.location(exc.node)) from None
+            if value is RUNTIME or param in names.assigned:
+                raise CompileError(
+                    f"helper {tree.name}: the default of {param!r} must be a "
+                    f"compile-time value the body does not rebind",
+                    source.location(default),
+                )
+            self.scope.statics[renames[param]] = value
+
+    def _check_requirements(
+        self, call: ast.Call, helper_name: str, requires, arguments: dict[str, ast.expr]
+    ) -> None:
         """A helper's contract on its arguments' compile-time values, told at the call."""
         broken = requires({param: self.static(arg) for param, arg in arguments.items()})
         if broken is not None:
@@ -274,8 +316,11 @@ class HelperInlining:
         (``buf.ptr_to([...])``), or a whole local array or register fragment: those are
         substituted into the helper (so tile calls see the operand, and byte accounting the
         barrier, as written); anything else, an element included, is a value."""
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "ptr_to"):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "ptr_to"
+        ):
             node = node.func.value
         base = node.value if isinstance(node, ast.Subscript) else node
         if not isinstance(base, ast.Name):
@@ -283,8 +328,13 @@ class HelperInlining:
         name = base.id
         if base is node and (name in self.fragments or name in self.local_arrays):
             return True  # a local array or register fragment, whole: the helper indexes it
-        if not (name in self.shared or name in self.arrays or name in self.tmem
-                or name in self.tensormaps or name in self.fragments):
+        if not (
+            name in self.shared
+            or name in self.arrays
+            or name in self.tmem
+            or name in self.tensormaps
+            or name in self.fragments
+        ):
             return False
         if base is node:
             return True

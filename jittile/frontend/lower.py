@@ -6,10 +6,10 @@ calls and tile calls become calls of generated inline-asm intrinsics. The lowere
 those intrinsics by generated global names; :class:`Lowered.namespace` describes each one and the
 backend materialises them, so this module never imports numba.
 """
+
 from __future__ import annotations
 
 import ast
-import copy
 import itertools
 import warnings
 from dataclasses import dataclass
@@ -17,15 +17,21 @@ from dataclasses import dataclass
 from .. import language as L
 from ..dtypes import DType
 from ..errors import CompileError, JittileWarning, Location
-from ..ir import (ArrayParam, ConstexprParam, HostParam, HostTensorMap, KernelIR, ScalarParam,
-                  TensorMapParam)
+from ..ir import (
+    ArrayParam,
+    ConstexprParam,
+    HostParam,
+    HostTensorMap,
+    KernelIR,
+    ScalarParam,
+    TensorMapParam,
+)
 from ..language import cuda as Lcuda
 from ..language.markers import DeviceFunction, PtxInstruction
 from ..patterns.base import SharedBuffer
 from ..ptx.asm import AsmCall
 from ..targets import Target
 from .accounting import check_armed_barriers, check_transaction_bytes
-from .ordering import check_ordering
 from .allocations import AllocationLowering, SharedVar, TmemVar
 from .calls import check_calls
 from .checks import body_problem
@@ -35,22 +41,17 @@ from .emit import CUDA, GLOBAL_ADDRESS, SHARED_ADDRESS
 from .expressions import ExpressionLowering, fits_64_bits, is_number
 from .fragments import FragmentLowering
 from .inline import HelperInlining, assignment_counts
+from .loops import LoopLowering, statement_count
 from .math_calls import MathLowering
+from .ordering import check_ordering
 from .positions import HELPER_PREFIX, Origin, number_lines, tag
 from .proxies import ProxyEvent, check_proxy_fences
 from .raw_ptx import RawPtxLowering
 from .source import KernelSource
-from .static import RUNTIME, FoldError, StaticScope, evaluate, sequence_length
-from .syntax import name as _name, src
+from .static import RUNTIME, FoldError, StaticScope, evaluate
+from .syntax import name as _name
 from .tile_calls import TileCallLowering
-from .unsupported import LOOP_HINT, unsupported
-
-
-# Limits that keep compile times bounded. The repository's kernels (examples/, tests/, bench/)
-# unroll at most 4 iterations and lower to at most 128 statements; numba-cuda's typing time grows
-# about quadratically with the function: 1024 one-line statements take it about a minute.
-MAX_UNROLL = 256  # iterations of one T.unroll loop
-MAX_STATEMENTS = 1024  # statements of the lowered kernel
+from .unsupported import unsupported
 
 
 @dataclass
@@ -71,16 +72,28 @@ class Lowered:
         return ast.unparse(self.function)
 
 
-class KernelLowering(ExpressionLowering, ElementLowering, AllocationLowering, FragmentLowering,
-                     HelperInlining, MathLowering, RawPtxLowering, TileCallLowering):
+class KernelLowering(
+    ExpressionLowering,
+    ElementLowering,
+    AllocationLowering,
+    FragmentLowering,
+    HelperInlining,
+    LoopLowering,
+    MathLowering,
+    RawPtxLowering,
+    TileCallLowering,
+):
     """One kernel specialization being lowered (source + argument kinds + target)."""
 
     def __init__(self, source: KernelSource, params: list, target: Target, launch_override=None):
         self.source = source
         self.target = target
         self.params = params
-        self.namespace: dict[str, tuple] = {CUDA: ("cuda",), SHARED_ADDRESS: ("saddr",),
-                                            GLOBAL_ADDRESS: ("gaddr",)}
+        self.namespace: dict[str, tuple] = {
+            CUDA: ("cuda",),
+            SHARED_ADDRESS: ("saddr",),
+            GLOBAL_ADDRESS: ("gaddr",),
+        }
         self._asm_names: dict[AsmCall, str] = {}
         self._counter = itertools.count()
         self.shared: dict[str, SharedVar] = {}
@@ -177,9 +190,15 @@ class KernelLowering(ExpressionLowering, ElementLowering, AllocationLowering, Fr
         for host in self.ir.host_tensormaps:
             args.append(ast.arg(arg=host.param))
         fn = ast.FunctionDef(
-            name=self.source.name, args=ast.arguments(posonlyargs=[], args=args, kwonlyargs=[],
-                                                      kw_defaults=[], defaults=[]),
-            body=body or [ast.Pass()], decorator_list=[], returns=None, type_params=[])
+            name=self.source.name,
+            args=ast.arguments(
+                posonlyargs=[], args=args, kwonlyargs=[], kw_defaults=[], defaults=[]
+            ),
+            body=body or [ast.Pass()],
+            decorator_list=[],
+            returns=None,
+            type_params=[],
+        )
         self.check_statement_budget(tree, statement_count(fn.body))
         ast.copy_location(fn, tree)
         ast.fix_missing_locations(fn)
@@ -196,9 +215,16 @@ class KernelLowering(ExpressionLowering, ElementLowering, AllocationLowering, Fr
         warned += warn_divergent_operations(fn)
         warned += check_ordering(self.ir.sites, self.order_events)
         warned += check_proxy_fences(self.proxy_events)
-        return Lowered(fn, self.namespace, self.ir, self._buffers, warned, positions,
-                       {name: var.view for name, var in self.shared.items()},
-                       {name: frag.registers for name, frag in self.fragments.items()})
+        return Lowered(
+            fn,
+            self.namespace,
+            self.ir,
+            self._buffers,
+            warned,
+            positions,
+            {name: var.view for name, var in self.shared.items()},
+            {name: frag.registers for name, frag in self.fragments.items()},
+        )
 
     # ------------------------------------------------------------------------------- statements
     def block(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
@@ -251,8 +277,11 @@ class KernelLowering(ExpressionLowering, ElementLowering, AllocationLowering, Fr
         return [ast.Expr(value=self.expr(value))]
 
     def stmt_Assign(self, node: ast.Assign):
-        if isinstance(node.value, ast.Call) and len(node.targets) == 1 and isinstance(
-                node.targets[0], ast.Name):
+        if (
+            isinstance(node.value, ast.Call)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
             name = node.targets[0].id
             target = self.resolve(node.value.func)
             if target is L.alloc_shared:
@@ -261,18 +290,24 @@ class KernelLowering(ExpressionLowering, ElementLowering, AllocationLowering, Fr
                 return self.alloc_local(name, node.value)
             if target is Lcuda.decl_tmem:
                 return self.decl_tmem(name, node.value)
-        if isinstance(node.value, ast.Call) and isinstance(self.resolve(node.value.func),
-                                                           DeviceFunction):
+        if isinstance(node.value, ast.Call) and isinstance(
+            self.resolve(node.value.func), DeviceFunction
+        ):
             return self.inline(node.value, self.resolve(node.value.func), node.targets)
         value = self.static(node.value)
-        single = node.targets[0] if len(node.targets) == 1 and isinstance(node.targets[0],
-                                                                          ast.Name) else None
+        single = (
+            node.targets[0]
+            if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+            else None
+        )
         if value is not RUNTIME and single is not None:
             if single.id in self._static_candidates:
                 self.scope.statics[single.id] = value
                 if not is_number(value) or not fits_64_bits(value):
                     return []  # folded wherever it is used
-                return [ast.Assign(targets=[self.store_target(single)], value=self.expr(node.value))]
+                return [
+                    ast.Assign(targets=[self.store_target(single)], value=self.expr(node.value))
+                ]
             if not _has_runtime_form(value):
                 raise self.error(node, self._rebound_static(single.id, value))
         return self.assign(node.targets, self.expr(node.value))
@@ -281,32 +316,50 @@ class KernelLowering(ExpressionLowering, ElementLowering, AllocationLowering, Fr
         """Why a compile-time-only value cannot go into ``name``, which is assigned more than once
         (and so is a run-time variable)."""
         shown = HELPER_PREFIX.sub("", name)
-        lines = sorted({n.lineno for n in ast.walk(self.source.tree) if isinstance(n, ast.Name)
-                        and isinstance(n.ctx, ast.Store) and n.id == shown})
+        lines = sorted(
+            {
+                n.lineno
+                for n in ast.walk(self.source.tree)
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id == shown
+            }
+        )
         where = f" (lines {', '.join(map(str, lines))})" if len(lines) > 1 else ""
-        return (f"{shown!r} is assigned more than once{where}, which makes it a run-time variable, "
-                f"but this value ({type(value).__name__} {value!r}) exists only at compile time; "
-                f"give each compile-time value its own name, assigned once")
+        return (
+            f"{shown!r} is assigned more than once{where}, which makes it a run-time variable, "
+            f"but this value ({type(value).__name__} {value!r}) exists only at compile time; "
+            f"give each compile-time value its own name, assigned once"
+        )
 
     def stmt_AnnAssign(self, node: ast.AnnAssign):
         if node.value is None:
             return []
-        return self.stmt_Assign(ast.copy_location(ast.Assign(targets=[node.target], value=node.value),
-                                                  node))
+        return self.stmt_Assign(
+            ast.copy_location(ast.Assign(targets=[node.target], value=node.value), node)
+        )
 
     def stmt_AugAssign(self, node: ast.AugAssign):
         if self.is_special_store(node.target):
             return self.augmented_store(node)
-        return [ast.AugAssign(target=self.store_target(node.target), op=node.op,
-                              value=self.expr(node.value))]
+        return [
+            ast.AugAssign(
+                target=self.store_target(node.target), op=node.op, value=self.expr(node.value)
+            )
+        ]
 
     def store_target(self, node: ast.expr) -> ast.expr:
         if isinstance(node, ast.Name):
-            if (node.id in self.shared or node.id in self.arrays or node.id in self.local_arrays
-                    or node.id in self.fragments):
-                raise self.error(node, f"cannot rebind {node.id!r}: it names memory (a shared "
-                                       f"buffer, tensor, local array or register fragment); use "
-                                       f"another name")
+            if (
+                node.id in self.shared
+                or node.id in self.arrays
+                or node.id in self.local_arrays
+                or node.id in self.fragments
+            ):
+                raise self.error(
+                    node,
+                    f"cannot rebind {node.id!r}: it names memory (a shared "
+                    f"buffer, tensor, local array or register fragment); use "
+                    f"another name",
+                )
             self.locals.add(node.id)
             return _name(node.id, ast.Store())
         if isinstance(node, ast.Tuple):
@@ -325,87 +378,21 @@ class KernelLowering(ExpressionLowering, ElementLowering, AllocationLowering, Fr
         if isinstance(base, ast.Attribute) and base.attr == "bits":
             base = base.value
         if isinstance(base, ast.Name) and base.id in self.shared:
-            self.proxy_events.append(ProxyEvent("write", self.loc(target),
-                                                (self.shared[base.id].buffer.name,)))
+            self.proxy_events.append(
+                ProxyEvent("write", self.loc(target), (self.shared[base.id].buffer.name,))
+            )
 
     def stmt_If(self, node: ast.If):
         test = self.static(node.test)
         if test is not RUNTIME:
             return self.block(node.body if test else node.orelse)
-        return [ast.If(test=self.expr(node.test), body=self.block(node.body) or [ast.Pass()],
-                       orelse=self.block(node.orelse))]
-
-    def stmt_While(self, node: ast.While):
-        if node.orelse:
-            raise self.error(node, "while/else is not supported in kernels")
-        return [ast.While(test=self.expr(node.test), body=self.block(node.body), orelse=[])]
-
-    def stmt_For(self, node: ast.For):
-        if node.orelse:
-            raise self.error(node, "for/else is not supported in kernels")
-        it = node.iter
-        if isinstance(it, ast.Call) and self.resolve(it.func) is L.grid:
-            names = node.target.elts if isinstance(node.target, ast.Tuple) else [node.target]
-            if len(names) != len(it.args) or not all(isinstance(n, ast.Name) for n in names):
-                raise self.error(node, f"T.grid with {len(it.args)} extents needs as many loop names")
-            body = self.block(node.body)
-            for name, extent in reversed(list(zip(names, it.args))):
-                self.locals.add(name.id)
-                rng = ast.Call(func=_name("range"), args=[self.expr(extent)], keywords=[])
-                body = [ast.copy_location(ast.For(target=_name(name.id, ast.Store()), iter=rng,
-                                                  body=body, orelse=[]), node)]
-            return body
-        if isinstance(it, ast.Call) and self.resolve(it.func) is L.unroll:
-            return self.unrolled_for(node)
-        if isinstance(it, ast.Call) and self.resolve(it.func) is range:
-            return [ast.For(target=self.store_target(node.target),
-                            iter=ast.Call(func=_name("range"), args=[self.expr(a) for a in it.args],
-                                          keywords=[]),
-                            body=self.block(node.body), orelse=[])]
-        raise CompileError(f"kernel loops iterate over range(...), T.grid(...) or T.unroll(...), "
-                           f"not {src(it)}", self.loc(node.iter), hint=LOOP_HINT)
-
-    def unrolled_for(self, node: ast.For) -> list[ast.stmt]:
-        """``for s in T.unroll(...)``: one copy of the body per value, ``s`` static in each."""
-        if not isinstance(node.target, ast.Name):
-            raise self.error(node, "T.unroll binds a single loop name")
-        bounds = [self.static(a) for a in node.iter.args]
-        if not bounds or len(bounds) > 3 or not all(isinstance(b, int) and not isinstance(b, bool)
-                                                    for b in bounds):
-            raise self.error(node.iter, "T.unroll(...) takes one to three compile-time integers, "
-                                        "like range()")
-        if 0 in bounds[2:]:
-            raise self.error(node.iter, "T.unroll(...) step must not be zero")
-        values = range(*bounds)
-        count = sequence_length(values)
-        if count > MAX_UNROLL:
-            raise self.error(node.iter, f"T.unroll over {count} iterations is more than the "
-                                        f"{MAX_UNROLL} jittile unrolls: each copy of the body is "
-                                        f"compiled separately; use range(...) for a run-time loop "
-                                        f"and keep T.unroll for the few stages that tile calls "
-                                        f"must name statically")
-        name = node.target.id
-        out: list[ast.stmt] = []
-        self._unrolled.add(name)
-        emitted = 0
-        for value in values:
-            self.scope.statics[name] = value
-            copies = self.block(copy.deepcopy(node.body))
-            emitted += statement_count(copies)
-            self.check_statement_budget(node.iter, emitted)
-            out.extend(copies)
-        self.scope.statics.pop(name, None)
-        self._unrolled.discard(name)
-        return out
-
-    def check_statement_budget(self, node: ast.AST, count: int) -> None:
-        """Refuse a kernel that lowers to more statements than numba-cuda compiles in reasonable
-        time (its typing time grows faster than linearly with the function's size)."""
-        if count > MAX_STATEMENTS:
-            raise self.error(node, f"the kernel expands to more than {MAX_STATEMENTS} statements "
-                                   f"(T.unroll copies, inlined helpers and tile-call instructions "
-                                   f"count), which would take numba-cuda minutes to compile; use "
-                                   f"range(...) loops for repeated work")
+        return [
+            ast.If(
+                test=self.expr(node.test),
+                body=self.block(node.body) or [ast.Pass()],
+                orelse=self.block(node.orelse),
+            )
+        ]
 
 
 def warn_divergent_operations(function: ast.FunctionDef) -> list[str]:
@@ -413,18 +400,16 @@ def warn_divergent_operations(function: ast.FunctionDef) -> list[str]:
     lane-dependent condition; returns the messages."""
     messages = []
     for where, rule, condition in divergent_operations(function):
-        message = (f"{where.location}: {rule}, but it runs under a condition that differs between "
-                   f"the lanes of a warp ({condition.location}: {condition.text!r}); issue it "
-                   f"where the whole warp runs, e.g. under a condition on T.cuda.warp_id()")
+        message = (
+            f"{where.location}: {rule}, but it runs under a condition that differs between "
+            f"the lanes of a warp ({condition.location}: {condition.text!r}); issue it "
+            f"where the whole warp runs, e.g. under a condition on T.cuda.warp_id()"
+        )
         messages.append(message)
-        warnings.warn_explicit(JittileWarning(message), JittileWarning, where.location.filename,
-                               where.location.lineno)
+        warnings.warn_explicit(
+            JittileWarning(message), JittileWarning, where.location.filename, where.location.lineno
+        )
     return messages
-
-
-def statement_count(statements: list[ast.stmt]) -> int:
-    """Statements in ``statements``, nested ones included."""
-    return sum(isinstance(n, ast.stmt) for s in statements for n in ast.walk(s))
 
 
 def _has_runtime_form(value) -> bool:
@@ -437,5 +422,3 @@ def _has_runtime_form(value) -> bool:
 def lower_kernel(source: KernelSource, params: list, target: Target, launch=None) -> Lowered:
     """Lower one specialization of a kernel."""
     return KernelLowering(source, params, target, launch).lower()
-
-

@@ -6,6 +6,7 @@ module hands each family that the kernel calls the whole event list, raises the 
 issues the warnings. Program order is textual: loops are not unrolled, so what a rule cannot
 decide statically it warns about rather than refuses.
 """
+
 from __future__ import annotations
 
 from ..errors import ContractError, warn_at
@@ -22,7 +23,8 @@ def check_ordering(sites: list, events: list) -> list[str]:
         findings = pattern.check_order(events)
         for finding in findings:
             if finding.error:
-                raise ContractError(finding.message, finding.location, opcode=finding.opcode,
-                                    parameter="order")
+                raise ContractError(
+                    finding.message, finding.location, opcode=finding.opcode, parameter="order"
+                )
         warned += [warn_at(f.message, f.location, opcode=f.opcode) for f in findings]
     return warned

@@ -7,6 +7,7 @@ Lowering tags the nodes it makes with their origin (:func:`tag`: the user's node
 to origins: a backend error reported at line ``N`` of the compiled function maps back to the
 user's expression, even inside one statement.
 """
+
 from __future__ import annotations
 
 import ast
@@ -14,7 +15,6 @@ import re
 from dataclasses import dataclass
 
 from ..errors import Location
-
 
 HELPER_PREFIX = re.compile(r"__jt_h\d+_")  # how inlining renames a helper's names apart
 

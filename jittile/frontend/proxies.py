@@ -10,6 +10,7 @@ a fence anywhere between counts, so a write that only a later iteration reads, o
 a branch skips, goes unreported (the interpreter sees those); nothing is reported that textual
 order does not show.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -46,13 +47,21 @@ def check_proxy_fences(events: list[ProxyEvent]) -> list[str]:
                 write = unfenced.get(buffer)
                 if write is not None and (buffer, event.location) not in seen:
                     seen.add((buffer, event.location))
-                    at = (f"line {write.lineno}" if write.filename == event.location.filename
-                          else str(write))
-                    warned.append(warn_at(
-                        f"{event.opcode} reads shared buffer {buffer!r} through the async proxy, "
-                        f"but the generic-proxy write to it at {at} is not followed by a proxy "
-                        f"fence before this read, so the read may see the bytes from before the "
-                        f"write", event.location, opcode=event.opcode,
-                        hint=f"add {ASYNC_SHARED_FENCE_CALL} after the writes, before the "
-                             f"barrier that orders them with the issuing thread"))
+                    at = (
+                        f"line {write.lineno}"
+                        if write.filename == event.location.filename
+                        else str(write)
+                    )
+                    warned.append(
+                        warn_at(
+                            f"{event.opcode} reads shared buffer {buffer!r} through the async proxy, "
+                            f"but the generic-proxy write to it at {at} is not followed by a proxy "
+                            f"fence before this read, so the read may see the bytes from before the "
+                            f"write",
+                            event.location,
+                            opcode=event.opcode,
+                            hint=f"add {ASYNC_SHARED_FENCE_CALL} after the writes, before the "
+                            f"barrier that orders them with the issuing thread",
+                        )
+                    )
     return warned

@@ -1,4 +1,5 @@
 """Kernel source: the function's AST with positions that point into the real file."""
+
 from __future__ import annotations
 
 import ast
@@ -26,15 +27,18 @@ class KernelSource:
 
     def location(self, node: ast.AST) -> Location:
         lineno = getattr(node, "lineno", self.firstlineno)
-        end = getattr(node, "end_col_offset", None) if getattr(node, "end_lineno", None) == lineno \
+        end = (
+            getattr(node, "end_col_offset", None)
+            if getattr(node, "end_lineno", None) == lineno
             else None
+        )
         return Location(self.filename, lineno, getattr(node, "col_offset", 0), end)
 
     @property
     def text(self) -> str:
         """The definition as written, decorators included (what ``jittile cache why`` diffs)."""
         lines = linecache.getlines(self.filename, self.globals)
-        return "".join(lines[self.firstlineno - 1:self.tree.end_lineno])
+        return "".join(lines[self.firstlineno - 1 : self.tree.end_lineno])
 
     def node_indices(self) -> dict[Location, int]:
         """Each position of this kernel's code -> the index of its first node in ``ast.walk``
@@ -88,8 +92,16 @@ def load_source(pyfunc) -> KernelSource:
                 closure[name] = cell.cell_contents
             except ValueError:
                 continue
-    return KernelSource(pyfunc, pyfunc.__name__, pyfunc.__qualname__, filename, code.co_firstlineno,
-                        tree, pyfunc.__globals__, closure)
+    return KernelSource(
+        pyfunc,
+        pyfunc.__name__,
+        pyfunc.__qualname__,
+        filename,
+        code.co_firstlineno,
+        tree,
+        pyfunc.__globals__,
+        closure,
+    )
 
 
 def _no_source(pyfunc, filename: str) -> CompileError:
@@ -99,22 +111,28 @@ def _no_source(pyfunc, filename: str) -> CompileError:
         return CompileError(
             f"cannot read the source of {pyfunc.__qualname__}: it was defined in {filename} (the "
             f"plain Python REPL, python -c or exec of a string), which keeps no source text, and "
-            f"jittile compiles a kernel from its source", where,
+            f"jittile compiles a kernel from its source",
+            where,
             hint="put the kernel in a .py file and import it; for exec, register the source in "
-                 "linecache first: linecache.cache[name] = (len(src), None, "
-                 "src.splitlines(True), name); exec(compile(src, name, 'exec')) (IPython and "
-                 "Jupyter keep their cells there already)")
-    return CompileError(f"cannot read the source of {pyfunc.__qualname__}: its file {filename} "
-                        f"no longer exists or cannot be read", where,
-                        hint="jittile compiles a kernel from its source file; keep the file "
-                             "where the kernel's module was imported from")
+            "linecache first: linecache.cache[name] = (len(src), None, "
+            "src.splitlines(True), name); exec(compile(src, name, 'exec')) (IPython and "
+            "Jupyter keep their cells there already)",
+        )
+    return CompileError(
+        f"cannot read the source of {pyfunc.__qualname__}: its file {filename} "
+        f"no longer exists or cannot be read",
+        where,
+        hint="jittile compiles a kernel from its source file; keep the file "
+        "where the kernel's module was imported from",
+    )
 
 
 _parsed_files: dict[str, tuple[list, ast.Module]] = {}
 
 
-def _definition_in_file(filename: str, module_globals: dict, name: str,
-                        firstlineno: int) -> ast.FunctionDef | None:
+def _definition_in_file(
+    filename: str, module_globals: dict, name: str, firstlineno: int
+) -> ast.FunctionDef | None:
     lines = linecache.getlines(filename, module_globals)
     if not lines:
         return None
@@ -140,10 +158,14 @@ def _definition_by_inspect(pyfunc, filename: str) -> ast.FunctionDef:
         raise CompileError(f"cannot read the source of {pyfunc!r}: {exc}") from exc
     text = textwrap.dedent("".join(lines))
     indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
-    funcs = [n for n in ast.parse(text).body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    funcs = [
+        n for n in ast.parse(text).body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+    ]
     if not funcs:
-        raise CompileError(f"{pyfunc.__qualname__} is not a function definition",
-                           Location(filename, firstlineno, 0))
+        raise CompileError(
+            f"{pyfunc.__qualname__} is not a function definition",
+            Location(filename, firstlineno, 0),
+        )
     tree = funcs[0]
     ast.increment_lineno(tree, firstlineno - 1)
     if indent:

@@ -10,6 +10,7 @@ Folding is bounded: integers stay within ``MAX_INT_BITS`` bits and sequences wit
 them), and an operation that fails (``1 // 0``, ``'a' < 1``, a constructor rejecting its
 arguments) raises :class:`FoldError` at its node instead of escaping as a Python exception.
 """
+
 from __future__ import annotations
 
 import ast
@@ -22,9 +23,8 @@ import numpy as np
 
 from ..errors import JittileError as _JittileError
 
-
 MAX_INT_BITS = 4096  # the largest compile-time integer: 2**4096
-MAX_ELEMENTS = 10 ** 6  # the longest compile-time tuple, string or range a fold may build or scan
+MAX_ELEMENTS = 10**6  # the longest compile-time tuple, string or range a fold may build or scan
 
 
 class FoldError(Exception):
@@ -43,20 +43,48 @@ class _Runtime:
 
 RUNTIME = _Runtime()
 
-_BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
-           ast.LShift: operator.lshift, ast.RShift: operator.rshift, ast.BitAnd: operator.and_,
-           ast.BitOr: operator.or_, ast.BitXor: operator.xor, ast.Div: operator.truediv,
-           ast.MatMult: operator.matmul}
-_UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert,
-          ast.Not: operator.not_}
-_COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
-            ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Is: operator.is_,
-            ast.IsNot: operator.is_not, ast.In: lambda a, b: a in b,
-            ast.NotIn: lambda a, b: a not in b}
+_BINOPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+    ast.LShift: operator.lshift,
+    ast.RShift: operator.rshift,
+    ast.BitAnd: operator.and_,
+    ast.BitOr: operator.or_,
+    ast.BitXor: operator.xor,
+    ast.Div: operator.truediv,
+    ast.MatMult: operator.matmul,
+}
+_UNARY = {
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+    ast.Invert: operator.invert,
+    ast.Not: operator.not_,
+}
+_COMPARE = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Is: operator.is_,
+    ast.IsNot: operator.is_not,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+}
 _PURE_BUILTINS = {len, min, max, abs, int, tuple, sum, range, bool, float, list}
-_PURE_MODULES = ("jittile.layout", "jittile.axis", "jittile.language.types", "jittile.ir",
-                 "jittile.language.cuda", "jittile.dtypes")
+_PURE_MODULES = (
+    "jittile.layout",
+    "jittile.axis",
+    "jittile.language.types",
+    "jittile.ir",
+    "jittile.language.cuda",
+    "jittile.dtypes",
+)
 
 
 class StaticScope:
@@ -111,8 +139,10 @@ def evaluate(node: ast.AST, scope: StaticScope):
         values = [evaluate(e, scope) for e in node.elts]
         return RUNTIME if any(v is RUNTIME for v in values) else tuple(values)
     if isinstance(node, ast.Slice):
-        parts = [evaluate(p, scope) if p is not None else None
-                 for p in (node.lower, node.upper, node.step)]
+        parts = [
+            evaluate(p, scope) if p is not None else None
+            for p in (node.lower, node.upper, node.step)
+        ]
         return RUNTIME if any(p is RUNTIME for p in parts) else slice(*parts)
     if isinstance(node, ast.Subscript):
         base, index = evaluate(node.value, scope), evaluate(node.slice, scope)
@@ -171,8 +201,11 @@ def _call(node: ast.Call, scope: StaticScope):
     if fn is RUNTIME or not is_pure_callable(fn):
         return RUNTIME
     if any(k.arg is None for k in node.keywords):
-        raise FoldError(node, f"{ast.unparse(node.func)}(**...) cannot be folded at compile time; "
-                              f"pass each keyword argument by name")
+        raise FoldError(
+            node,
+            f"{ast.unparse(node.func)}(**...) cannot be folded at compile time; "
+            f"pass each keyword argument by name",
+        )
     args = [evaluate(a, scope) for a in node.args]
     kwargs = {k.arg: evaluate(k.value, scope) for k in node.keywords}
     if any(a is RUNTIME for a in args) or any(v is RUNTIME for v in kwargs.values()):
@@ -211,15 +244,21 @@ def sequence_length(value) -> int | None:
 def _check_length(node: ast.AST, value) -> None:
     length = sequence_length(value)
     if length is not None and length > MAX_ELEMENTS:
-        raise FoldError(node, f"the compile-time expression {ast.unparse(node)!r} has a sequence "
-                              f"of {length} elements, over the folding limit of {MAX_ELEMENTS}; "
-                              f"compute it at run time (a range() loop) or use a smaller value")
+        raise FoldError(
+            node,
+            f"the compile-time expression {ast.unparse(node)!r} has a sequence "
+            f"of {length} elements, over the folding limit of {MAX_ELEMENTS}; "
+            f"compute it at run time (a range() loop) or use a smaller value",
+        )
 
 
 def _too_big(node: ast.AST, bits: int) -> FoldError:
-    return FoldError(node, f"the compile-time expression {ast.unparse(node)!r} needs an integer of "
-                           f"about {bits} bits, over the folding limit of {MAX_INT_BITS} bits "
-                           f"(2**{MAX_INT_BITS}); kernel integers are at most 64 bits wide")
+    return FoldError(
+        node,
+        f"the compile-time expression {ast.unparse(node)!r} needs an integer of "
+        f"about {bits} bits, over the folding limit of {MAX_INT_BITS} bits "
+        f"(2**{MAX_INT_BITS}); kernel integers are at most 64 bits wide",
+    )
 
 
 def _bounded(node: ast.AST, value):
@@ -229,8 +268,11 @@ def _bounded(node: ast.AST, value):
     if isinstance(value, (tuple, list, str, bytes)):
         _check_length(node, value)
     if isinstance(value, np.ndarray):  # T.int32((1, 2)): a NumPy array, no kernel value
-        raise FoldError(node, f"the compile-time expression {ast.unparse(node)!r} makes an array; "
-                              f"kernel values are scalars")
+        raise FoldError(
+            node,
+            f"the compile-time expression {ast.unparse(node)!r} makes an array; "
+            f"kernel values are scalars",
+        )
     return value
 
 
@@ -258,6 +300,9 @@ def _check_binop(node: ast.BinOp, left, right) -> None:
         for seq, count in ((left, right), (right, left)):
             length = sequence_length(seq)
             if length is not None and _is_int(count) and length * max(count, 0) > MAX_ELEMENTS:
-                raise FoldError(node, f"the compile-time expression {ast.unparse(node)!r} builds "
-                                      f"a sequence of {length * count} elements, over the folding "
-                                      f"limit of {MAX_ELEMENTS}")
+                raise FoldError(
+                    node,
+                    f"the compile-time expression {ast.unparse(node)!r} builds "
+                    f"a sequence of {length * count} elements, over the folding "
+                    f"limit of {MAX_ELEMENTS}",
+                )

@@ -1,4 +1,5 @@
 """Small helpers for building the lowered kernel's Python AST."""
+
 from __future__ import annotations
 
 import ast
@@ -24,5 +25,10 @@ def align_up(value: int, align: int) -> int:
 
 def located(exc: ContractError, location: Location) -> ContractError:
     """``exc`` at ``location`` unless it already names one."""
-    return ContractError(exc.rule, exc.location or location, opcode=exc.opcode,
-                         parameter=exc.parameter, hint=exc.hint)
+    return ContractError(
+        exc.rule,
+        exc.location or location,
+        opcode=exc.opcode,
+        parameter=exc.parameter,
+        hint=exc.hint,
+    )

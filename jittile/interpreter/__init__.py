@@ -14,6 +14,7 @@ a generic write left without a ``fence.proxy.async`` (:class:`.memory.SharedMemo
 warp-collective instructions reached by part of a warp. What it cannot know: timing, caches,
 and anything the PTX ISA leaves undefined (it completes asynchronous copies at issue).
 """
+
 from __future__ import annotations
 
 from ..errors import LaunchError, public_entry
@@ -21,8 +22,14 @@ from ..language.cuda import LaunchConfig
 from ..language.types import Tensor
 
 
-def interpret(kernel, args: tuple, kwargs: dict, config: LaunchConfig | None = None,
-              cluster=None, shared_bytes: int | None = None) -> None:
+def interpret(
+    kernel,
+    args: tuple,
+    kwargs: dict,
+    config: LaunchConfig | None = None,
+    cluster=None,
+    shared_bytes: int | None = None,
+) -> None:
     """Interpret one launch of ``kernel``; array arguments are written back in place."""
     from ..targets import DEFAULT_TARGET
     from .arguments import HostArray, bind_arguments, host_argument
@@ -38,21 +45,33 @@ def interpret(kernel, args: tuple, kwargs: dict, config: LaunchConfig | None = N
     params = specializer.params(tuple(specs))
     if config is not None and cluster is not None:
         config = LaunchConfig(grid=config.grid, block=config.block, cluster=cluster)
-    key_launch = None if config is None else LaunchConfig(grid=1, block=config.block,
-                                                           cluster=config.cluster)
+    key_launch = (
+        None if config is None else LaunchConfig(grid=1, block=config.block, cluster=config.cluster)
+    )
     target = kernel.target or DEFAULT_TARGET
     program = program_for(kernel, params, target, key_launch)
     lowered = program.lowered
     ir = lowered.ir
     launch = config or ir.launch
     if launch is None:
-        raise LaunchError(f"{kernel.__name__} has no launch configuration: use "
-                          f"T.device_entry(launch=...) or kernel.interpret[grid, block](...)")
+        raise LaunchError(
+            f"{kernel.__name__} has no launch configuration: use "
+            f"T.device_entry(launch=...) or kernel.interpret[grid, block](...)"
+        )
     memory, values, writebacks = bind_arguments(ir, params, hosts)
     size = ir.shared_bytes if shared_bytes is None else max(shared_bytes, ir.shared_bytes)
-    machine = Machine(launch.grid, launch.block, launch.cluster, size, memory, program.code,
-                      globals_factory(lowered, launch, program.direct), values, execute,
-                      lowered.positions)
+    machine = Machine(
+        launch.grid,
+        launch.block,
+        launch.cluster,
+        size,
+        memory,
+        program.code,
+        globals_factory(lowered, launch, program.direct),
+        values,
+        execute,
+        lowered.positions,
+    )
     machine.namespace, machine.ir = lowered.namespace, ir
     machine.run()
     for writeback in writebacks:
@@ -66,7 +85,7 @@ class Interpreting:
         self.kernel = kernel
         self.config = config
 
-    def __getitem__(self, config) -> "Interpreting":
+    def __getitem__(self, config) -> Interpreting:
         if not isinstance(config, tuple) or len(config) != 2:
             raise LaunchError("interpret with kernel.interpret[grid, block](...)")
         return Interpreting(self.kernel, LaunchConfig(grid=config[0], block=config[1]))

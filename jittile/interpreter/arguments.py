@@ -1,15 +1,17 @@
 """Kernel arguments for the interpreter: host copies of every array (from NumPy, CuPy, torch,
 Numba device arrays, ``__cuda_array_interface__`` or DLPack), placed in the interpreter's global
 memory, and written back into the caller's arrays afterwards."""
+
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
-from ..dtypes import DType, dtype as lookup_dtype, from_numpy
+from ..dtypes import DType, from_numpy
+from ..dtypes import dtype as lookup_dtype
 from ..errors import LaunchError
 from ..ir import ArrayParam, ConstexprParam, KernelIR, ScalarParam, TensorMapParam
 from .memory import GlobalMemory, storage_dtype
@@ -34,8 +36,10 @@ def host_argument(value):
     if isinstance(value, _SCALARS) or isinstance(value, TensorMap) or not hasattr(value, "shape"):
         return value  # scalars, TensorMaps, compile-time values (strings, tuples...)
     if isinstance(value, np.ndarray):
+
         def back(result, target=value):
             target[...] = result.view(target.dtype).reshape(target.shape)
+
         return HostArray(np.ascontiguousarray(value), from_numpy(value.dtype), back)
     module = type(value).__module__.split(".")[0]
     if module == "torch":
@@ -45,16 +49,21 @@ def host_argument(value):
 
         def back(result, target=value):
             target.set(result.view(host.dtype).reshape(target.shape))
+
         return HostArray(np.ascontiguousarray(host), from_numpy(host.dtype), back)
     if hasattr(value, "copy_to_host") and hasattr(value, "copy_to_device"):  # numba
         host = value.copy_to_host()
 
         def back(result, target=value):
-            target.copy_to_device(np.ascontiguousarray(result.view(host.dtype)
-                                                       .reshape(target.shape)))
+            target.copy_to_device(
+                np.ascontiguousarray(result.view(host.dtype).reshape(target.shape))
+            )
+
         return HostArray(np.ascontiguousarray(host), from_numpy(host.dtype), back)
-    raise LaunchError(f"the interpreter cannot read a {type(value).__name__} argument: pass a "
-                      f"NumPy, CuPy, torch or Numba array")
+    raise LaunchError(
+        f"the interpreter cannot read a {type(value).__name__} argument: pass a "
+        f"NumPy, CuPy, torch or Numba array"
+    )
 
 
 def _torch(tensor):
@@ -71,11 +80,13 @@ def _torch(tensor):
         host = host.view(f"uint{8 * tensor.element_size()}")
 
     def back(result, target=tensor):
-        data = torch.from_numpy(np.ascontiguousarray(result).view(host.dtype)
-                                .reshape(tuple(target.shape)).copy())
+        data = torch.from_numpy(
+            np.ascontiguousarray(result).view(host.dtype).reshape(tuple(target.shape)).copy()
+        )
         if not plain:
             data = data.view(raw).view(target.dtype)
         target.copy_(data.to(target.device))
+
     return HostArray(np.ascontiguousarray(host), dtype, back)
 
 
@@ -94,8 +105,7 @@ def bind_arguments(ir: KernelIR, params: list, hosts: list):
             buffer = memory.allocate(param.name, host.data.nbytes)
             buffer.data[:] = host.data.reshape(-1).view(np.uint8)
             array = buffer.data.view(storage_dtype(param.dtype)).reshape(host.data.shape)
-            views[param.name] = DeviceView(buffer.address, array.shape, array.strides,
-                                           param.dtype)
+            views[param.name] = DeviceView(buffer.address, array.shape, array.strides, param.dtype)
             values.append(array)
             writebacks.append(lambda a=array, h=host: h.write_back(a))
         elif isinstance(param, ScalarParam):
@@ -114,8 +124,9 @@ def _caller_tensormap(memory: GlobalMemory, tensormap, writebacks: list):
     buffer = memory.allocate("TensorMap array", host.data.nbytes)
     buffer.data[:] = host.data.reshape(-1).view(np.uint8)
     offset = tensormap.fields.address - _data_pointer(tensormap.array)
-    writebacks.append(lambda: host.write_back(buffer.data.view(host.data.dtype)
-                                              .reshape(host.data.shape)))
+    writebacks.append(
+        lambda: host.write_back(buffer.data.view(host.data.dtype).reshape(host.data.shape))
+    )
     return dataclasses.replace(tensormap.fields, address=buffer.address + offset)
 
 

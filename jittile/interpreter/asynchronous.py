@@ -1,5 +1,6 @@
 """What the interpreter's asynchronous instructions share: mbarrier arrivals and transaction
 bytes, loads that land late, the destination CTAs of a multicast, and async-proxy reads."""
+
 from __future__ import annotations
 
 import contextlib
@@ -33,8 +34,10 @@ def complete_tx(machine, cta, address: int, nbytes: int) -> None:
 def maybe_complete(cta, address: int, barrier: MBarrier) -> None:
     """Complete the barrier's phase once every arrival and transaction byte is in."""
     if barrier.pending < 0:
-        raise Fault(f"mbarrier at shared {address:#x} received more arrivals than its count "
-                    f"({barrier.count}) in phase {barrier.phase}")
+        raise Fault(
+            f"mbarrier at shared {address:#x} received more arrivals than its count "
+            f"({barrier.count}) in phase {barrier.phase}"
+        )
     if barrier.pending == 0 and barrier.tx == 0:
         barrier.phase += 1
         cta.syncs += 1
@@ -74,15 +77,17 @@ def destinations(machine, thread, ops: dict) -> list:
     return [thread.cta]
 
 
-def issue_load(machine, thread, cta, address: int, footprint: int, barrier: int, record,
-                write) -> None:
+def issue_load(
+    machine, thread, cta, address: int, footprint: int, barrier: int, record, write
+) -> None:
     """An asynchronous load into ``cta``'s shared memory: its bytes are unreadable until the
     barrier phase completes; it lands (``write()`` -> bytes) and completes its transaction
     bytes only when no thread can move without it (as late as the GPU may)."""
     phase = barrier_at(cta, barrier).phase
     line = thread.line(machine.where)
-    cta.pending.append(Pending(address, address + footprint, barrier, phase,
-                               f"{record.opcode} at {line}"))
+    cta.pending.append(
+        Pending(address, address + footprint, barrier, phase, f"{record.opcode} at {line}")
+    )
 
     def land() -> None:
         nbytes = write()

@@ -18,6 +18,7 @@ The PTX ISA says only that a NaN stays NaN; the encodings are those CUDA's heade
 the canonical 0x7FFFFFFF first, its sign is dropped), and tests/test_gpu_floats.py checks the
 GPU against them.
 """
+
 from __future__ import annotations
 
 import functools
@@ -161,7 +162,7 @@ def encode(value, name: str) -> int:
     return _round(negative, integer, exponent, fmt)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _table(name: str) -> np.ndarray:
     """float32 value of every bit pattern of ``name`` (float16 and fp8), as a load yields it."""
     fmt = FORMATS[name]

@@ -8,6 +8,7 @@ the record's. Raw PTX and the language's built-ins arrive as their asm statement
 opcode it issues (:data:`RAW`, and the families' companion instructions). Asynchronous copies and
 wgmma MMAs complete when issued.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -70,20 +71,21 @@ def _handler(machine, name: str):
         roles = [role for role, _ in record.operands]
         if pattern.register_operands:
             return lambda machine, thread, args: execute(machine, thread, record, op, args)
-        return lambda machine, thread, args: execute(machine, thread, record, op,
-                                                     dict(zip(roles, map(_plain, args))))
+        return lambda machine, thread, args: execute(
+            machine, thread, record, op, dict(zip(roles, map(_plain, args)))
+        )
     asm = spec[1]
     opcode = asm.comment
     for head, run in raw():
         if opcode.startswith(head):
             convert = list if getattr(run, "typed", False) else lambda a: list(map(_plain, a))
-            return lambda machine, thread, args: run(machine, thread, opcode, convert(args),
-                                                     name)
+            return lambda machine, thread, args: run(machine, thread, opcode, convert(args), name)
     raise Fault(f"the interpreter does not know the semantics of {opcode or asm.template!r}")
 
 
-_NUMPY_INTEGERS = frozenset({np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8,
-                             np.uint16, np.uint32, np.uint64})
+_NUMPY_INTEGERS = frozenset(
+    {np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64}
+)
 
 
 def _plain(value):
@@ -97,7 +99,7 @@ def _mbarrier_init(machine, thread, opcode, values, name):
     if address % 8:
         raise Fault(f"mbarrier at shared {address:#x} is not 8-byte aligned")
     thread.cta.smem.check(address, 8)
-    if not 1 <= count < 2 ** 20:
+    if not 1 <= count < 2**20:
         raise Fault(f"mbarrier.init count {count} is outside 1..2^20-1")
     thread.cta.mbarriers[address] = MBarrier(count, count)
 
@@ -136,13 +138,16 @@ def _warp_collective(run, mask: int | None = None, typed: bool = False):
     """A ``.sync`` instruction: the scheduler runs ``run(values_per_lane, threads)`` once every
     live lane of the warp (with operand ``mask``, every lane of that member mask) has reached
     the same instruction. ``typed``: the operands keep their NumPy types."""
+
     @_blocking
     def issue(machine, thread, opcode, values, name):
         key = (opcode, thread.instruction())
         if mask is not None:
             key += (int(values[mask]),)  # only the member lanes take part
-        return Block(("warp", key,
-                      lambda per_lane, threads: run(machine, opcode, per_lane, threads), values))
+        return Block(
+            ("warp", key, lambda per_lane, threads: run(machine, opcode, per_lane, threads), values)
+        )
+
     issue.typed = typed
     return issue
 
@@ -167,8 +172,9 @@ def _proxy_fence(machine, thread, opcode, values, name):
 
 def _generic_write(thread, address: int, nbytes: int) -> None:
     """Bytes ``thread`` wrote through the generic proxy at the lowered line it is suspended at."""
-    thread.cta.smem.generic_write(address, nbytes, thread.linear, thread.gen.gi_frame.f_lineno,
-                                  thread.cta.syncs)
+    thread.cta.smem.generic_write(
+        address, nbytes, thread.linear, thread.gen.gi_frame.f_lineno, thread.cta.syncs
+    )
 
 
 def _policy(machine, thread, opcode, values, name):
@@ -212,8 +218,9 @@ def _tcgen05_ld(machine, opcode, per_lane, threads):
     tmem = tensor_memory(threads[0].cta)
     out = [None] * len(threads)
     for taddr, members in _by_address(per_lane).items():
-        loaded = tmem.load_warp(shape, num, pack, taddr, threads[0].warp,
-                                [threads[i].lane for i in members])
+        loaded = tmem.load_warp(
+            shape, num, pack, taddr, threads[0].warp, [threads[i].lane for i in members]
+        )
         for i, regs in zip(members, loaded):
             out[i] = regs[0] if len(regs) == 1 else tuple(regs)
     return out
@@ -223,9 +230,15 @@ def _tcgen05_st(machine, opcode, per_lane, threads):
     shape, num, pack = _ldst_form(opcode)
     tmem = tensor_memory(threads[0].cta)
     for taddr, members in _by_address(per_lane).items():
-        tmem.store_warp(shape, num, pack, taddr, threads[0].warp,
-                        [threads[i].lane for i in members],
-                        [list(per_lane[i][1:]) for i in members])
+        tmem.store_warp(
+            shape,
+            num,
+            pack,
+            taddr,
+            threads[0].warp,
+            [threads[i].lane for i in members],
+            [list(per_lane[i][1:]) for i in members],
+        )
     return [None] * len(threads)
 
 
@@ -289,8 +302,10 @@ def _st_shared(machine, thread, opcode, values, name):
 def _named_barrier(machine, thread, opcode, values, name):
     barrier, count = values
     if not 0 <= barrier < 16 or count <= 0 or count % 32:
-        raise Fault(f"{opcode} barrier {barrier} with {count} threads: ids are 0..15 and the "
-                    f"count a positive multiple of 32")
+        raise Fault(
+            f"{opcode} barrier {barrier} with {count} threads: ids are 0..15 and the "
+            f"count a positive multiple of 32"
+        )
     return Block(("named", barrier, count, opcode.startswith("bar.sync")))
 
 
@@ -302,7 +317,7 @@ def _stmatrix(machine, opcode, per_lane, threads):
     by_lane = {t.lane: values for values, t in zip(per_lane, threads)}
     words = np.zeros((32, count), dtype=np.uint32)
     for lane, values in by_lane.items():
-        words[lane] = [int(v) & 0xFFFFFFFF for v in values[1:1 + count]]
+        words[lane] = [int(v) & 0xFFFFFFFF for v in values[1 : 1 + count]]
     # halves[matrix, row, column]: lane 4 row + q holds columns 2q, 2q + 1 (low half first)
     halves = words.view(np.uint16).reshape(8, 4, count, 2).transpose(2, 0, 1, 3)
     halves = halves.reshape(count, 8, 8)
@@ -319,7 +334,7 @@ def _stmatrix(machine, opcode, per_lane, threads):
         smem.data[rows[:, None] + np.arange(16)] = data
     else:
         for address, row in zip(addresses, data):
-            smem.data[address:address + 16] = row
+            smem.data[address : address + 16] = row
     lanes = {t.lane: t for t in threads}
     for lane, address in enumerate(addresses):  # row i of the warp's matrices: lane i's address
         _generic_write(lanes[lane], address, 16)
@@ -370,6 +385,8 @@ def raw() -> list:
     """:data:`RAW` and every family's companion instructions, with their semantics."""
     global _raw
     if _raw is None:
-        _raw = RAW + [(companion.opcode, COMPANION_SEMANTICS[companion.interpreted])
-                      for _, companion in registry.companions()]
+        _raw = RAW + [
+            (companion.opcode, COMPANION_SEMANTICS[companion.interpreted])
+            for _, companion in registry.companions()
+        ]
     return _raw

@@ -10,11 +10,12 @@ waiting thread and what it waits on (an mbarrier's pending arrivals and transact
 Asynchronous copies complete when they are issued; reading their shared destination before the
 barrier phase they complete on has completed is reported as a race.
 """
+
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
 import types
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 from ..errors import InterpreterError, Location
@@ -48,8 +49,10 @@ class MBarrier:
         return (self.phase & 1) != (parity & 1)
 
     def describe(self) -> str:
-        return (f"phase {self.phase}, {self.pending} of {self.count} arrivals and {self.tx} "
-                f"transaction bytes pending")
+        return (
+            f"phase {self.phase}, {self.pending} of {self.count} arrivals and {self.tx} "
+            f"transaction bytes pending"
+        )
 
 
 @dataclass
@@ -116,9 +119,19 @@ class Thread:
 class Machine:
     """One launch: global memory, the grid's clusters, and the instruction executor."""
 
-    def __init__(self, grid: tuple, block: tuple, cluster: tuple | None, shared_bytes: int,
-                 memory: GlobalMemory, code, make_globals, args: list, execute,
-                 positions: dict | None = None):
+    def __init__(
+        self,
+        grid: tuple,
+        block: tuple,
+        cluster: tuple | None,
+        shared_bytes: int,
+        memory: GlobalMemory,
+        code,
+        make_globals,
+        args: list,
+        execute,
+        positions: dict | None = None,
+    ):
         self.grid, self.block = grid, block
         self.cluster = cluster or (1, 1, 1)
         self.shared_bytes = shared_bytes
@@ -133,8 +146,7 @@ class Machine:
     def where(self, lineno: int) -> Location:
         """The kernel's source position of line ``lineno`` of the lowered code."""
         origin = self.positions.get(lineno)
-        return origin.location if origin is not None else Location(self.code.co_filename,
-                                                                   lineno, 0)
+        return origin.location if origin is not None else Location(self.code.co_filename, lineno, 0)
 
     # ---------------------------------------------------------------------------------- run
     def run(self) -> None:
@@ -166,7 +178,7 @@ class Machine:
                 thread.gen = self._start(thread)
                 cta.threads.append(thread)
                 threads.append(thread)
-            cta.warps = [cta.threads[w:w + 32] for w in range(0, len(cta.threads), 32)]
+            cta.warps = [cta.threads[w : w + 32] for w in range(0, len(cta.threads), 32)]
         self.threads = threads
         while True:
             moved = False
@@ -270,8 +282,9 @@ class Machine:
         self._release_cluster()
 
     def _release_cluster(self) -> None:
-        if self.cluster_waiting and len(self.cluster_waiting) == sum(not t.done
-                                                                     for t in self.threads):
+        if self.cluster_waiting and len(self.cluster_waiting) == sum(
+            not t.done for t in self.threads
+        ):
             for t in self.cluster_waiting:
                 t.waiting = None
             self.cluster_waiting = set()
@@ -311,9 +324,12 @@ class Machine:
         reached = _threads([t.lane for t in waiting if t.waiting[1] == key])
         others = "; ".join(f"lane {t.lane} {where(t)}" for t in missing[:8])
         line = waiting[0].line(self.where).lineno
-        return self.error(waiting[0], f"warp-collective {key[0]} (line {line}) was reached by "
-                                      f"{reached.replace('thread', 'lane')} of warp {warp} only: "
-                                      f"{others}; every lane must execute it together")
+        return self.error(
+            waiting[0],
+            f"warp-collective {key[0]} (line {line}) was reached by "
+            f"{reached.replace('thread', 'lane')} of warp {warp} only: "
+            f"{others}; every lane must execute it together",
+        )
 
     # ------------------------------------------------------------------------------- errors
     def _check_exit(self, ctas: list) -> None:
@@ -330,8 +346,10 @@ class Machine:
             except TmemFault as exc:
                 live = sorted(cta.tmem.allocations.items())
                 sites = [cta.tmem_sites.get(start) for start, _ in live]
-                made = "; ".join(f"columns {start}..{start + n - 1} allocated at {site}"
-                                 for (start, n), site in zip(live, sites))
+                made = "; ".join(
+                    f"columns {start}..{start + n - 1} allocated at {site}"
+                    for (start, n), site in zip(live, sites)
+                )
                 raise InterpreterError(f"CTA {cta.index}: {exc} ({made})", sites[0]) from None
 
     def _raising_line(self, exc: BaseException) -> Location | None:
@@ -345,8 +363,11 @@ class Machine:
 
     def error(self, thread: Thread, message: str, location: Location | None = None):
         location = location or thread.line(self.where)
-        return InterpreterError(f"CTA {thread.cta.index} thread {thread.index} (warp "
-                                f"{thread.warp}, lane {thread.lane}): {message}", location)
+        return InterpreterError(
+            f"CTA {thread.cta.index} thread {thread.index} (warp "
+            f"{thread.warp}, lane {thread.lane}): {message}",
+            location,
+        )
 
     def _deadlock(self) -> InterpreterError:
         groups: dict[tuple, list] = {}
@@ -354,12 +375,14 @@ class Machine:
             if not t.done and t.waiting is not None:
                 key = (t.cta.index, str(t.line(self.where)), self._describe_wait(t))
                 groups.setdefault(key, []).append(t.linear)
-        lines = [f"  CTA {cta} {_threads(linear)} at {line}: {what}"
-                 for (cta, line, what), linear in groups.items()]
+        lines = [
+            f"  CTA {cta} {_threads(linear)} at {line}: {what}"
+            for (cta, line, what), linear in groups.items()
+        ]
         partial = [t for t in self.threads if t.waiting and t.waiting[0] == "warp"]
-        head = ("deadlock: no thread can make progress"
-                + (" (a warp-collective instruction was reached by part of a warp)"
-                   if partial else ""))
+        head = "deadlock: no thread can make progress" + (
+            " (a warp-collective instruction was reached by part of a warp)" if partial else ""
+        )
         shown = lines[:16] + ([f"  ... and {len(lines) - 16} more"] if len(lines) > 16 else [])
         first = next(t for t in self.threads if t.waiting)
         return InterpreterError(head + ":\n" + "\n".join(shown), first.line(self.where))
@@ -378,8 +401,9 @@ class Machine:
         if kind == "named":
             _, barrier, count = t.waiting
             arrived = t.cta.named.get(barrier, ([], 0))[1]
-            return (f"waits at named barrier {barrier} for {count} threads, of which {arrived} "
-                    f"arrived")
+            return (
+                f"waits at named barrier {barrier} for {count} threads, of which {arrived} arrived"
+            )
         return f"waits at warp-collective {t.waiting[1][0]} for the rest of its warp"
 
     # ----------------------------------------------------------------------- the cluster
@@ -392,8 +416,13 @@ class Machine:
     @staticmethod
     def specials(thread: Thread, grid: tuple, block: tuple) -> SimpleNamespace:
         xyz = lambda v: SimpleNamespace(x=v[0], y=v[1], z=v[2])  # noqa: E731
-        return SimpleNamespace(threadIdx=xyz(thread.index), blockIdx=xyz(thread.cta.index),
-                               blockDim=xyz(block), gridDim=xyz(grid), laneid=thread.lane)
+        return SimpleNamespace(
+            threadIdx=xyz(thread.index),
+            blockIdx=xyz(thread.cta.index),
+            blockDim=xyz(block),
+            gridDim=xyz(grid),
+            laneid=thread.lane,
+        )
 
 
 def _threads(linear: list) -> str:

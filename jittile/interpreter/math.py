@@ -8,12 +8,12 @@ forms are modelled as the correctly rounded result (within the ISA's stated erro
 promised bit-equal to a GPU's), with the form's flush of subnormals to zero. Every NaN result
 is the canonical NaN (0x7FFFFFFF) the GPU returns.
 """
+
 from __future__ import annotations
 
 import math
 
 import numpy as np
-
 
 _CANONICAL_NAN = np.array([0x7FFFFFFF], dtype=np.uint32).view(np.float32)[0]
 _SMALLEST_NORMAL = np.float32(np.finfo(np.float32).tiny)
@@ -44,6 +44,7 @@ def _unary(function, ftz: bool):
             x = _flush(x)
         with np.errstate(all="ignore"):
             return _result(function(np.float64(x)), ftz)
+
     return run
 
 
@@ -90,6 +91,7 @@ def _fma(machine, thread, opcode, values, name):
 def _extremum(larger: bool):
     """``max.f32`` / ``min.f32``: a NaN operand yields the other, two NaNs the canonical NaN;
     +0 is larger than -0."""
+
     def run(machine, thread, opcode, values, name):
         a, b = _f32(values[0]), _f32(values[1])
         if a != a:
@@ -100,6 +102,7 @@ def _extremum(larger: bool):
             pick_a = math.copysign(1.0, a) >= math.copysign(1.0, b)
             return a if pick_a == larger else b
         return a if (a > b) == larger else b
+
     return run
 
 
@@ -135,9 +138,12 @@ def shuffle(machine, opcode, per_lane, threads):
         _, b, c, mask = values
         source = shuffle_source(mode, t.lane, int(b), int(c))
         if not int(mask) >> source & 1 or source not in by_lane:
-            raise machine.error(t, f"{opcode} in lane {t.lane} reads lane {source}, which is not in the "
-                        f"member mask {int(mask):#010x}: the result is undefined; include the "
-                        f"lane in mask= or keep the source inside it")
+            raise machine.error(
+                t,
+                f"{opcode} in lane {t.lane} reads lane {source}, which is not in the "
+                f"member mask {int(mask):#010x}: the result is undefined; include the "
+                f"lane in mask= or keep the source inside it",
+            )
         out.append(_word(by_lane[source][0]))
     return out
 
@@ -153,5 +159,11 @@ UNARY = {
     "tanh.approx.f32": _unary(np.tanh, False),
 }
 # Opcode (the asm statement's comment) -> semantics, as instructions.RAW takes them.
-MATH = {**UNARY, "T.exp": _exp, "T.log": _log, "fma.rn.f32": _fma,
-        "max.f32": _extremum(True), "min.f32": _extremum(False)}
+MATH = {
+    **UNARY,
+    "T.exp": _exp,
+    "T.log": _log,
+    "fma.rn.f32": _fma,
+    "max.f32": _extremum(True),
+    "min.f32": _extremum(False),
+}

@@ -5,6 +5,7 @@ Every access is checked: an address outside any buffer raises :class:`MemoryFaul
 address, the size and the nearest buffer, which the interpreter reports at the kernel's source
 line with the thread that made it.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -72,20 +73,23 @@ class GlobalMemory:
             buffer = self.buffers[index]
             if address + nbytes <= buffer.end:
                 return buffer, address - buffer.address
-            raise MemoryFault(f"global access of {nbytes} bytes at {address:#x} runs past the end "
-                              f"of {buffer.name!r} ({buffer.data.size} bytes at "
-                              f"{buffer.address:#x}) by {address + nbytes - buffer.end} bytes")
-        raise MemoryFault(f"global access of {nbytes} bytes at {address:#x} is outside every "
-                          f"buffer")
+            raise MemoryFault(
+                f"global access of {nbytes} bytes at {address:#x} runs past the end "
+                f"of {buffer.name!r} ({buffer.data.size} bytes at "
+                f"{buffer.address:#x}) by {address + nbytes - buffer.end} bytes"
+            )
+        raise MemoryFault(
+            f"global access of {nbytes} bytes at {address:#x} is outside every buffer"
+        )
 
     def read(self, address: int, nbytes: int) -> np.ndarray:
         buffer, offset = self.buffer_at(address, nbytes)
-        return buffer.data[offset:offset + nbytes]
+        return buffer.data[offset : offset + nbytes]
 
     def write(self, address: int, data: np.ndarray) -> None:
         raw = np.ascontiguousarray(data).view(np.uint8).reshape(-1)
         buffer, offset = self.buffer_at(address, raw.size)
-        buffer.data[offset:offset + raw.size] = raw
+        buffer.data[offset : offset + raw.size] = raw
 
 
 @dataclass(frozen=True)
@@ -122,19 +126,21 @@ class SharedMemory:
 
     def check(self, address: int, nbytes: int) -> int:
         if address < 0 or address + nbytes > self.size:
-            raise MemoryFault(f"shared access of {nbytes} bytes at {address:#x} is outside CTA "
-                              f"{self.cta}'s {self.size} bytes of shared memory")
+            raise MemoryFault(
+                f"shared access of {nbytes} bytes at {address:#x} is outside CTA "
+                f"{self.cta}'s {self.size} bytes of shared memory"
+            )
         if self.reader is not None and self.unfenced:
             self._check_fenced(address, nbytes)
         return address
 
     # ------------------------------------------------------------------------- the proxies
-    def generic_write(self, address: int, nbytes: int, thread: int, line: int,
-                      syncs: int) -> None:
+    def generic_write(self, address: int, nbytes: int, thread: int, line: int, syncs: int) -> None:
         """Bytes ``thread`` (linear index) wrote through the generic proxy at lowered ``line``,
         when its CTA had completed ``syncs`` synchronizations."""
-        self.generic[address:address + nbytes] = (syncs << _SYNC_SHIFT | line << _LINE_SHIFT
-                                                   | thread + 1)
+        self.generic[address : address + nbytes] = (
+            syncs << _SYNC_SHIFT | line << _LINE_SHIFT | thread + 1
+        )
         self.unfenced = True
 
     def proxy_fence(self, thread: int, syncs: int) -> None:
@@ -148,28 +154,31 @@ class SharedMemory:
     def async_write(self, address: int, nbytes: int) -> None:
         """Bytes an async-proxy write replaced: no generic write is pending on them."""
         if self.unfenced:
-            self.generic[max(address, 0):address + nbytes] = 0
+            self.generic[max(address, 0) : address + nbytes] = 0
 
     def _check_fenced(self, address: int, nbytes: int) -> None:
-        written = np.flatnonzero(self.generic[address:address + nbytes])
+        written = np.flatnonzero(self.generic[address : address + nbytes])
         if written.size:
             byte = address + int(written[0])
             word = int(self.generic[byte])
-            who = self.reader.describe((word & _THREAD_MASK) - 1,
-                                       word >> _LINE_SHIFT & (1 << _SYNC_SHIFT - _LINE_SHIFT) - 1)
+            who = self.reader.describe(
+                (word & _THREAD_MASK) - 1,
+                word >> _LINE_SHIFT & (1 << _SYNC_SHIFT - _LINE_SHIFT) - 1,
+            )
             raise MemoryFault(
                 f"race: {self.reader.what} reads {self.reader.name(byte)} through the async "
                 f"proxy, but "
                 f"{who} wrote it through the generic proxy with no fence.proxy.async ordering "
                 f"the write before this read (the async proxy may read the old bytes); fence "
                 f"after the writes, before the barrier that orders them with the issuing "
-                f"thread: {ASYNC_SHARED_FENCE_CALL}")
+                f"thread: {ASYNC_SHARED_FENCE_CALL}"
+            )
 
     def read(self, address: int, nbytes: int) -> np.ndarray:
         self.check(address, nbytes)
-        return self.data[address:address + nbytes]
+        return self.data[address : address + nbytes]
 
     def write(self, address: int, data: np.ndarray) -> None:
         raw = np.ascontiguousarray(data).view(np.uint8).reshape(-1)
         self.check(address, raw.size)
-        self.data[address:address + raw.size] = raw
+        self.data[address : address + raw.size] = raw

@@ -8,6 +8,7 @@ not a second copy of them. Every map is read-only and shared by all instructions
 fields, shape and element type, so one instruction moves a whole operand with one gather or
 scatter.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -33,8 +34,9 @@ def matrix_addresses(walk: MatrixWalk, mn: int, k: int, element_bytes: int) -> n
 
 
 @lru_cache(maxsize=256)
-def fragment_elements(layout: FragmentLayout, registers: int,
-                      dtype: str) -> tuple[np.ndarray, np.ndarray]:
+def fragment_elements(
+    layout: FragmentLayout, registers: int, dtype: str
+) -> tuple[np.ndarray, np.ndarray]:
     """(rows, columns), each (128, registers) int64: where the first element of register ``r``
     of warpgroup thread ``t`` sits in the fragment's tile; the register's other elements follow
     in the next columns."""
@@ -42,5 +44,7 @@ def fragment_elements(layout: FragmentLayout, registers: int,
     register = np.arange(registers, dtype=np.int64)[None, :]
     rows, columns = layout.element(register, threads, dtype)
     shape = (WARPGROUP_THREADS, registers)
-    return (_frozen(np.broadcast_to(rows, shape).astype(np.int64)),
-            _frozen(np.broadcast_to(columns, shape).astype(np.int64)))
+    return (
+        _frozen(np.broadcast_to(rows, shape).astype(np.int64)),
+        _frozen(np.broadcast_to(columns, shape).astype(np.int64)),
+    )

@@ -8,6 +8,7 @@ carries the instruction out and sends its result back. The other instructions st
 their globals, which run them on the spot (:mod:`.threads`). Positions in the rewritten code
 are the kernel's own (file and line), so a thread's suspended frame says where it is.
 """
+
 from __future__ import annotations
 
 import ast
@@ -30,13 +31,19 @@ class _Yields(ast.NodeTransformer):
         func = node.func
         if isinstance(func, ast.Name) and func.id in self.names:
             name = func.id
-        elif (isinstance(func, ast.Attribute) and func.attr == "syncthreads"
-              and isinstance(func.value, ast.Name) and func.value.id == self.cuda):
+        elif (
+            isinstance(func, ast.Attribute)
+            and func.attr == "syncthreads"
+            and isinstance(func.value, ast.Name)
+            and func.value.id == self.cuda
+        ):
             name = SYNC
         else:
             return node
-        request = ast.Tuple(elts=[ast.Constant(value=name),
-                                  ast.Tuple(elts=node.args, ctx=ast.Load())], ctx=ast.Load())
+        request = ast.Tuple(
+            elts=[ast.Constant(value=name), ast.Tuple(elts=node.args, ctx=ast.Load())],
+            ctx=ast.Load(),
+        )
         return ast.copy_location(ast.Yield(value=request), node)
 
 
@@ -109,8 +116,9 @@ def _lower(source, params: list, target, launch) -> Program:
     from .instructions import blocks
 
     lowered = lower_kernel(source, params, target, launch)
-    instructions = [name for name, spec in lowered.namespace.items()
-                    if spec[0] in ("asm", "record")]
+    instructions = [
+        name for name, spec in lowered.namespace.items() if spec[0] in ("asm", "record")
+    ]
     yielding = {name for name in instructions if blocks(lowered.ir, lowered.namespace, name)}
     code = thread_program(lowered.function, yielding, source.filename, CUDA)
     return Program(lowered, code, tuple(n for n in instructions if n not in yielding))

@@ -5,6 +5,7 @@ views, to address intrinsics and to scalar conversions by generated global names
 NumPy views of the CTA's shared bytes, address arithmetic over the interpreter's memories and
 conversions with the GPU's wraparound, float element loads and stores with its rounding.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -53,8 +54,13 @@ class SharedView:
     def __setitem__(self, index, value):
         self.array[index] = value
         cta = self.cta  # a generic-proxy write by the running thread, at its caller's line
-        cta.smem.generic_write(self.offset + int(index) * self.itemsize, self.itemsize,
-                               cta.running.linear, sys._getframe(1).f_lineno, cta.syncs)
+        cta.smem.generic_write(
+            self.offset + int(index) * self.itemsize,
+            self.itemsize,
+            cta.running.linear,
+            sys._getframe(1).f_lineno,
+            cta.syncs,
+        )
 
     def __len__(self) -> int:
         return len(self.array)
@@ -63,10 +69,12 @@ class SharedView:
         start = self.offset + int(index) * self.itemsize
         for pending in self.cta.pending:
             if pending.start < start + self.itemsize and start < pending.end:
-                raise Fault(f"race: reads {self.name}[{int(index)}] (shared {start:#x}) before "
-                            f"the mbarrier at shared {pending.barrier:#x} completed phase "
-                            f"{pending.phase}, on which the {pending.where} writing it completes; "
-                            f"wait on the barrier first (T.cuda.mbarrier_wait)")
+                raise Fault(
+                    f"race: reads {self.name}[{int(index)}] (shared {start:#x}) before "
+                    f"the mbarrier at shared {pending.barrier:#x} completed phase "
+                    f"{pending.phase}, on which the {pending.where} writing it completes; "
+                    f"wait on the barrier first (T.cuda.mbarrier_wait)"
+                )
 
 
 def _local(shape, cast: Cast) -> np.ndarray:
@@ -77,12 +85,23 @@ def globals_factory(lowered, launch, direct: list[str]):
     """``make(machine, thread)`` -> the globals of one thread's copy of the kernel; the
     instruction globals in ``direct`` (those that never block) carry their instruction out when
     called."""
-    casts = {name: Cast(spec[1].numpy) for name, spec in lowered.namespace.items()
-             if spec[0] == "type"}
-    casts.update({name: Cast(storage_dtype(spec[1])) for name, spec in lowered.namespace.items()
-                  if spec[0] == "storage"})
-    casts.update({name: conversion(spec[1], spec[2].name)
-                  for name, spec in lowered.namespace.items() if spec[0] == "convert"})
+    casts = {
+        name: Cast(spec[1].numpy) for name, spec in lowered.namespace.items() if spec[0] == "type"
+    }
+    casts.update(
+        {
+            name: Cast(storage_dtype(spec[1]))
+            for name, spec in lowered.namespace.items()
+            if spec[0] == "storage"
+        }
+    )
+    casts.update(
+        {
+            name: conversion(spec[1], spec[2].name)
+            for name, spec in lowered.namespace.items()
+            if spec[0] == "convert"
+        }
+    )
     buffers = {name: spec[1] for name, spec in lowered.namespace.items() if spec[0] == "smem"}
     per_cta: dict = {}
 
@@ -90,10 +109,9 @@ def globals_factory(lowered, launch, direct: list[str]):
         base = {"__builtins__": builtins, **casts}
         for name, buf in buffers.items():
             count = buf.nbytes // buf.dtype.bytes
-            raw = cta.smem.data[buf.offset:buf.offset + buf.nbytes]
-            view = SharedView(raw.view(storage_dtype(buf.dtype))[:count], cta, buf.offset,
-                              buf.name)
-            base[name] = (lambda v=view: v)
+            raw = cta.smem.data[buf.offset : buf.offset + buf.nbytes]
+            view = SharedView(raw.view(storage_dtype(buf.dtype))[:count], cta, buf.offset, buf.name)
+            base[name] = lambda v=view: v
         base[SHARED_ADDRESS] = _shared_address
         base[GLOBAL_ADDRESS] = _global_address(machine)
         return base
@@ -132,4 +150,5 @@ def _global_address(machine: Machine):
                 offset += sum(int(i) * s for i, s in zip(index, array.strides))
                 return buffer.address + offset
         raise Fault("an address of an array outside global memory")
+
     return address

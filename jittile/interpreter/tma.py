@@ -26,6 +26,7 @@ descriptor's innermost dimension counts slices, runtime/tensormap.py ``_interlea
 FP4 one group of sixteen 4-bit values, 8 bytes of global data in the low half of a 16-byte shared
 block. Every check runs before the first byte moves, so a faulting instruction writes nothing.
 """
+
 from __future__ import annotations
 
 import math
@@ -53,10 +54,18 @@ FLOAT_DESCRIPTORS = frozenset({"float16", "bfloat16", "float32", "float64", "tf3
 
 # The NumPy type of each integer PTX type reductions compute on (.bN as unsigned N bits).
 _WORDS = [d for d in DTYPES.values() if d.kind in ("uint", "int") and d.bits in (32, 64)]
-_INTEGERS = {**{d.ptx: np.dtype(d.numpy).type for d in _WORDS},
-             **{d.bit_type: np.dtype(d.numpy).type for d in _WORDS if d.kind == "uint"}}
-_INTEGER_OPS = {"add": np.add, "min": np.minimum, "max": np.maximum, "and": np.bitwise_and,
-                "or": np.bitwise_or, "xor": np.bitwise_xor}
+_INTEGERS = {
+    **{d.ptx: np.dtype(d.numpy).type for d in _WORDS},
+    **{d.bit_type: np.dtype(d.numpy).type for d in _WORDS if d.kind == "uint"},
+}
+_INTEGER_OPS = {
+    "add": np.add,
+    "min": np.minimum,
+    "max": np.maximum,
+    "and": np.bitwise_and,
+    "or": np.bitwise_or,
+    "xor": np.bitwise_xor,
+}
 
 
 # --------------------------------------------------------------------------------- the box
@@ -77,7 +86,7 @@ class _Walk:
 
 def _s32(value: int) -> int:
     """A coordinate register read as .s32."""
-    return (int(value) + 2 ** 31) % 2 ** 32 - 2 ** 31
+    return (int(value) + 2**31) % 2**32 - 2**31
 
 
 def _check_descriptor(fields: TensorMapFields, op: BulkTensorOpcode, gathered: bool) -> None:
@@ -87,27 +96,34 @@ def _check_descriptor(fields: TensorMapFields, op: BulkTensorOpcode, gathered: b
     if rank != op.rank:
         raise TmaFault(f"{what} has rank {rank}, the opcode is .{op.rank}d")
     if fields.oob_fill and fields.data_type not in FLOAT_DESCRIPTORS:
-        raise TmaFault(f"{what}: NaN out-of-bound fill needs a floating-point format, the "
-                       f"descriptor is {fields.data_type}")
+        raise TmaFault(
+            f"{what}: NaN out-of-bound fill needs a floating-point format, the "
+            f"descriptor is {fields.data_type}"
+        )
     if fields.interleave:
         if rank < 3 or gathered:
             raise TmaFault(f"{what}: interleave needs rank 3..5 in tile mode")
         if fields.interleave == 2 and fields.swizzle != 1:
-            raise TmaFault(f"{what}: 32-byte interleave needs the 32-byte swizzle, got swizzle="
-                           f"{fields.swizzle}")
+            raise TmaFault(
+                f"{what}: 32-byte interleave needs the 32-byte swizzle, got swizzle="
+                f"{fields.swizzle}"
+            )
     if gathered and fields.box[1] != 1:
         raise TmaFault(f"{what}: {op.mode} needs a box of one row (box {fields.box})")
     if fields.data_type == PACKED:
         if op.kind != "load":
             raise TmaFault(f"{what}: 16U4_ALIGN16B (packed FP4) descriptors are load-only")
         if fields.box[0] != 128 or fields.dims[0] % 128 or fields.interleave:
-            raise TmaFault(f"{what}: packed FP4 needs an inner box of 128 values and an inner "
-                           f"dimension a multiple of 128, without interleave (box {fields.box}, "
-                           f"dims {fields.dims})")
+            raise TmaFault(
+                f"{what}: packed FP4 needs an inner box of 128 values and an inner "
+                f"dimension a multiple of 128, without interleave (box {fields.box}, "
+                f"dims {fields.dims})"
+            )
 
 
-def _coordinates(op: BulkTensorOpcode, coords: tuple, rows: tuple | None,
-                 gathered: bool) -> tuple[list[int], list[int]]:
+def _coordinates(
+    op: BulkTensorOpcode, coords: tuple, rows: tuple | None, gathered: bool
+) -> tuple[list[int], list[int]]:
     """The coordinate registers read as .s32: one per dimension, or the column and the four
     rows of .tile::gather4/.tile::scatter4."""
     starts = [_s32(c) for c in coords]
@@ -115,28 +131,35 @@ def _coordinates(op: BulkTensorOpcode, coords: tuple, rows: tuple | None,
     if len(starts) != (1 if gathered else op.rank) or len(row_coords) != (4 if gathered else 0):
         raise TmaFault(f"{op.native_text}: got coordinates {coords} and rows {rows}")
     if op.kind != "load" and min(starts + row_coords) < 0:
-        raise TmaFault(f"{op.native_text}: coordinates {tuple(starts + row_coords)} must be "
-                       f"non-negative for a store or reduction (the H200 traps: illegal "
-                       f"instruction)")
+        raise TmaFault(
+            f"{op.native_text}: coordinates {tuple(starts + row_coords)} must be "
+            f"non-negative for a store or reduction (the H200 traps: illegal "
+            f"instruction)"
+        )
     return starts, row_coords
 
 
-def _walk(fields: TensorMapFields, op: BulkTensorOpcode, coords: tuple, rows: tuple | None,
-          address: int) -> _Walk:
+def _walk(
+    fields: TensorMapFields, op: BulkTensorOpcode, coords: tuple, rows: tuple | None, address: int
+) -> _Walk:
     """Where every unit of the box is: checks, then index arithmetic over the whole box."""
     gathered = op.mode in ("tile::gather4", "tile::scatter4")
     _check_descriptor(fields, op, gathered)
     if address % SHARED_ALIGN:
-        raise TmaFault(f"{op.native_text}: shared address {address:#x} is not "
-                       f"{SHARED_ALIGN}-byte aligned (the H200 traps: misaligned address)")
+        raise TmaFault(
+            f"{op.native_text}: shared address {address:#x} is not "
+            f"{SHARED_ALIGN}-byte aligned (the H200 traps: misaligned address)"
+        )
     starts, row_coords = _coordinates(op, coords, rows, gathered)
     dims, box = list(fields.dims), list(fields.box)
     steps = list(fields.element_strides)
     packed = fields.data_type == PACKED
     if packed:
         if starts[0] % 128:
-            raise TmaFault(f"{op.native_text}: packed FP4 needs the first coordinate to be a "
-                           f"multiple of 128, got {starts[0]}")
+            raise TmaFault(
+                f"{op.native_text}: packed FP4 needs the first coordinate to be a "
+                f"multiple of 128, got {starts[0]}"
+            )
         unit, block = PACKED_GROUP // 2, PACKED_GROUP
         dims[0], box[0], starts[0] = (v // PACKED_GROUP for v in (dims[0], box[0], starts[0]))
     else:
@@ -147,8 +170,10 @@ def _walk(fields: TensorMapFields, op: BulkTensorOpcode, coords: tuple, rows: tu
     extents = [math.ceil(b / s) for b, s in zip(box, steps)]
     if fields.interleave:
         extents[-2] = 1  # one channel slice per issue
-    positions = [start + step * np.arange(extent, dtype=np.int64)
-                 for start, step, extent in zip(starts, steps, extents)]
+    positions = [
+        start + step * np.arange(extent, dtype=np.int64)
+        for start, step, extent in zip(starts, steps, extents)
+    ]
     if gathered:
         positions.append(np.array(row_coords, dtype=np.int64))
     rank = len(positions)
@@ -167,8 +192,10 @@ def _walk(fields: TensorMapFields, op: BulkTensorOpcode, coords: tuple, rows: tu
     if fields.swizzle and not fields.interleave:
         span = SWIZZLE_SPAN[fields.swizzle]
         if row_bytes > span:
-            raise TmaFault(f"{op.native_text}: the inner box is {row_bytes} bytes of shared "
-                           f"memory, wider than the {span}-byte swizzle span")
+            raise TmaFault(
+                f"{op.native_text}: the inner box is {row_bytes} bytes of shared "
+                f"memory, wider than the {span}-byte swizzle span"
+            )
         pitch = span  # narrower rows land at the span pitch (H200)
     index = np.arange(inside.size, dtype=np.int64)
     shared = address + index // shape[-1] * pitch + index % shape[-1] * block
@@ -182,13 +209,16 @@ def _shared_bytes(walk: _Walk, smem: SharedMemory, swizzle: int, what: str) -> n
     physical = linear ^ (((linear >> 7) & ((1 << swizzle) - 1)) << 4)
     low, high = int(physical.min()), int(physical.max()) + 1
     if low < 0 or high > smem.size:
-        raise TmaFault(f"{what}: the box's shared bytes [{low:#x}, {high:#x}) lie outside CTA "
-                       f"{smem.cta}'s {smem.size} bytes of shared memory")
+        raise TmaFault(
+            f"{what}: the box's shared bytes [{low:#x}, {high:#x}) lie outside CTA "
+            f"{smem.cta}'s {smem.size} bytes of shared memory"
+        )
     return physical
 
 
-def _global_bytes(memory: GlobalMemory, starts: np.ndarray,
-                  unit: int) -> tuple[np.ndarray, np.ndarray]:
+def _global_bytes(
+    memory: GlobalMemory, starts: np.ndarray, unit: int
+) -> tuple[np.ndarray, np.ndarray]:
     """The buffer bytes holding the units at ``starts``, and their indices (one row per unit);
     a unit outside every allocation raises MemoryFault."""
     index = starts[:, None] + np.arange(unit, dtype=np.int64)
@@ -206,9 +236,15 @@ def round_tf32(bits: np.ndarray) -> np.ndarray:
     return np.where((bits & 0x7FFFFFFF) > 0x7F800000, np.uint32(0x7FFFE000), rounded)
 
 
-def tma_load(fields: TensorMapFields, op: BulkTensorOpcode, coords: tuple[int, ...],
-             rows: tuple[int, ...] | None, memory: GlobalMemory, smem: SharedMemory,
-             address: int) -> int:
+def tma_load(
+    fields: TensorMapFields,
+    op: BulkTensorOpcode,
+    coords: tuple[int, ...],
+    rows: tuple[int, ...] | None,
+    memory: GlobalMemory,
+    smem: SharedMemory,
+    address: int,
+) -> int:
     """Copy one box into ``smem`` at shared address ``address``; returns the transaction bytes
     (what complete_tx adds). ``coords`` are in PTX order (innermost first; the column alone for
     .tile::gather4, whose four row coordinates are ``rows``)."""
@@ -227,9 +263,15 @@ def tma_load(fields: TensorMapFields, op: BulkTensorOpcode, coords: tuple[int, .
     return walk.payload
 
 
-def tma_store(fields: TensorMapFields, op: BulkTensorOpcode, coords: tuple[int, ...],
-              rows: tuple[int, ...] | None, memory: GlobalMemory, smem: SharedMemory,
-              address: int) -> None:
+def tma_store(
+    fields: TensorMapFields,
+    op: BulkTensorOpcode,
+    coords: tuple[int, ...],
+    rows: tuple[int, ...] | None,
+    memory: GlobalMemory,
+    smem: SharedMemory,
+    address: int,
+) -> None:
     """Store one box from ``smem`` (``op.kind == "store"``, .tile or .tile::scatter4), or
     reduce it into global memory with ``op.redop`` (``op.kind == "reduce"``); units outside the
     tensor are not written. A TFLOAT32 descriptor stores float32 bits unchanged (H200)."""
@@ -238,16 +280,19 @@ def tma_store(fields: TensorMapFields, op: BulkTensorOpcode, coords: tuple[int, 
     if op.kind == "reduce":
         element = tensor_reduction_type(op.redop, fields.data_type)
         if element is None:
-            raise TmaFault(f"{op.native_text}: .{op.redop} is not defined for a "
-                           f"{fields.data_type} descriptor (the H200 raises an illegal "
-                           f"instruction)")
+            raise TmaFault(
+                f"{op.native_text}: .{op.redop} is not defined for a "
+                f"{fields.data_type} descriptor (the H200 raises an illegal "
+                f"instruction)"
+            )
     if not walk.inside.any():
         return
     data = smem.data[source[walk.inside]]
     buffer, index = _global_bytes(memory, walk.glob[walk.inside], walk.unit)
     if op.kind == "reduce":
-        data = reduce_values(op.redop, element, buffer[index].ravel(),
-                             data.ravel()).reshape(index.shape)
+        data = reduce_values(op.redop, element, buffer[index].ravel(), data.ravel()).reshape(
+            index.shape
+        )
     buffer[index] = data
 
 
@@ -277,6 +322,7 @@ def half_values(bits: np.ndarray, brain: bool) -> np.ndarray:
 def _half_min_max(redop: str, a: np.ndarray, b: np.ndarray, infinity: int) -> np.ndarray:
     """PTX min/max of 16-bit floats on their bits: -0 < +0, a NaN operand yields the other,
     two NaNs the canonical 0x7FFF (as the H200 computes them)."""
+
     def order(bits):  # monotonic in the value, -0 below +0
         magnitude = (bits & 0x7FFF).astype(np.int32)
         return np.where(bits & 0x8000, -magnitude - 1, magnitude)
@@ -328,8 +374,9 @@ def _reduce_floats(redop: str, type_: str, old: np.ndarray, data: np.ndarray) ->
         return np.where(np.isnan(total), np.uint16(0x7FFF), bits).view(np.uint8)
     if type_ == "f32":
         total = old.view(np.float32) + data.view(np.float32)
-        return np.where(np.isnan(total), np.uint32(0x7FFFFFFF),
-                        total.view(np.uint32)).view(np.uint8)
+        return np.where(np.isnan(total), np.uint32(0x7FFFFFFF), total.view(np.uint32)).view(
+            np.uint8
+        )
     a, b = old.view(np.float64), data.view(np.float64)
     quiet = np.uint64(1 << 51)
     total = a + b

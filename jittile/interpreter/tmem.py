@@ -12,9 +12,10 @@ encoder. Every rule a kernel can break raises :class:`TmemFault` (or, for a shar
 outside the CTA's bytes, :class:`~jittile.interpreter.memory.MemoryFault`) naming the values, and
 nothing is written when an instruction faults.
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -92,23 +93,34 @@ def _check_copy_descriptor(desc: int, fields: dict) -> None:
     """Raise the first descriptor rule a tcgen05.cp source on sm_100 breaks."""
     where = f"shared-memory descriptor {desc:#018x}"
     if fields["version"] != _VERSION:
-        raise TmemFault(f"{where}: bits 46-48 hold {fields['version']:#05b}; tcgen05 descriptors "
-                        f"carry the fixed constant 0b001 there")
+        raise TmemFault(
+            f"{where}: bits 46-48 hold {fields['version']:#05b}; tcgen05 descriptors "
+            f"carry the fixed constant 0b001 there"
+        )
     if fields["fixed_zero"]:
-        raise TmemFault(f"{where}: bits 53-60 hold {fields['fixed_zero']:#x}; they are the fixed "
-                        f"constant 0")
+        raise TmemFault(
+            f"{where}: bits 53-60 hold {fields['fixed_zero']:#x}; they are the fixed constant 0"
+        )
     if fields["reserved"]:
-        raise TmemFault(f"{where}: bits 14-15/30-31 are set ({fields['reserved']:#x}); no field "
-                        f"owns them, so a 14-bit field overflowed")
+        raise TmemFault(
+            f"{where}: bits 14-15/30-31 are set ({fields['reserved']:#x}); no field "
+            f"owns them, so a 14-bit field overflowed"
+        )
     if fields["swizzle_mode"] == "invalid":
-        raise TmemFault(f"{where}: swizzle code {fields['swizzle']} in bits 61-63 is invalid "
-                        f"(3, 5 and 7 are reserved)")
+        raise TmemFault(
+            f"{where}: swizzle code {fields['swizzle']} in bits 61-63 is invalid "
+            f"(3, 5 and 7 are reserved)"
+        )
     if fields["swizzle"] == 1:
-        raise TmemFault(f"{where}: swizzle code 1 (128B with 32B atomicity) has no K-major swizzle "
-                        f"atom (PTX ISA Table 53), and the copy reads its source K-major")
+        raise TmemFault(
+            f"{where}: swizzle code 1 (128B with 32B atomicity) has no K-major swizzle "
+            f"atom (PTX ISA Table 53), and the copy reads its source K-major"
+        )
     if fields["lbo_mode"]:
-        raise TmemFault(f"{where}: bit 52 selects the absolute leading-dimension address mode, "
-                        f"which only sm_103a supports")
+        raise TmemFault(
+            f"{where}: bit 52 selects the absolute leading-dimension address mode, "
+            f"which only sm_103a supports"
+        )
 
 
 def _chunk_addresses(fields: dict, rows: int, chunks: int) -> np.ndarray:
@@ -148,10 +160,10 @@ def _decompress(chunks: np.ndarray, src_fmt: str) -> np.ndarray:
     if src_fmt == "b6x16_p32":
         triples = chunks[..., :12].reshape(*lead, 4, 3)
         b0, b1, b2 = triples[..., 0], triples[..., 1], triples[..., 2]
-        values = np.stack([b0 & 0x3F,
-                           (b0 >> 6) | ((b1 & 0x0F) << 2),
-                           (b1 >> 4) | ((b2 & 0x03) << 4),
-                           b2 >> 2], axis=-1).reshape(*lead, 16)
+        values = np.stack(
+            [b0 & 0x3F, (b0 >> 6) | ((b1 & 0x0F) << 2), (b1 >> 4) | ((b2 & 0x03) << 4), b2 >> 2],
+            axis=-1,
+        ).reshape(*lead, 16)
         return (values << 1).astype(np.uint8)
     raise ValueError(f"unknown decompression source format {src_fmt!r}")
 
@@ -172,15 +184,23 @@ def _copy_lanes(op: Tcgen05CpOpcode) -> np.ndarray:
         base = 64 * (rows // 32) + rows % 32
     else:
         base = rows
-    replicas = {None: (0,), "warpx2::02_13": (0, 64), "warpx2::01_23": (0, 32),
-                "warpx4": (0, 32, 64, 96)}[op.multicast]
+    replicas = {
+        None: (0,),
+        "warpx2::02_13": (0, 64),
+        "warpx2::01_23": (0, 32),
+        "warpx4": (0, 32, 64, 96),
+    }[op.multicast]
     return base[:, None] + np.asarray(replicas)[None, :]
 
 
 # ------------------------------------------------------------------------- tcgen05.ld / st
 # shape -> (lanes one warp accesses, registers per .num, largest .num): PTX ISA Table 47.
-_LDST_SHAPES = {"32x32b": (32, 1, 128), "16x64b": (16, 1, 128), "16x128b": (16, 2, 64),
-                "16x256b": (16, 4, 32)}
+_LDST_SHAPES = {
+    "32x32b": (32, 1, 128),
+    "16x64b": (16, 1, 128),
+    "16x128b": (16, 2, 64),
+    "16x256b": (16, 4, 32),
+}
 
 
 def _fragment(shape: str, num: int, threads: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -230,8 +250,9 @@ class TensorMemory:
         """The live allocations, for fault messages."""
         if not self._allocations:
             return "no columns are allocated"
-        spans = ", ".join(f"{start}..{start + n - 1}"
-                          for start, n in sorted(self._allocations.items()))
+        spans = ", ".join(
+            f"{start}..{start + n - 1}" for start, n in sorted(self._allocations.items())
+        )
         return f"allocated columns: {spans}"
 
     def _use_cta_group(self, cta_group: int, what: str) -> None:
@@ -241,9 +262,11 @@ class TensorMemory:
         if self.cta_group is None:
             self.cta_group = cta_group
         elif cta_group != self.cta_group:
-            raise TmemFault(f"{what} uses .cta_group::{cta_group}, but an earlier tcgen05 "
-                            f"instruction used .cta_group::{self.cta_group}; all tcgen05 "
-                            f"instructions of a kernel must specify the same value")
+            raise TmemFault(
+                f"{what} uses .cta_group::{cta_group}, but an earlier tcgen05 "
+                f"instruction used .cta_group::{self.cta_group}; all tcgen05 "
+                f"instructions of a kernel must specify the same value"
+            )
 
     # -------------------------------------------------------------------------- allocation
     def alloc(self, ncols: int, cta_group: int = 1) -> int:
@@ -255,25 +278,33 @@ class TensorMemory:
         self._use_cta_group(cta_group, "tcgen05.alloc")
         ncols = int(ncols)
         if ncols < ALLOC_UNIT or ncols > COLUMNS or ncols & (ncols - 1):
-            raise TmemFault(f"tcgen05.alloc of {ncols} columns: nCols must be a power of two in "
-                            f"[{ALLOC_UNIT}, {COLUMNS}]")
+            raise TmemFault(
+                f"tcgen05.alloc of {ncols} columns: nCols must be a power of two in "
+                f"[{ALLOC_UNIT}, {COLUMNS}]"
+            )
         if self._relinquished:
-            raise TmemFault(f"tcgen05.alloc of {ncols} columns after "
-                            f"tcgen05.relinquish_alloc_permit: the CTA gave up the right to "
-                            f"allocate")
+            raise TmemFault(
+                f"tcgen05.alloc of {ncols} columns after "
+                f"tcgen05.relinquish_alloc_permit: the CTA gave up the right to "
+                f"allocate"
+            )
         if self._last_ncols is not None and ncols > self._last_ncols:
-            raise TmemFault(f"tcgen05.alloc of {ncols} columns after an allocation of "
-                            f"{self._last_ncols}: the number of columns may not increase between "
-                            f"two allocations of a CTA")
+            raise TmemFault(
+                f"tcgen05.alloc of {ncols} columns after an allocation of "
+                f"{self._last_ncols}: the number of columns may not increase between "
+                f"two allocations of a CTA"
+            )
         for start in range(0, COLUMNS, ncols):
-            if not self._allocated[start:start + ncols].any():
-                self._allocated[start:start + ncols] = True
+            if not self._allocated[start : start + ncols].any():
+                self._allocated[start : start + ncols] = True
                 self._allocations[start] = ncols
                 self._last_ncols = ncols
                 return start
-        raise TmemFault(f"tcgen05.alloc of {ncols} columns: no free range of {ncols} columns "
-                        f"({self._describe()} of {COLUMNS}); the hardware would block until "
-                        f"another warp deallocates")
+        raise TmemFault(
+            f"tcgen05.alloc of {ncols} columns: no free range of {ncols} columns "
+            f"({self._describe()} of {COLUMNS}); the hardware would block until "
+            f"another warp deallocates"
+        )
 
     def dealloc(self, taddr: int, ncols: int, cta_group: int = 1) -> None:
         """``tcgen05.dealloc``: ``taddr``/``ncols`` must name one live allocation exactly."""
@@ -281,11 +312,13 @@ class TensorMemory:
         lane, column = split_taddr(taddr)
         ncols = int(ncols)
         if lane != 0 or self._allocations.get(column) != ncols:
-            raise TmemFault(f"tcgen05.dealloc of {ncols} columns at TMEM address {int(taddr):#x} "
-                            f"(lane {lane}, column {column}) does not match an allocation; "
-                            f"{self._describe()}")
+            raise TmemFault(
+                f"tcgen05.dealloc of {ncols} columns at TMEM address {int(taddr):#x} "
+                f"(lane {lane}, column {column}) does not match an allocation; "
+                f"{self._describe()}"
+            )
         del self._allocations[column]
-        self._allocated[column:column + ncols] = False
+        self._allocated[column : column + ncols] = False
 
     def relinquish(self, cta_group: int = 1) -> None:
         """``tcgen05.relinquish_alloc_permit``: every later ``alloc`` of this CTA faults."""
@@ -295,27 +328,34 @@ class TensorMemory:
     def check_exit(self) -> None:
         """At kernel exit all allocated TMEM must have been deallocated."""
         if self._allocations:
-            raise TmemFault(f"the kernel exits with TMEM still allocated ({self._describe()}); "
-                            f"every tcgen05.alloc needs a tcgen05.dealloc")
+            raise TmemFault(
+                f"the kernel exits with TMEM still allocated ({self._describe()}); "
+                f"every tcgen05.alloc needs a tcgen05.dealloc"
+            )
 
     def _check_cells(self, lanes: np.ndarray, columns: np.ndarray, what: str) -> None:
         """Every (lane, column) must be a TMEM cell inside an allocation."""
         low_lane, high_lane = int(lanes.min()), int(lanes.max())
         if low_lane < 0 or high_lane >= LANES:
-            raise TmemFault(f"{what} touches lanes {low_lane}..{high_lane}; TMEM has lanes "
-                            f"0..{LANES - 1}")
+            raise TmemFault(
+                f"{what} touches lanes {low_lane}..{high_lane}; TMEM has lanes 0..{LANES - 1}"
+            )
         low_col, high_col = int(columns.min()), int(columns.max())
         if high_col >= COLUMNS:
-            raise TmemFault(f"{what} touches columns {low_col}..{high_col}; TMEM has columns "
-                            f"0..{COLUMNS - 1}")
+            raise TmemFault(
+                f"{what} touches columns {low_col}..{high_col}; TMEM has columns 0..{COLUMNS - 1}"
+            )
         outside = np.unique(columns[~self._allocated[columns]])
         if outside.size:
-            raise TmemFault(f"{what} touches columns {low_col}..{high_col}, but column "
-                            f"{int(outside[0])} is not allocated ({self._describe()})")
+            raise TmemFault(
+                f"{what} touches columns {low_col}..{high_col}, but column "
+                f"{int(outside[0])} is not allocated ({self._describe()})"
+            )
 
     # ------------------------------------------------------------------------------ tcgen05.cp
-    def copy_from_shared(self, op: Tcgen05CpOpcode, taddr: int, desc: int,
-                         smem: SharedMemory) -> None:
+    def copy_from_shared(
+        self, op: Tcgen05CpOpcode, taddr: int, desc: int, smem: SharedMemory
+    ) -> None:
         """One ``tcgen05.cp``: read ``op.rows`` K-major rows of ``op.bits`` through ``desc``
         from ``smem`` (decompressing if asked) and write them to TMEM at ``taddr``."""
         what = f"{op.native_text} [{int(taddr):#x}]"
@@ -329,8 +369,10 @@ class TensorMemory:
             try:
                 smem.check(int(addresses[row, chunk]), CORE_ROW_BYTES)
             except MemoryFault as exc:
-                raise MemoryFault(f"{what}: source row {row}, 16-byte chunk {chunk} (descriptor "
-                                  f"{int(desc):#018x}): {exc}") from None
+                raise MemoryFault(
+                    f"{what}: source row {row}, 16-byte chunk {chunk} (descriptor "
+                    f"{int(desc):#018x}): {exc}"
+                ) from None
         data = smem.data[addresses[..., None] + np.arange(CORE_ROW_BYTES)]  # (rows, chunks, 16)
         if op.decompress:
             data = _decompress(data, op.decompress)
@@ -342,8 +384,16 @@ class TensorMemory:
         self.cells[lanes[:, :, None], columns[None, None, :]] = words[:, None, :]
 
     # ------------------------------------------------------------------------- tcgen05.ld/st
-    def _ldst_cells(self, what: str, shape: str, num: int, packed: bool, taddr: int, warp: int,
-                    lanes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _ldst_cells(
+        self,
+        what: str,
+        shape: str,
+        num: int,
+        packed: bool,
+        taddr: int,
+        warp: int,
+        lanes: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(TMEM lanes, columns) of the registers of the threads at warp lanes ``lanes``: lanes
         is (threads, registers), columns (threads, registers, 1 or 2)."""
         if shape not in _LDST_SHAPES:
@@ -357,13 +407,17 @@ class TensorMemory:
         quarter = warp % 4
         first, column = split_taddr(taddr)
         if first // WARP_LANES not in (0, quarter):
-            raise TmemFault(f"{what} at lane {first} from warp {warp}: warp {quarter} of its "
-                            f"warpgroup may access lanes {WARP_LANES * quarter}.."
-                            f"{WARP_LANES * quarter + WARP_LANES - 1} only")
+            raise TmemFault(
+                f"{what} at lane {first} from warp {warp}: warp {quarter} of its "
+                f"warpgroup may access lanes {WARP_LANES * quarter}.."
+                f"{WARP_LANES * quarter + WARP_LANES - 1} only"
+            )
         offset = first % WARP_LANES
         if offset + shape_lanes > WARP_LANES:
-            raise TmemFault(f"{what}: {shape_lanes} lanes from lane offset {offset} cross the "
-                            f"32-lane quarter of warp {quarter} of the warpgroup")
+            raise TmemFault(
+                f"{what}: {shape_lanes} lanes from lane offset {offset} cross the "
+                f"32-lane quarter of warp {quarter} of the warpgroup"
+            )
         rows, words = _fragment(shape, num, lanes)
         cells = WARP_LANES * quarter + offset + rows
         halves = np.arange(2 if packed else 1)
@@ -371,14 +425,16 @@ class TensorMemory:
         self._check_cells(cells, columns, what)
         return cells, columns
 
-    def load(self, shape: str, num: int, pack16: bool, taddr: int, warp: int,
-             lane: int) -> list[int]:
+    def load(
+        self, shape: str, num: int, pack16: bool, taddr: int, warp: int, lane: int
+    ) -> list[int]:
         """The registers thread ``lane`` of warp ``warp % 4`` of its warpgroup gets from one
         ``tcgen05.ld.<shape>.x<num>{.pack::16b}``; the warp's lanes are its own quarter."""
         return self.load_warp(shape, num, pack16, taddr, warp, [lane])[0]
 
-    def load_warp(self, shape: str, num: int, pack16: bool, taddr: int, warp: int,
-                  lanes: Sequence[int]) -> list[list[int]]:
+    def load_warp(
+        self, shape: str, num: int, pack16: bool, taddr: int, warp: int, lanes: Sequence[int]
+    ) -> list[list[int]]:
         """:meth:`load` for the threads at ``lanes`` of one warp, which all pass ``taddr``:
         one gather for all of them."""
         what = f"tcgen05.ld.{shape}.x{num}{'.pack::16b' if pack16 else ''} [{int(taddr):#x}]"
@@ -388,25 +444,42 @@ class TensorMemory:
             cells = (cells[..., 0] & 0xFFFF) | ((cells[..., 1] & 0xFFFF) << 16)
         return cells.reshape(len(lanes), -1).tolist()
 
-    def store(self, shape: str, num: int, unpack16: bool, taddr: int, warp: int, lane: int,
-              values: Sequence[int]) -> None:
+    def store(
+        self,
+        shape: str,
+        num: int,
+        unpack16: bool,
+        taddr: int,
+        warp: int,
+        lane: int,
+        values: Sequence[int],
+    ) -> None:
         """Thread ``lane``'s share of one ``tcgen05.st.<shape>.x<num>{.unpack::16b}``: the
         inverse of :meth:`load`; unpacked 16-bit halves land zero-extended in their cells."""
         self.store_warp(shape, num, unpack16, taddr, warp, [lane], [values])
 
-    def store_warp(self, shape: str, num: int, unpack16: bool, taddr: int, warp: int,
-                   lanes: Sequence[int], values: Sequence[Sequence[int]]) -> None:
+    def store_warp(
+        self,
+        shape: str,
+        num: int,
+        unpack16: bool,
+        taddr: int,
+        warp: int,
+        lanes: Sequence[int],
+        values: Sequence[Sequence[int]],
+    ) -> None:
         """:meth:`store` for the threads at ``lanes`` of one warp, which all pass ``taddr``
         (``values[i]`` are the registers of ``lanes[i]``): one scatter for all of them."""
         what = f"tcgen05.st.{shape}.x{num}{'.unpack::16b' if unpack16 else ''} [{int(taddr):#x}]"
-        rows, columns = self._ldst_cells(what, shape, num, unpack16, taddr, warp,
-                                         np.asarray(lanes))
+        rows, columns = self._ldst_cells(what, shape, num, unpack16, taddr, warp, np.asarray(lanes))
         for registers in values:
             if len(registers) != rows.shape[1]:
-                raise ValueError(f"{what}: thread stores {rows.shape[1]} registers, got "
-                                 f"{len(registers)}")
-        regs = np.asarray([[int(v) & 0xFFFFFFFF for v in registers] for registers in values],
-                          dtype=np.uint32)
+                raise ValueError(
+                    f"{what}: thread stores {rows.shape[1]} registers, got {len(registers)}"
+                )
+        regs = np.asarray(
+            [[int(v) & 0xFFFFFFFF for v in registers] for registers in values], dtype=np.uint32
+        )
         if unpack16:
             regs = np.stack([regs & 0xFFFF, regs >> 16], axis=-1)
         self.cells[rows[..., None], columns] = regs.reshape(columns.shape)

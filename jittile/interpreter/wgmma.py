@@ -13,12 +13,13 @@ Arithmetic is exact (float64, then the accumulator type): the hardware's fp32 ro
 not modelled, so results agree with the GPU wherever every partial sum is representable, which
 the tests' inputs ensure.
 """
+
 from __future__ import annotations
 
-import numpy as np
-
-from functools import lru_cache
+from functools import cache
 from operator import itemgetter
+
+import numpy as np
 
 from ..fragment import WARPGROUP_THREADS, FragmentLayout, wgmma_a, wgmma_accumulator
 from ..ir import PlanRecord
@@ -33,13 +34,17 @@ def wgmma(machine, thread, record: PlanRecord, op: WgmmaOpcode, values: tuple):
     """Issue: wait for the warp's 32 lanes, then compute (see the module's docstring); ``op`` is
     the record's parsed opcode, ``values`` the thread's operands in the record's role order."""
     key = (record.opcode, thread.instruction())
-    return Block(("warp", key, lambda per_lane, threads: _warp_product(threads[0].cta, record, op,
-                                                                        per_lane, threads),
-                  values))
+    return Block(
+        (
+            "warp",
+            key,
+            lambda per_lane, threads: _warp_product(threads[0].cta, record, op, per_lane, threads),
+            values,
+        )
+    )
 
 
-def _warp_product(cta, record: PlanRecord, op: WgmmaOpcode, per_lane: list,
-                  threads: list) -> list:
+def _warp_product(cta, record: PlanRecord, op: WgmmaOpcode, per_lane: list, threads: list) -> list:
     n, k = op.n, op.k
     fields = record.fields
     scale_a, scale_b = fields.scales
@@ -49,8 +54,14 @@ def _warp_product(cta, record: PlanRecord, op: WgmmaOpcode, per_lane: list,
     lanes = np.array([t.linear % WARPGROUP_THREADS for t in threads], dtype=np.int64)
     warp_rows = 16 * int(lanes[0] // 32)
     count = len(record.results)
-    d = _gather(per_lane, lanes, [position[f"d[{j}]"] for j in range(count)],
-                wgmma_accumulator, accumulator, (64, n))
+    d = _gather(
+        per_lane,
+        lanes,
+        [position[f"d[{j}]"] for j in range(count)],
+        wgmma_accumulator,
+        accumulator,
+        (64, n),
+    )
     if fields.a_major is None:  # A from registers
         a_positions = [i for role, i in position.items() if role.startswith("a[")]
         a = _gather(per_lane, lanes, a_positions, wgmma_a, op.atype.elements[0], (64, k))
@@ -64,8 +75,9 @@ def _warp_product(cta, record: PlanRecord, op: WgmmaOpcode, per_lane: list,
     return _scatter(d, lanes, count, accumulator)
 
 
-def _gather(per_lane, lanes: np.ndarray, positions: list, layout: FragmentLayout, dtype: str,
-            shape) -> np.ndarray:
+def _gather(
+    per_lane, lanes: np.ndarray, positions: list, layout: FragmentLayout, dtype: str, shape
+) -> np.ndarray:
     """The tile the lanes' registers (operands at ``positions``) hold, as float64; zeros where
     this warp holds nothing."""
     tile = np.zeros(shape)
@@ -87,8 +99,9 @@ def _scatter(tile: np.ndarray, lanes: np.ndarray, count: int, dtype: str) -> lis
     return [tuple(r) if count > 1 else r[0] for r in registers]
 
 
-def _register_elements(layout: FragmentLayout, count: int, dtype: str,
-                       lanes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _register_elements(
+    layout: FragmentLayout, count: int, dtype: str, lanes: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     rows, columns = fragment_elements(layout, count, dtype)
     return rows[lanes], columns[lanes]
 
@@ -109,13 +122,14 @@ def _pack(values: np.ndarray, dtype: str) -> list:
     if dtype == "float32":
         return list(values[..., 0].astype(np.float32))
     if dtype == "int32":
-        return np.clip(values[..., 0], -2 ** 31, 2 ** 31 - 1).astype(np.int64).tolist()
+        return np.clip(values[..., 0], -(2**31), 2**31 - 1).astype(np.int64).tolist()
     halves = values.astype(np.float16).view(np.uint16).astype(np.int64)
     return (halves[..., 0] | halves[..., 1] << 16).tolist()
 
 
-def _read_matrix(cta, descriptor: int, major: Major, itype: InputType, mn: int,
-                 k: int) -> np.ndarray:
+def _read_matrix(
+    cta, descriptor: int, major: Major, itype: InputType, mn: int, k: int
+) -> np.ndarray:
     """The (mn, k) operand the descriptor walks, decoded to float64."""
     fields = MatrixDescriptor.decode(int(descriptor))
     walk = MatrixWalk(major, fields.swizzle, fields.start_address, fields.lbo, fields.sbo)
@@ -140,7 +154,7 @@ def _decode(raw: np.ndarray, dtype: str) -> np.ndarray:
     return _fp8_table(dtype)[raw]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _fp8_table(dtype: str) -> np.ndarray:
     """The value of each of the 256 bytes of an fp8 format."""
     return np.array([_fp8(byte, dtype) for byte in range(256)])

@@ -3,14 +3,27 @@
 Nothing here imports numba or the CUDA driver: these objects are markers the frontend recognises.
 ``help(T)`` lists every name with its signature; docs/language.md is the reference.
 """
+
 from __future__ import annotations
 
 from . import cuda, math
 from .markers import Intrinsic, Namespace, PtxInstruction, intrinsic
 from .types import ScalarType, Tensor, constexpr
 
-_SCALARS = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16",
-            "float32", "float64", "bool")
+_SCALARS = (
+    "int8",
+    "uint8",
+    "int16",
+    "uint16",
+    "int32",
+    "uint32",
+    "int64",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    "bool",
+)
 SCALAR_TYPES = {name: ScalarType(name) for name in _SCALARS}
 
 
@@ -65,9 +78,17 @@ def unroll(start_or_stop: int, stop: int | None = None, step: int | None = None,
 ptx = PtxInstruction()
 
 T = Namespace(
-    "T", "The jittile kernel language; docs/language.md is its reference.",
-    Tensor=Tensor, constexpr=constexpr, cuda=cuda, ptx=ptx, device_entry=device_entry,
-    alloc_shared=alloc_shared, alloc_local=alloc_local, address_of=address_of, grid=grid,
+    "T",
+    "The jittile kernel language; docs/language.md is its reference.",
+    Tensor=Tensor,
+    constexpr=constexpr,
+    cuda=cuda,
+    ptx=ptx,
+    device_entry=device_entry,
+    alloc_shared=alloc_shared,
+    alloc_local=alloc_local,
+    address_of=address_of,
+    grid=grid,
     unroll=unroll,
     **{function.__name__: function for function in math.FUNCTIONS},
     **SCALAR_TYPES,

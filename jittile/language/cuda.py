@@ -1,4 +1,5 @@
 """``T.cuda``: thread indices, synchronisation, tensor memory and the tile-pattern entry point."""
+
 from __future__ import annotations
 
 from ..ir import LaunchConfig  # re-exported: T.cuda.LaunchConfig
@@ -108,12 +109,31 @@ def shfl_idx(value, lane: int, /, *, mask: int = FULL_MASK, width: int = 32):
 
 SHUFFLES = {shfl_xor: "bfly", shfl_down: "down", shfl_up: "up", shfl_idx: "idx"}
 
-tile = Namespace("T.cuda.tile", "Tile patterns: T.cuda.tile.apply(T.ptx[opcode], *operands, "
-                                "**parameters).", apply=apply)
+tile = Namespace(
+    "T.cuda.tile",
+    "Tile patterns: T.cuda.tile.apply(T.ptx[opcode], *operands, **parameters).",
+    apply=apply,
+)
 
-__all__ = ["LaunchConfig", "lane_id", "warp_id", "thread_idx", "block_idx", "block_dim",
-           "grid_dim", "cluster_ctarank", "cta_sync", "cluster_sync", "mbarrier_wait",
-           "decl_tmem", "shfl_xor", "shfl_down", "shfl_up", "shfl_idx", "tile"]
+__all__ = [
+    "LaunchConfig",
+    "lane_id",
+    "warp_id",
+    "thread_idx",
+    "block_idx",
+    "block_dim",
+    "grid_dim",
+    "cluster_ctarank",
+    "cta_sync",
+    "cluster_sync",
+    "mbarrier_wait",
+    "decl_tmem",
+    "shfl_xor",
+    "shfl_down",
+    "shfl_up",
+    "shfl_idx",
+    "tile",
+]
 
 
 def __dir__() -> list[str]:

@@ -3,12 +3,13 @@
 Outside a kernel these objects do nothing but explain themselves: the frontend recognises them by
 identity after resolving names through the kernel function's globals, so aliases work.
 """
+
 from __future__ import annotations
 
 import inspect
 import textwrap
+from collections.abc import Callable, Sequence
 from types import SimpleNamespace
-from typing import Callable, Sequence
 
 from ..errors import ContractError, JittileError
 
@@ -30,7 +31,7 @@ class Intrinsic:
         self.__doc__ = inspect.getdoc(declaration)
         self.__signature__ = inspect.signature(declaration, eval_str=True)
 
-    def __get__(self, instance, owner=None) -> "Intrinsic":
+    def __get__(self, instance, owner=None) -> Intrinsic:
         return self
 
     def __call__(self, *args, **kwargs):
@@ -108,8 +109,9 @@ def opcode_from_attributes(parts: Sequence[str]) -> str:
     ``["fence", "proxy", "async_", "shared__cta"]`` -> ``"fence.proxy.async.shared::cta"``.
     """
     if not parts:
-        raise ContractError("T.ptx needs an opcode, e.g. T.ptx.fence.proxy.async_()",
-                            parameter="opcode")
+        raise ContractError(
+            "T.ptx needs an opcode, e.g. T.ptx.fence.proxy.async_()", parameter="opcode"
+        )
     return ".".join(_attribute_word(part) for part in parts)
 
 
@@ -126,7 +128,9 @@ class _InstructionDoc:
             return self.text
         from ..patterns.help import opcode_help
 
-        return opcode_help(instance.opcode) or f"{instance!r}: a raw PTX instruction.\n\n{self.text}"
+        return (
+            opcode_help(instance.opcode) or f"{instance!r}: a raw PTX instruction.\n\n{self.text}"
+        )
 
 
 class PtxInstruction:
@@ -135,7 +139,8 @@ class PtxInstruction:
     the first argument of ``T.cuda.tile.apply``, a tile opcode: ``help(T.ptx[opcode])`` and
     ``T.ptx[opcode].parameters`` describe its family). In the attribute spelling a trailing ``_``
     drops (``async_`` -> ``async``) and ``__`` becomes ``::`` (``shared__cta`` ->
-    ``shared::cta``).""")
+    ``shared::cta``)."""
+    )
 
     def __init__(self, parts: tuple[str, ...] = (), text: str | None = None):
         self._parts = parts
@@ -155,18 +160,20 @@ class PtxInstruction:
 
         pattern = pattern_for(self.opcode)
         if pattern is None:
-            raise JittileError(f"{self!r} is not a tile opcode (no T.cuda.tile.apply family "
-                               f"claims it), so it has no tile parameters")
+            raise JittileError(
+                f"{self!r} is not a tile opcode (no T.cuda.tile.apply family "
+                f"claims it), so it has no tile parameters"
+            )
         return pattern.parameters
 
-    def __getattr__(self, name: str) -> "PtxInstruction":
+    def __getattr__(self, name: str) -> PtxInstruction:
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)
         if self._text is not None:
             raise JittileError(f"T.ptx[{self._text!r}] cannot be extended with .{name}")
         return PtxInstruction(self._parts + (name,))
 
-    def __getitem__(self, text: str) -> "PtxInstruction":
+    def __getitem__(self, text: str) -> PtxInstruction:
         if self._parts or self._text is not None:
             raise JittileError("T.ptx[...] takes the whole opcode: write T.ptx['a.b.c']")
         if not isinstance(text, str):
@@ -174,11 +181,15 @@ class PtxInstruction:
         return PtxInstruction(text=text)
 
     def __call__(self, *args, **kwargs):
-        raise JittileError(f"PTX instruction {self.opcode!r} can only be issued inside a @jittile.kernel")
+        raise JittileError(
+            f"PTX instruction {self.opcode!r} can only be issued inside a @jittile.kernel"
+        )
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, PtxInstruction) and (self._parts, self._text) == (other._parts,
-                                                                                   other._text)
+        return isinstance(other, PtxInstruction) and (self._parts, self._text) == (
+            other._parts,
+            other._text,
+        )
 
     def __hash__(self) -> int:
         return hash((self._parts, self._text))
@@ -220,8 +231,10 @@ class DeviceFunction:
         self._source = None
 
     def __call__(self, *args, **kwargs):
-        raise JittileError(f"{self.__qualname__} is a @jittile.func helper: call it inside a "
-                           f"@jittile.kernel function")
+        raise JittileError(
+            f"{self.__qualname__} is a @jittile.func helper: call it inside a "
+            f"@jittile.kernel function"
+        )
 
     def __repr__(self) -> str:
         return f"<jittile.func {self.__qualname__}>"

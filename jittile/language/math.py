@@ -1,6 +1,7 @@
 """``T.exp2``, ``T.sqrt``, ``T.fma``...: float32 math on runtime values, one PTX instruction each
 (two for ``T.exp`` and ``T.log``). Arguments convert to float32 (round to nearest even); results
 are float32. docs/language.md tabulates each function's PTX and its error."""
+
 from __future__ import annotations
 
 from .markers import intrinsic

@@ -1,10 +1,12 @@
 """Types of the kernel language: tensors, scalars and the ``constexpr`` marker."""
+
 from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
 
-from ..dtypes import DType, convert, dtype as lookup_dtype
+from ..dtypes import DType, convert
+from ..dtypes import dtype as lookup_dtype
 from ..errors import JittileError
 
 
@@ -16,11 +18,14 @@ class ScalarType:
     def __init__(self, name: str):
         self.dtype_name = name
         self.dtype: DType = lookup_dtype(name)
-        self.__doc__ = (f"Convert ``value`` to {name} (inside a kernel: a conversion in the "
-                        f"generated code; on the host: the NumPy scalar). As an annotation, "
-                        f"``x: T.{name}`` makes a scalar parameter of that type.")
+        self.__doc__ = (
+            f"Convert ``value`` to {name} (inside a kernel: a conversion in the "
+            f"generated code; on the host: the NumPy scalar). As an annotation, "
+            f"``x: T.{name}`` makes a scalar parameter of that type."
+        )
         self.__signature__ = inspect.Signature(
-            [inspect.Parameter("value", inspect.Parameter.POSITIONAL_ONLY)])
+            [inspect.Parameter("value", inspect.Parameter.POSITIONAL_ONLY)]
+        )
 
     def __call__(self, value):
         """Outside a kernel (and when folded at compile time): the NumPy scalar of this type;

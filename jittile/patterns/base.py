@@ -10,10 +10,12 @@ pattern checks it and returns a :class:`Lowering`: the instruction plan, one typ
 Host setup (TensorMaps, argument alignment) goes through :meth:`LoweringContext.host_setup`.
 Patterns are pure Python: no numba, no driver.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Protocol
 
 from ..dtypes import DType
 from ..errors import ContractError, Location, closest_name
@@ -87,10 +89,11 @@ class SharedRegion:
         """Whether the region's axes are permuted from the buffer's (``buf[...].T``)."""
         return list(self.axes) != sorted(self.axes)
 
-    def transpose(self) -> "SharedRegion":
+    def transpose(self) -> SharedRegion:
         """The region with its axes reversed (``region.T``)."""
-        return SharedRegion(self.buffer, self.origin, self.shape[::-1], self.axes[::-1],
-                            self.runtime_indices)
+        return SharedRegion(
+            self.buffer, self.origin, self.shape[::-1], self.axes[::-1], self.runtime_indices
+        )
 
 
 @dataclass(frozen=True)
@@ -125,8 +128,11 @@ class GlobalRegion:
         if self.extents[axis] is not None:
             return self.extents[axis]
         full = self.static_shape[axis]
-        return None if full is None or not isinstance(self.starts[axis], int) else \
-            full - self.starts[axis]
+        return (
+            None
+            if full is None or not isinstance(self.starts[axis], int)
+            else full - self.starts[axis]
+        )
 
 
 @dataclass(frozen=True)
@@ -165,10 +171,13 @@ class TmemRegion:
 
 def operand_kind(operand) -> str:
     """What a classified tile-call operand is, in the words of error messages."""
-    return {"GlobalRegion": "a global tensor region", "TensorMapOperand": "a jittile.TensorMap",
-            "SharedRegion": "a shared region", "TmemRegion": "a TMEM tensor",
-            "FragmentRegion": "a register fragment"}.get(type(operand).__name__,
-                                                         type(operand).__name__)
+    return {
+        "GlobalRegion": "a global tensor region",
+        "TensorMapOperand": "a jittile.TensorMap",
+        "SharedRegion": "a shared region",
+        "TmemRegion": "a TMEM tensor",
+        "FragmentRegion": "a register fragment",
+    }.get(type(operand).__name__, type(operand).__name__)
 
 
 @dataclass
@@ -183,9 +192,12 @@ class CallSite:
     target: Target
     scope: str = "thread"
 
-    def error(self, message: str, parameter: str | None = None, *,
-              hint: str | None = None) -> ContractError:
-        location = self.param_locations.get(parameter, self.location) if parameter else self.location
+    def error(
+        self, message: str, parameter: str | None = None, *, hint: str | None = None
+    ) -> ContractError:
+        location = (
+            self.param_locations.get(parameter, self.location) if parameter else self.location
+        )
         return ContractError(message, location, opcode=self.opcode, parameter=parameter, hint=hint)
 
 
@@ -264,9 +276,11 @@ class Completion:
 
 
 MBARRIER = Completion(
-    "mbarrier", "completes on the `mbar=` barrier: each instruction's bytes count against the "
-                "barrier's expected transaction bytes (set them with `mbarrier.arrive.expect_tx`, "
-                "then `T.cuda.mbarrier_wait`)")
+    "mbarrier",
+    "completes on the `mbar=` barrier: each instruction's bytes count against the "
+    "barrier's expected transaction bytes (set them with `mbarrier.arrive.expect_tx`, "
+    "then `T.cuda.mbarrier_wait`)",
+)
 NO_COMPLETION = Completion("none", "nothing to wait for")
 
 
@@ -334,21 +348,23 @@ class TilePattern:
     def claims(self, opcode: str) -> bool:
         raise NotImplementedError
 
-    def lower(self, site: "CallSite", ctx: LoweringContext) -> Lowering:
+    def lower(self, site: CallSite, ctx: LoweringContext) -> Lowering:
         raise NotImplementedError
 
     def form(self, opcode: str) -> str:
         """Which of ``operand_forms`` a (checked) opcode of the family takes."""
         return next(iter(self.operand_forms))
 
-    def async_shared_reads(self, site: "CallSite") -> tuple[str, ...]:
+    def async_shared_reads(self, site: CallSite) -> tuple[str, ...]:
         """The shared buffers a checked call reads through the async proxy (generic writes to
         them must be fenced into it first), from the roles ``async_reads`` declares."""
         form = self.form(site.opcode)
         roles = self.async_reads.get(form, ())
-        return tuple(operand.buffer.name for role, operand in zip(self.operand_forms[form],
-                                                                 site.operands)
-                     if role.name in roles and isinstance(operand, SharedRegion))
+        return tuple(
+            operand.buffer.name
+            for role, operand in zip(self.operand_forms[form], site.operands)
+            if role.name in roles and isinstance(operand, SharedRegion)
+        )
 
     def check_order(self, events: list) -> list:
         """The :class:`OrderFinding` s of the kernel's :class:`OrderEvent` s (families whose
@@ -359,18 +375,21 @@ class TilePattern:
     def parameter_names(self) -> tuple[str, ...]:
         return tuple(p.name for p in self.parameters)
 
-    def check_parameter_names(self, site: "CallSite", hint: str = "") -> None:
+    def check_parameter_names(self, site: CallSite, hint: str = "") -> None:
         """Every keyword of ``site`` is a declared parameter (else a ContractError with the
         closest name)."""
         for name in site.params:
             if name not in self.parameter_names:
                 close = closest_name(name, self.parameter_names)
                 mean = f" (did you mean {close}=?)" if close else ""
-                raise site.error(f"is not a parameter of {self.family}{mean}; parameters are "
-                                 f"{', '.join(self.parameter_names)}{hint}", name)
+                raise site.error(
+                    f"is not a parameter of {self.family}{mean}; parameters are "
+                    f"{', '.join(self.parameter_names)}{hint}",
+                    name,
+                )
 
     @staticmethod
-    def predicate(site: "CallSite"):
+    def predicate(site: CallSite):
         """The ``pred=`` parameter: None (always), False (nothing is issued) or a runtime Var."""
         pred = site.params.get("pred")
         if type(pred).__name__ == "bool_":  # a folded NumPy comparison
@@ -385,14 +404,24 @@ class TilePattern:
         ``python -m jittile.docs``): its opcodes, PTX grammar, operands and completion per form,
         parameters, companion instructions and an example."""
         prefixes = ", ".join(f"`{p}...`" for p in self.prefixes)
-        lines = [f"### `{self.family}`", "", f"Opcodes: {prefixes}. PTX ISA syntax:", "",
-                 "```text", *self.grammar, "```", "",
-                 "| form | operands, in order | completion |", "|---|---|---|"]
+        lines = [
+            f"### `{self.family}`",
+            "",
+            f"Opcodes: {prefixes}. PTX ISA syntax:",
+            "",
+            "```text",
+            *self.grammar,
+            "```",
+            "",
+            "| form | operands, in order | completion |",
+            "|---|---|---|",
+        ]
         for form, roles in self.operand_forms.items():
             operands = "; ".join(f"`{r.name}` ({' or '.join(r.kinds)}): {r.doc}" for r in roles)
             completion = self.completions[form]
-            lines.append(f"| {form} | {_cell(operands)} | `{completion.name}`: "
-                         f"{_cell(completion.text)} |")
+            lines.append(
+                f"| {form} | {_cell(operands)} | `{completion.name}`: {_cell(completion.text)} |"
+            )
         lines += ["", "| parameter | kind | meaning |", "|---|---|---|"]
         lines += [f"| `{p.name}` | {p.kind} | {_cell(p.doc)} |" for p in self.parameters]
         if self.companions:
@@ -404,18 +433,25 @@ class TilePattern:
     def help_text(self, opcode: str) -> str:
         """What ``help(T.ptx[opcode])`` shows for one of its opcodes: forms, completions,
         parameters (``static``: a compile-time value, ``runtime``: any value) and an example."""
-        lines = [f"T.ptx[{opcode!r}]: a tile opcode of the {self.family} family, issued by "
-                 f"T.cuda.tile.apply(T.ptx[opcode], *operands, **parameters).", "",
-                 "PTX ISA syntax:", *(f"    {g}" for g in self.grammar), "",
-                 "Operands, per form:"]
+        lines = [
+            f"T.ptx[{opcode!r}]: a tile opcode of the {self.family} family, issued by "
+            f"T.cuda.tile.apply(T.ptx[opcode], *operands, **parameters).",
+            "",
+            "PTX ISA syntax:",
+            *(f"    {g}" for g in self.grammar),
+            "",
+            "Operands, per form:",
+        ]
         for form, roles in self.operand_forms.items():
             operands = ", ".join(role.name for role in roles)
             lines.append(f"    {form}: ({operands}); {self.completions[form].text}")
             lines += [f"        {r.name} ({' or '.join(r.kinds)}): {r.doc}" for r in roles]
         width = max(len(p.name) for p in self.parameters)
         lines += ["", "Parameters (T.ptx[opcode].parameters):"]
-        lines += [f"    {p.name:<{width}}  {p.kind:<7}  {' '.join(p.doc.split())}"
-                  for p in self.parameters]
+        lines += [
+            f"    {p.name:<{width}}  {p.kind:<7}  {' '.join(p.doc.split())}"
+            for p in self.parameters
+        ]
         lines += ["", "Example:", *(f"    {line}" for line in self.example.splitlines())]
         return "\n".join(lines)
 
@@ -437,22 +473,34 @@ def check_declarations(pattern: TilePattern) -> None:
 SCOPE_GROUP_AXES = {"thread": 0, "warp": 1, "warpgroup": 1, "cta": 1, "cluster": 1}
 
 
-def static_tuple(site: CallSite, name: str, value, length: int | None = None,
-                 check: Callable[[int], bool] | None = None, rule: str = "") -> tuple[int, ...]:
+def static_tuple(
+    site: CallSite,
+    name: str,
+    value,
+    length: int | None = None,
+    check: Callable[[int], bool] | None = None,
+    rule: str = "",
+) -> tuple[int, ...]:
     """Validate a static integer tuple parameter (each entry optionally checked)."""
     if isinstance(value, int) and not isinstance(value, bool):
         value = (value,)
-    if isinstance(value, Var) or (isinstance(value, (tuple, list))
-                                  and any(isinstance(v, Var) for v in value)):
-        raise site.error("must be a compile-time value (a literal, a T.constexpr parameter or "
-                         "arithmetic on them)", name)
-    if not isinstance(value, (tuple, list)) or not all(isinstance(v, int) and not isinstance(v, bool)
-                                                        for v in value):
+    if isinstance(value, Var) or (
+        isinstance(value, (tuple, list)) and any(isinstance(v, Var) for v in value)
+    ):
+        raise site.error(
+            "must be a compile-time value (a literal, a T.constexpr parameter or "
+            "arithmetic on them)",
+            name,
+        )
+    if not isinstance(value, (tuple, list)) or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in value
+    ):
         raise site.error(f"must be a static tuple of integers, got {value!r}", name)
     value = tuple(value)
     if length is not None and len(value) != length:
-        raise site.error(f"needs {length} entries (one per opcode dimension), got {len(value)}: "
-                         f"{value!r}", name)
+        raise site.error(
+            f"needs {length} entries (one per opcode dimension), got {len(value)}: {value!r}", name
+        )
     if check is not None:
         for v in value:
             if not check(v):
@@ -477,11 +525,17 @@ def runtime_index_step(site: CallSite, shared: SharedRegion, axis: int, need: in
     step = at(1) - base if buf.shape[axis] > 1 else 0
     for index in range(buf.shape[axis]):
         if at(index) - base != index * step:
-            raise site.error(f"axis {axis} of shared buffer {buf.name!r} is indexed at run "
-                             f"time but is not evenly strided: index {index} is at byte "
-                             f"{at(index) - base}, expected {index * step}", "operands")
+            raise site.error(
+                f"axis {axis} of shared buffer {buf.name!r} is indexed at run "
+                f"time but is not evenly strided: index {index} is at byte "
+                f"{at(index) - base}, expected {index * step}",
+                "operands",
+            )
     if step % need:
-        raise site.error(f"a runtime index on axis {axis} of shared buffer {buf.name!r} steps "
-                         f"the origin by {step} bytes; every origin must be {need}-byte "
-                         f"aligned, so the step must be a multiple of {need}", "operands")
+        raise site.error(
+            f"a runtime index on axis {axis} of shared buffer {buf.name!r} steps "
+            f"the origin by {step} bytes; every origin must be {need}-byte "
+            f"aligned, so the step must be a multiple of {need}",
+            "operands",
+        )
     return step

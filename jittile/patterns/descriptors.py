@@ -10,10 +10,11 @@ Address walk (tcgen05.cp contract): before swizzling, row ``r`` starts at
 ``(w // 4) * LDO + (w % 4) * 4``, with swizzling ``4 * w`` (LDO ignored); the physical address is the
 swizzle of that linear address, relative to a period-aligned base.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from .swizzle import SWIZZLE_SPAN, inverse_swizzled_origin, swizzle_address, swizzle_period
 
@@ -57,15 +58,22 @@ def check_address_field(name: str, value: int) -> None:
         raise DescriptorError(name, "descriptor strides and addresses are below 2^18 bytes", value)
 
 
-def check_descriptor_fields(start_address: int, leading: tuple[str, int], stride: tuple[str, int],
-                            swizzle: int, base_offset: int) -> None:
+def check_descriptor_fields(
+    start_address: int,
+    leading: tuple[str, int],
+    stride: tuple[str, int],
+    swizzle: int,
+    base_offset: int,
+) -> None:
     """The fields every shared-matrix descriptor (tcgen05 and wgmma) shares: an encodable start
     address and two strides (``(name, bytes)``), a jittile swizzle mode, a 3-bit base offset."""
     check_address_field("start_address", start_address)
     check_address_field(*leading)
     check_address_field(*stride)
     if swizzle not in _SWIZZLE_FIELD:
-        raise DescriptorError("swizzle", "swizzle mode is 0, 1, 2 or 3 (none/32B/64B/128B)", swizzle)
+        raise DescriptorError(
+            "swizzle", "swizzle mode is 0, 1, 2 or 3 (none/32B/64B/128B)", swizzle
+        )
     if not 0 <= base_offset <= 7:
         raise DescriptorError("base_offset", "matrix base offset is a 3-bit field", base_offset)
 
@@ -82,40 +90,55 @@ class SmemDescriptor:
     lbo_mode: int = 0
 
     def __post_init__(self) -> None:
-        check_descriptor_fields(self.start_address, ("LDO", self.ldo), ("SDO", self.sdo),
-                                self.swizzle, self.base_offset)
+        check_descriptor_fields(
+            self.start_address, ("LDO", self.ldo), ("SDO", self.sdo), self.swizzle, self.base_offset
+        )
         if self.lbo_mode not in (0, 1):
-            raise DescriptorError("lbo_mode", "leading dimension stride mode is one bit", self.lbo_mode)
+            raise DescriptorError(
+                "lbo_mode", "leading dimension stride mode is one bit", self.lbo_mode
+            )
 
     def encode(self) -> int:
         """The 64-bit descriptor value."""
-        return ((self.start_address >> 4)
-                | (self.ldo >> 4) << 16
-                | (self.sdo >> 4) << 32
-                | _VERSION << 46
-                | self.base_offset << 49
-                | self.lbo_mode << 52
-                | _SWIZZLE_FIELD[self.swizzle] << 61)
+        return (
+            (self.start_address >> 4)
+            | (self.ldo >> 4) << 16
+            | (self.sdo >> 4) << 32
+            | _VERSION << 46
+            | self.base_offset << 49
+            | self.lbo_mode << 52
+            | _SWIZZLE_FIELD[self.swizzle] << 61
+        )
 
     @classmethod
-    def decode(cls, value: int) -> "SmemDescriptor":
+    def decode(cls, value: int) -> SmemDescriptor:
         """Fields of a 64-bit descriptor value; rejects values ``encode`` cannot produce."""
         if not 0 <= value < 1 << 64:
             raise DescriptorError("descriptor", "a descriptor is a 64-bit unsigned value", value)
         if (value >> 46) & 0b111 != _VERSION:
-            raise DescriptorError("descriptor", "bits 46-48 hold the fixed constant 0b001", hex(value))
+            raise DescriptorError(
+                "descriptor", "bits 46-48 hold the fixed constant 0b001", hex(value)
+            )
         if value & _RESERVED_MASK:
-            raise DescriptorError("descriptor", "reserved bits 14-15, 30-31 and 53-60 are zero", hex(value))
+            raise DescriptorError(
+                "descriptor", "reserved bits 14-15, 30-31 and 53-60 are zero", hex(value)
+            )
         field = value >> 61
         if field not in _FIELD_SWIZZLE:
-            raise DescriptorError("descriptor", "swizzle field must be 0, 2, 4 or 6 (1, 128B with 32B atoms, "
-                                  "has no jittile mode; 3, 5 and 7 are invalid)", field)
-        return cls(start_address=(value & 0x3FFF) << 4,
-                   ldo=((value >> 16) & 0x3FFF) << 4,
-                   sdo=((value >> 32) & 0x3FFF) << 4,
-                   swizzle=_FIELD_SWIZZLE[field],
-                   base_offset=(value >> 49) & 0b111,
-                   lbo_mode=(value >> 52) & 1)
+            raise DescriptorError(
+                "descriptor",
+                "swizzle field must be 0, 2, 4 or 6 (1, 128B with 32B atoms, "
+                "has no jittile mode; 3, 5 and 7 are invalid)",
+                field,
+            )
+        return cls(
+            start_address=(value & 0x3FFF) << 4,
+            ldo=((value >> 16) & 0x3FFF) << 4,
+            sdo=((value >> 32) & 0x3FFF) << 4,
+            swizzle=_FIELD_SWIZZLE[field],
+            base_offset=(value >> 49) & 0b111,
+            lbo_mode=(value >> 52) & 1,
+        )
 
 
 @dataclass(frozen=True)
@@ -138,7 +161,9 @@ def walk_address(walk: DescriptorWalk, row: int, word: int) -> int:
     return swizzle_address(linear, walk.swizzle)
 
 
-def _candidate(mode: int, address_of: Callable[[int, int], int], rows: int, words: int) -> DescriptorWalk:
+def _candidate(
+    mode: int, address_of: Callable[[int, int], int], rows: int, words: int
+) -> DescriptorWalk:
     """The only walk of ``mode`` that can match: origin, SDO and LDO read off three addresses.
 
     Unused strides get the values of a compact core-matrix block (the hardware never applies them):
@@ -159,20 +184,33 @@ def _candidate(mode: int, address_of: Callable[[int, int], int], rows: int, word
     return DescriptorWalk(mode, origin, ldo, sdo)
 
 
-def _check_rules(walk: DescriptorWalk, physical_origin: int, rows: int, words: int, base_align: int,
-                 backing_bytes: int) -> None:
+def _check_rules(
+    walk: DescriptorWalk,
+    physical_origin: int,
+    rows: int,
+    words: int,
+    base_align: int,
+    backing_bytes: int,
+) -> None:
     """Raise the first tcgen05.cp descriptor rule that a matching walk breaks."""
     if physical_origin % 16:
         raise DescriptorError("origin", "shared origins must be 16-byte aligned", physical_origin)
     if base_align % 16:
-        raise DescriptorError("base_align", "the shared allocation must be 16-byte aligned for a descriptor "
-                              "start address", base_align)
+        raise DescriptorError(
+            "base_align",
+            "the shared allocation must be 16-byte aligned for a descriptor start address",
+            base_align,
+        )
     for name, value in (("LDO", walk.ldo), ("SDO", walk.sdo)):
         check_address_field(name, value)
     period = swizzle_period(walk.swizzle)
     if walk.swizzle and base_align % period:
-        raise DescriptorError("base_align", f"a {SWIZZLE_SPAN[walk.swizzle]}B-swizzled shared allocation must be "
-                              f"aligned to the {period}-byte swizzle period", base_align)
+        raise DescriptorError(
+            "base_align",
+            f"a {SWIZZLE_SPAN[walk.swizzle]}B-swizzled shared allocation must be "
+            f"aligned to the {period}-byte swizzle period",
+            base_align,
+        )
     walked_rows = -(-rows // 8) * 8
     end = max(walk_address(walk, r, w) for r in range(walked_rows) for w in range(words)) + 4
     if end > physical_origin + backing_bytes:
@@ -184,8 +222,14 @@ def _check_rules(walk: DescriptorWalk, physical_origin: int, rows: int, words: i
         raise DescriptorError("backing_bytes", rule, backing_bytes)
 
 
-def derive_walk(address_of: Callable[[int, int], int], rows: int, words: int, *, base_align: int,
-                backing_bytes: int) -> DescriptorWalk:
+def derive_walk(
+    address_of: Callable[[int, int], int],
+    rows: int,
+    words: int,
+    *,
+    base_align: int,
+    backing_bytes: int,
+) -> DescriptorWalk:
     """The one descriptor walk that reads exactly ``address_of(row, word)`` for the whole region.
 
     ``address_of`` gives physical byte addresses relative to the allocation base (aligned to
@@ -193,13 +237,19 @@ def derive_walk(address_of: Callable[[int, int], int], rows: int, words: int, *,
     origin onwards. Raises ``DescriptorError`` naming the rule that fails.
     """
     if rows < 1 or words < 1:
-        raise ValueError(f"a descriptor region has at least one row and one word, got ({rows}, {words})")
+        raise ValueError(
+            f"a descriptor region has at least one row and one word, got ({rows}, {words})"
+        )
     cells = [(r, w) for r in range(rows) for w in range(words)]
     expected = [address_of(r, w) for r, w in cells]
     if min(expected) < 0:
-        raise ValueError("address_of must give byte addresses relative to the allocation base (nonnegative)")
+        raise ValueError(
+            "address_of must give byte addresses relative to the allocation base (nonnegative)"
+        )
     matches: list[DescriptorWalk] = []
-    closest: "tuple[int, DescriptorWalk, int] | None" = None  # (first mismatch index, walk, walked address)
+    closest: tuple[int, DescriptorWalk, int] | None = (
+        None  # (first mismatch index, walk, walked address)
+    )
     for mode in SWIZZLE_SPAN:
         walk = _candidate(mode, address_of, rows, words)
         for index, ((r, w), want) in enumerate(zip(cells, expected)):
@@ -214,11 +264,14 @@ def derive_walk(address_of: Callable[[int, int], int], rows: int, words: int, *,
         index, walk, got = closest
         r, w = cells[index]
         raise DescriptorError(
-            "layout", f"no descriptor address walk reproduces the shared layout; the closest, swizzle mode "
+            "layout",
+            f"no descriptor address walk reproduces the shared layout; the closest, swizzle mode "
             f"{walk.swizzle} ({SWIZZLE_SPAN[walk.swizzle]}B rows) with origin {walk.origin}, LDO {walk.ldo}, "
             f"SDO {walk.sdo}, first diverges at row {r}, word {w}: the layout puts it at byte "
-            f"{expected[index]}, the walk reads byte {got}", (r, w))
-    first_error: "DescriptorError | None" = None
+            f"{expected[index]}, the walk reads byte {got}",
+            (r, w),
+        )
+    first_error: DescriptorError | None = None
     for walk in matches:
         try:
             _check_rules(walk, expected[0], rows, words, base_align, backing_bytes)
@@ -238,7 +291,9 @@ def descriptor_for(walk: DescriptorWalk, base_address: int) -> SmemDescriptor:
     """
     start = base_address + walk.origin
     if start % 16:
-        raise DescriptorError("start_address", "descriptor start addresses are 16-byte aligned", start)
+        raise DescriptorError(
+            "start_address", "descriptor start addresses are 16-byte aligned", start
+        )
     base_offset = 0
     if walk.swizzle and base_address % swizzle_period(walk.swizzle):
         base_offset = (base_address >> 7) & 0b111

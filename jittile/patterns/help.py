@@ -1,6 +1,7 @@
 """What ``help(T.ptx[opcode])`` shows for a tile opcode. Here, below the language, so that
 ``T.ptx``'s docstring can ask for it without importing the reference generator
 (jittile/docs.py), which imports the language."""
+
 from __future__ import annotations
 
 from . import registry

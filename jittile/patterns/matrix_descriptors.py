@@ -25,11 +25,12 @@ layouts in brackets):
 
 The physical address is the swizzle of that linear address relative to a period-aligned base.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Callable
 
 from .descriptors import DescriptorError, check_address_field, check_descriptor_fields
 from .swizzle import SWIZZLE_SPAN, inverse_swizzled_origin, swizzle_address, swizzle_period
@@ -44,6 +45,8 @@ from .swizzle import SWIZZLE_SPAN, inverse_swizzled_origin, swizzle_address, swi
 SWIZZLE_FIELD = {0: 0, 3: 1, 2: 2, 1: 3}  # jittile mode (none/32B/64B/128B) -> bits 62-63
 _FIELD_SWIZZLE = {v: k for k, v in SWIZZLE_FIELD.items()}
 START_ADDRESS_MASK = 0x3FFF
+
+
 class Major(StrEnum):
     """Which of a matrix operand's axes is contiguous in its core matrices."""
 
@@ -65,25 +68,32 @@ class MatrixDescriptor:
     base_offset: int = 0
 
     def __post_init__(self) -> None:
-        check_descriptor_fields(self.start_address, ("LBO", self.lbo), ("SBO", self.sbo),
-                                self.swizzle, self.base_offset)
+        check_descriptor_fields(
+            self.start_address, ("LBO", self.lbo), ("SBO", self.sbo), self.swizzle, self.base_offset
+        )
 
     def encode(self) -> int:
         """The 64-bit descriptor value."""
-        return ((self.start_address >> 4)
-                | (self.lbo >> 4) << 16
-                | (self.sbo >> 4) << 32
-                | self.base_offset << 49
-                | SWIZZLE_FIELD[self.swizzle] << 62)
+        return (
+            (self.start_address >> 4)
+            | (self.lbo >> 4) << 16
+            | (self.sbo >> 4) << 32
+            | self.base_offset << 49
+            | SWIZZLE_FIELD[self.swizzle] << 62
+        )
 
     @classmethod
-    def decode(cls, value: int) -> "MatrixDescriptor":
+    def decode(cls, value: int) -> MatrixDescriptor:
         """Fields of a 64-bit descriptor value."""
         if not 0 <= value < 1 << 64:
             raise DescriptorError("descriptor", "a descriptor is a 64-bit unsigned value", value)
-        return cls(start_address=(value & START_ADDRESS_MASK) << 4,
-                   lbo=((value >> 16) & 0x3FFF) << 4, sbo=((value >> 32) & 0x3FFF) << 4,
-                   swizzle=_FIELD_SWIZZLE[value >> 62], base_offset=(value >> 49) & 0b111)
+        return cls(
+            start_address=(value & START_ADDRESS_MASK) << 4,
+            lbo=((value >> 16) & 0x3FFF) << 4,
+            sbo=((value >> 32) & 0x3FFF) << 4,
+            swizzle=_FIELD_SWIZZLE[value >> 62],
+            base_offset=(value >> 49) & 0b111,
+        )
 
 
 @dataclass(frozen=True)
@@ -109,15 +119,24 @@ def walk_offset(walk: MatrixWalk, mn: int, k: int, element_bytes: int) -> int:
     span = SWIZZLE_SPAN[walk.swizzle]
     if walk.major == "K":
         if walk.swizzle == 0:
-            return ((mn % 8) * 16 + (mn // 8) * walk.sbo + (k % per_row) * element_bytes
-                    + (k // per_row) * walk.lbo)
+            return (
+                (mn % 8) * 16
+                + (mn // 8) * walk.sbo
+                + (k % per_row) * element_bytes
+                + (k // per_row) * walk.lbo
+            )
         return (mn % 8) * span + (mn // 8) * walk.sbo + k * element_bytes
     if walk.swizzle == 0:
-        return ((mn % per_row) * element_bytes + (mn // per_row) * walk.sbo + (k % 8) * 16
-                + (k // 8) * walk.lbo)
+        return (
+            (mn % per_row) * element_bytes
+            + (mn // per_row) * walk.sbo
+            + (k % 8) * 16
+            + (k // 8) * walk.lbo
+        )
     wide = span // element_bytes
-    return (mn % wide) * element_bytes + (mn // wide) * walk.lbo + (k % 8) * span + \
-        (k // 8) * walk.sbo
+    return (
+        (mn % wide) * element_bytes + (mn // wide) * walk.lbo + (k % 8) * span + (k // 8) * walk.sbo
+    )
 
 
 def walk_address(walk: MatrixWalk, mn: int, k: int, element_bytes: int) -> int:
@@ -125,8 +144,14 @@ def walk_address(walk: MatrixWalk, mn: int, k: int, element_bytes: int) -> int:
     return swizzle_address(walk.origin + walk_offset(walk, mn, k, element_bytes), walk.swizzle)
 
 
-def _candidate(major: Major, mode: int, address_of: Callable[[int, int], int], mn_extent: int,
-               k_extent: int, element_bytes: int) -> MatrixWalk:
+def _candidate(
+    major: Major,
+    mode: int,
+    address_of: Callable[[int, int], int],
+    mn_extent: int,
+    k_extent: int,
+    element_bytes: int,
+) -> MatrixWalk:
     """The only walk of ``(major, mode)`` that can match: origin and strides read off the
     addresses of three elements. A stride the region never crosses gets the compact value (it
     is never applied): 16 for the swizzled K-major LBO, which the ISA assumes to be 1 (encoded)."""
@@ -160,14 +185,24 @@ def _check_rules(walk: MatrixWalk, base_align: int) -> None:
         check_address_field(name, value)
     period = swizzle_period(walk.swizzle)
     if walk.swizzle and base_align % period:
-        raise DescriptorError("base_align", f"a {SWIZZLE_SPAN[walk.swizzle]}B-swizzled shared "
-                              f"allocation must be aligned to the {period}-byte swizzle period "
-                              f"(align={period})", base_align)
+        raise DescriptorError(
+            "base_align",
+            f"a {SWIZZLE_SPAN[walk.swizzle]}B-swizzled shared "
+            f"allocation must be aligned to the {period}-byte swizzle period "
+            f"(align={period})",
+            base_align,
+        )
 
 
-def derive_matrix_walk(address_of: Callable[[int, int], int], mn_extent: int, k_extent: int,
-                       element_bytes: int, *, base_align: int,
-                       majors: tuple[Major, ...] = MAJORS) -> MatrixWalk:
+def derive_matrix_walk(
+    address_of: Callable[[int, int], int],
+    mn_extent: int,
+    k_extent: int,
+    element_bytes: int,
+    *,
+    base_align: int,
+    majors: tuple[Major, ...] = MAJORS,
+) -> MatrixWalk:
     """The canonical walk that reads exactly ``address_of(mn, k)`` (physical bytes from the
     allocation base, which is ``base_align``-aligned) for every element of the
     ``mn_extent x k_extent`` matrix; only ``majors`` are tried. Raises ``DescriptorError``
@@ -197,8 +232,11 @@ def derive_matrix_walk(address_of: Callable[[int, int], int], mn_extent: int, k_
     index, walk, got = closest
     mn, k = cells[index]
     raise DescriptorError(
-        "layout", f"no canonical {' or '.join(m + '-major' for m in majors)} layout reproduces "
+        "layout",
+        f"no canonical {' or '.join(m + '-major' for m in majors)} layout reproduces "
         f"the shared layout; the closest, {walk.major}-major with swizzle mode {walk.swizzle} "
         f"({SWIZZLE_SPAN[walk.swizzle]}B rows), origin {walk.origin}, LBO {walk.lbo}, SBO "
         f"{walk.sbo}, first diverges at element (mn {mn}, k {k}): the layout puts it at byte "
-        f"{expected[index]}, the descriptor reads byte {got}", (mn, k))
+        f"{expected[index]}, the descriptor reads byte {got}",
+        (mn, k),
+    )

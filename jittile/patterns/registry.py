@@ -8,6 +8,7 @@ raw-PTX opcodes are tile-pattern opcodes instead; the raw instructions families 
 plan needs (:func:`plan_schema`); the interpreter's dispatch and the generated reference. Modules
 load on the first lookup, not at ``import jittile``.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -39,8 +40,10 @@ def family(name: str) -> TilePattern:
 
         pattern = importlib.import_module(f"{__package__}.{FAMILY_MODULES[name]}").PATTERN
         if pattern.family != name:
-            raise ValueError(f"module {FAMILY_MODULES[name]!r} declares family "
-                             f"{pattern.family!r}, registered as {name!r}")
+            raise ValueError(
+                f"module {FAMILY_MODULES[name]!r} declares family "
+                f"{pattern.family!r}, registered as {name!r}"
+            )
         check_declarations(pattern)
         _loaded[name] = pattern
     return pattern
@@ -58,9 +61,15 @@ def _matches(opcode: str, prefix: str) -> bool:
 def pattern_for(opcode: str) -> TilePattern | None:
     """The family that claims ``opcode``, or None. Candidates are tried longest prefix first."""
     text = opcode.strip()
-    candidates = sorted(((len(prefix), pattern) for pattern in patterns()
-                         for prefix in pattern.prefixes if _matches(text, prefix)),
-                        key=lambda item: -item[0])
+    candidates = sorted(
+        (
+            (len(prefix), pattern)
+            for pattern in patterns()
+            for prefix in pattern.prefixes
+            if _matches(text, prefix)
+        ),
+        key=lambda item: -item[0],
+    )
     for _, pattern in candidates:
         if pattern.claims(text):
             return pattern
@@ -74,7 +83,7 @@ def closest_family(opcode: str) -> str | None:
     words = opcode.strip().split(".")
     best, score = None, 0.0
     for prefix in family_names():
-        head = ".".join(words[:prefix.count(".") + 1])
+        head = ".".join(words[: prefix.count(".") + 1])
         ratio = difflib.SequenceMatcher(None, head, prefix).ratio()
         if ratio > score:
             best, score = prefix, ratio

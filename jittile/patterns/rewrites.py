@@ -5,6 +5,7 @@ a newcomer to work out the fix; where the fix is one rewrite (split a wide tile 
 boxes, allocate a buffer with another layout or alignment), the error's hint gives that rewrite
 in full, computed from the call's own values.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -38,8 +39,10 @@ def buffer_mode(buf: SharedBuffer) -> int:
 
 def alloc_text(buf: SharedBuffer, shape: tuple, mode: int) -> str:
     """``name = T.alloc_shared(shape, dtype, layout=..., align=...)``."""
-    return (f"{buf.name} = T.alloc_shared({shape}, {_quoted(buf.dtype.name)}, "
-            f"{layout_text(mode, shape, buf.dtype.name)})")
+    return (
+        f"{buf.name} = T.alloc_shared({shape}, {_quoted(buf.dtype.name)}, "
+        f"{layout_text(mode, shape, buf.dtype.name)})"
+    )
 
 
 def one_axis_multiple(shape: tuple, atom: tuple) -> tuple[int, int] | None:
@@ -52,8 +55,9 @@ def one_axis_multiple(shape: tuple, atom: tuple) -> tuple[int, int] | None:
     return differ[0], shape[differ[0]] // atom[differ[0]]
 
 
-def split_boxes(buf: SharedBuffer, lead: tuple, box: tuple, axis: int, k: int, mode: int,
-                steps: tuple) -> str:
+def split_boxes(
+    buf: SharedBuffer, lead: tuple, box: tuple, axis: int, k: int, mode: int, steps: tuple
+) -> str:
     """The rewrite that issues ``k`` boxes ``box`` one after another along ``axis`` into a
     buffer with one more leading axis, one box image per index (``coord_steps`` moves each box
     by its extent along ``axis``)."""
@@ -62,20 +66,23 @@ def split_boxes(buf: SharedBuffer, lead: tuple, box: tuple, axis: int, k: int, m
     index = [f"i{n}" for n in range(len(box))]
     index[axis] = f"i{axis} % {box[axis]}"
     element = f"{buf.name}[i{axis} // {box[axis]}, {', '.join(index)}]"
-    return (f"{alloc_text(buf, shape, mode)} and pass box={box}, coord_steps="
-            f"{(*steps, step)}: {k} boxes of {box}, the i-th at coordinates + i * {step}; "
-            f"element ({', '.join(f'i{n}' for n in range(len(box)))}) of the tile is then "
-            f"{element}")
+    return (
+        f"{alloc_text(buf, shape, mode)} and pass box={box}, coord_steps="
+        f"{(*steps, step)}: {k} boxes of {box}, the i-th at coordinates + i * {step}; "
+        f"element ({', '.join(f'i{n}' for n in range(len(box)))}) of the tile is then "
+        f"{element}"
+    )
 
 
-def wide_box(buf: SharedBuffer | None, shape: tuple, box: tuple, element_bytes: int, mode: int,
-             steps: tuple) -> str:
+def wide_box(
+    buf: SharedBuffer | None, shape: tuple, box: tuple, element_bytes: int, mode: int, steps: tuple
+) -> str:
     """How to load a box whose inner extent is wider than the swizzle span: span-wide boxes."""
     span = SWIZZLE_SPAN[mode]
     width = span // element_bytes
     if box[-1] % width or buf is None:
         return f"make the inner box {width} elements ({span} bytes) wide"
-    lead = shape[:len(shape) - len(box)] if tuple(shape[len(shape) - len(box):]) == box else ()
+    lead = shape[: len(shape) - len(box)] if tuple(shape[len(shape) - len(box) :]) == box else ()
     narrow = (*box[:-1], width)
     return split_boxes(buf, lead, narrow, len(box) - 1, box[-1] // width, mode, steps)
 
@@ -88,8 +95,9 @@ def descriptor_layout(buf: SharedBuffer, fits) -> tuple[str, SharedBuffer] | Non
     from ..layout import swizzle, tiled_swizzle
 
     own = buffer_mode(buf)
-    candidates = [(None, own)] + [(make, mode) for make in (swizzle, tiled_swizzle)
-                                  for mode in (0, 1, 2, 3)]
+    candidates = [(None, own)] + [
+        (make, mode) for make in (swizzle, tiled_swizzle) for mode in (0, 1, 2, 3)
+    ]
     for make, mode in candidates:
         align = max(buf.align, swizzle_period(mode) if mode else 16)
         try:
@@ -101,8 +109,13 @@ def descriptor_layout(buf: SharedBuffer, fits) -> tuple[str, SharedBuffer] | Non
             continue
         if make is None:
             return f"keep its layout and pass align={align} to T.alloc_shared", candidate
-        spelled = '"default"' if make is swizzle and not mode else \
-            f"{make.__name__}({mode}, {buf.shape}, {_quoted(buf.dtype.name)})"
-        return (f"{buf.name} = T.alloc_shared({buf.shape}, {_quoted(buf.dtype.name)}, layout={spelled}, "
-                f"align={align})"), candidate
+        spelled = (
+            '"default"'
+            if make is swizzle and not mode
+            else f"{make.__name__}({mode}, {buf.shape}, {_quoted(buf.dtype.name)})"
+        )
+        return (
+            f"{buf.name} = T.alloc_shared({buf.shape}, {_quoted(buf.dtype.name)}, layout={spelled}, "
+            f"align={align})"
+        ), candidate
     return None

@@ -5,6 +5,7 @@ with the row index inside the repeating pattern (bits [7, 7+mode)); that is CUTL
 ``Swizzle<mode, 4, 3>`` on byte addresses. Only bits 4..6 change, so a swizzled address stays in the
 same 128-byte row and the same 1024-byte block, and the map is its own inverse.
 """
+
 from __future__ import annotations
 
 SWIZZLE_SPAN: dict[int, int] = {0: 16, 1: 32, 2: 64, 3: 128}

@@ -16,11 +16,12 @@ operands and to plan one instruction per box. The grammars follow the Syntax blo
 ptxas accepts these qualifiers in any order; jittile insists on the ISA's order so that one opcode
 has one spelling (and one cache key), and says which order it wants.
 """
+
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from ..dtypes import REDUCTIONS
 from ..errors import ContractError, Location
@@ -42,8 +43,11 @@ _LOAD_SLOTS = (
     Slot("src", ("global",)),
     Slot("load_mode", ("tile", "tile::gather4"), required=False),
     Slot("completion_mechanism", (_MBARRIER_COMPLETION,)),
-    Slot("multicast", ("multicast::cluster", "multicast::cluster::16b", "multicast::cluster::32b"),
-         required=False),
+    Slot(
+        "multicast",
+        ("multicast::cluster", "multicast::cluster::16b", "multicast::cluster::32b"),
+        required=False,
+    ),
     Slot("cta_group", ("cta_group::1", "cta_group::2"), required=False),
     _CACHE_HINT,
 )
@@ -96,15 +100,21 @@ class BulkTensorOpcode:
         do scatter4 and ``.cta_group``; a 32-bit ctaMask needs the sm_107f family.
         """
         ptx = (8, 0)
-        if ((self.kind == "load" and self.dst_space == "shared::cta") or self.mode != "tile"
-                or self.cta_group is not None):
+        if (
+            (self.kind == "load" and self.dst_space == "shared::cta")
+            or self.mode != "tile"
+            or self.cta_group is not None
+        ):
             ptx = (8, 6)
         if any(w.startswith("multicast::cluster::") for w in self.native_text.split(".")):
             ptx = (9, 4)
         if self.multicast_bits == 32:
             targets = ["sm_107a", "sm_107f"]
-        elif (self.cta_group is not None or self.mode == "tile::scatter4"
-              or (self.mode == "tile::gather4" and self.dst_space == "shared::cluster")):
+        elif (
+            self.cta_group is not None
+            or self.mode == "tile::scatter4"
+            or (self.mode == "tile::gather4" and self.dst_space == "shared::cluster")
+        ):
             targets = ["sm_100a"]
         elif self.mode == "tile::gather4":
             targets = ["sm_100"]
@@ -123,7 +133,7 @@ class BulkTensorOpcode:
         check_target(self.requirements[1], target, self.native_text, location)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def parse_bulk_tensor(text: str, location: Location | None = None) -> BulkTensorOpcode:
     """Parse a ``cp.async.bulk.tensor`` / ``cp.reduce.async.bulk.tensor`` tile opcode."""
     words = split_opcode(text, location)
@@ -134,19 +144,24 @@ def parse_bulk_tensor(text: str, location: Location | None = None) -> BulkTensor
 
     im2col = next((w for w in words if w.startswith("im2col")), None)
     if im2col is not None:
-        raise fail(f"'.{im2col}': im2col modes are not supported by the tile pattern; use "
-                   f".tile (or omit the load mode) with a tiled TensorMap")
+        raise fail(
+            f"'.{im2col}': im2col modes are not supported by the tile pattern; use "
+            f".tile (or omit the load mode) with a tiled TensorMap"
+        )
     if words[:5] == _REDUCE_HEAD.split("."):
         kind, head, slots, rest = "reduce", _REDUCE_HEAD, _REDUCE_SLOTS, words[5:]
     elif words[:4] == _TMA_HEAD.split("."):
         rest = words[4:]
         store = len(rest) > 1 and rest[1] == "global"
-        kind, head, slots = ("store", _TMA_HEAD, _STORE_SLOTS) if store else (
-            "load", _TMA_HEAD, _LOAD_SLOTS)
+        kind, head, slots = (
+            ("store", _TMA_HEAD, _STORE_SLOTS) if store else ("load", _TMA_HEAD, _LOAD_SLOTS)
+        )
     else:
         given = ".".join(words[:5] if words[:2] == ["cp", "reduce"] else words[:4])
-        raise fail(f"{given!r} is not a TMA tile opcode: expected {_TMA_HEAD}.* or "
-                   f"{_REDUCE_HEAD}.*{did_you_mean(given, (_TMA_HEAD, _REDUCE_HEAD), prefix='')}")
+        raise fail(
+            f"{given!r} is not a TMA tile opcode: expected {_TMA_HEAD}.* or "
+            f"{_REDUCE_HEAD}.*{did_you_mean(given, (_TMA_HEAD, _REDUCE_HEAD), prefix='')}"
+        )
     _check_completion_direction(kind, rest, fail)
     found = match_slots(rest, slots, head=head, opcode=text, location=location)
 
@@ -155,13 +170,17 @@ def parse_bulk_tensor(text: str, location: Location | None = None) -> BulkTensor
     multicast_word = found.get("multicast")
     if multicast_word and found["dst"] != "shared::cluster":
         fixed = native.replace(f".{found['dst']}.", ".shared::cluster.", 1)
-        raise fail(f"'.{multicast_word}' needs the .shared::cluster destination: the PTX ISA "
-                   f"defines multicast only for global -> shared::cluster "
-                   f"(did you mean '{fixed}'?)")
+        raise fail(
+            f"'.{multicast_word}' needs the .shared::cluster destination: the PTX ISA "
+            f"defines multicast only for global -> shared::cluster "
+            f"(did you mean '{fixed}'?)"
+        )
     if mode != "tile" and rank != 2:
         fixed = native.replace(f".{found['dim']}.", ".2d.", 1)
-        raise fail(f"'.{mode}' needs rank 2 (a 2d TensorMap; four rows of box[1] elements), got "
-                   f"'.{found['dim']}' (did you mean '{fixed}'?)")
+        raise fail(
+            f"'.{mode}' needs rank 2 (a 2d TensorMap; four rows of box[1] elements), got "
+            f"'.{found['dim']}' (did you mean '{fixed}'?)"
+        )
     cta_group = found.get("cta_group")
     return BulkTensorOpcode(
         text=text,
@@ -180,15 +199,20 @@ def parse_bulk_tensor(text: str, location: Location | None = None) -> BulkTensor
     )
 
 
-def _check_completion_direction(kind: str, rest: list[str],
-                                fail: Callable[[str], ContractError]) -> None:
+def _check_completion_direction(
+    kind: str, rest: list[str], fail: Callable[[str], ContractError]
+) -> None:
     """Name the direction rule when a load uses a store's completion or the other way round, which
     the slot matcher would only report as an unknown qualifier."""
     if kind == "load" and _BULK_GROUP in rest:
-        raise fail("'.bulk_group' completes stores and reductions (spelled "
-                   "...global.shared::cta...); a load into shared memory completes on an "
-                   f"mbarrier: use '.{_MBARRIER_COMPLETION}'")
+        raise fail(
+            "'.bulk_group' completes stores and reductions (spelled "
+            "...global.shared::cta...); a load into shared memory completes on an "
+            f"mbarrier: use '.{_MBARRIER_COMPLETION}'"
+        )
     if kind != "load" and _MBARRIER_COMPLETION in rest:
-        raise fail(f"'.{_MBARRIER_COMPLETION}' completes loads (spelled ...shared::cta.global... "
-                   f"or ...shared::cluster.global...); a {kind} from shared memory to global "
-                   f"completes with '.{_BULK_GROUP}'")
+        raise fail(
+            f"'.{_MBARRIER_COMPLETION}' completes loads (spelled ...shared::cta.global... "
+            f"or ...shared::cluster.global...); a {kind} from shared memory to global "
+            f"completes with '.{_BULK_GROUP}'"
+        )

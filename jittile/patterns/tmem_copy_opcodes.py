@@ -1,6 +1,7 @@
 """The ``tcgen05.cp`` opcode parsed once into :class:`Tcgen05CpOpcode`, for the tensor-memory copy
 family (:mod:`.tmem_copy`) and its interpreter model: ``tcgen05.cp.cta_group.shape{.multicast}
 {.dst_fmt.src_fmt}`` in the PTX ISA's qualifier order."""
+
 from __future__ import annotations
 
 import functools
@@ -56,7 +57,7 @@ class Tcgen05CpOpcode:
         check_target(self.requirements[1], target, self.native_text, location)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def parse_tcgen05_cp(text: str, location: Location | None = None) -> Tcgen05CpOpcode:
     """Parse ``tcgen05.cp.cta_group.shape{.multicast}{.dst_fmt.src_fmt}``."""
     words = split_opcode(text, location)
@@ -67,23 +68,30 @@ def parse_tcgen05_cp(text: str, location: Location | None = None) -> Tcgen05CpOp
 
     if words[:2] != _TCGEN05_CP_HEAD.split("."):
         given = ".".join(words[:2])
-        raise fail(f"{given!r} is not a tcgen05.cp opcode: expected {_TCGEN05_CP_HEAD}.*"
-                   f"{did_you_mean(given, (_TCGEN05_CP_HEAD,), prefix='')}")
-    found = match_slots(words[2:], _TCGEN05_CP_SLOTS, head=_TCGEN05_CP_HEAD, opcode=text,
-                        location=location)
+        raise fail(
+            f"{given!r} is not a tcgen05.cp opcode: expected {_TCGEN05_CP_HEAD}.*"
+            f"{did_you_mean(given, (_TCGEN05_CP_HEAD,), prefix='')}"
+        )
+    found = match_slots(
+        words[2:], _TCGEN05_CP_SLOTS, head=_TCGEN05_CP_HEAD, opcode=text, location=location
+    )
     shape, multicast = found["shape"], found["multicast"]
     allowed = _TCGEN05_CP_MULTICAST[shape]
     if multicast not in allowed:
         if allowed == (None,):
             owner = next(s for s, m in _TCGEN05_CP_MULTICAST.items() if multicast in m)
-            raise fail(f"'.{shape}' takes no multicast qualifier; '.{multicast}' belongs to "
-                       f"'.{owner}'")
+            raise fail(
+                f"'.{shape}' takes no multicast qualifier; '.{multicast}' belongs to '.{owner}'"
+            )
         spelled = " or ".join(f"'.{m}'" for m in allowed)
-        raise fail(f"'.{shape}' needs the multicast qualifier {spelled} right after it "
-                   f"(e.g. '{native.replace(shape, f'{shape}.{allowed[0]}', 1)}')")
+        raise fail(
+            f"'.{shape}' needs the multicast qualifier {spelled} right after it "
+            f"(e.g. '{native.replace(shape, f'{shape}.{allowed[0]}', 1)}')"
+        )
     if (found["dst_fmt"] is None) != (found["src_fmt"] is None):
-        raise fail("decompression is spelled with both formats: '.b8x16.b4x16_p64' or "
-                   "'.b8x16.b6x16_p32'")
+        raise fail(
+            "decompression is spelled with both formats: '.b8x16.b4x16_p64' or '.b8x16.b6x16_p32'"
+        )
     rows, bits = shape[:-1].split("x")
     cta_group = found["cta_group"]
     return Tcgen05CpOpcode(

@@ -4,6 +4,7 @@ An :class:`AsmCall` is a PTX template with ``$N`` operand placeholders (outputs 
 LLVM numbers them) plus one constraint letter per operand. The backend turns it into an llvmlite
 ``InlineAsm`` with side effects; nothing here depends on numba.
 """
+
 from __future__ import annotations
 
 from ..ir import Asm

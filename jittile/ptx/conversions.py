@@ -14,6 +14,7 @@ conversion of the bits can happen. Forms and their rounding are the PTX ISA's ``
   for fp8, ``cvt.rn.f16x2.e4m3x2`` / ``e5m2x2`` (the element in the low byte, zero above it)
   and ``cvt.f32.f16`` of the low half.
 """
+
 from __future__ import annotations
 
 from .asm import AsmCall, scoped
@@ -36,25 +37,39 @@ def _fp8_store(pair: str) -> str:
 
 
 LOADS = {
-    "bfloat16": AsmCall(scoped("""
+    "bfloat16": AsmCall(
+        scoped("""
 .reg .b16 jt_zero;
 mov.b16 jt_zero, 0;
 mov.b32 $0, {jt_zero, $1};
-"""), ("f",), ("h",), memory=False, comment="bfloat16 element load"),
-    "float16": AsmCall("cvt.f32.f16 $0, $1;", ("f",), ("h",), memory=False,
-                       comment="float16 element load"),
-    **{name: AsmCall(_fp8_load(pair), ("f",), ("h",), memory=False, comment=f"{name} element load")
-       for name, pair in _FP8.items()},
+"""),
+        ("f",),
+        ("h",),
+        memory=False,
+        comment="bfloat16 element load",
+    ),
+    "float16": AsmCall(
+        "cvt.f32.f16 $0, $1;", ("f",), ("h",), memory=False, comment="float16 element load"
+    ),
+    **{
+        name: AsmCall(_fp8_load(pair), ("f",), ("h",), memory=False, comment=f"{name} element load")
+        for name, pair in _FP8.items()
+    },
 }
 
 STORES = {
-    "bfloat16": AsmCall("cvt.rn.bf16.f32 $0, $1;", ("h",), ("f",), memory=False,
-                        comment="bfloat16 element store"),
-    "float16": AsmCall("cvt.rn.f16.f32 $0, $1;", ("h",), ("f",), memory=False,
-                       comment="float16 element store"),
-    **{name: AsmCall(_fp8_store(pair), ("h",), ("f",), memory=False,
-                     comment=f"{name} element store")
-       for name, pair in _FP8.items()},
+    "bfloat16": AsmCall(
+        "cvt.rn.bf16.f32 $0, $1;", ("h",), ("f",), memory=False, comment="bfloat16 element store"
+    ),
+    "float16": AsmCall(
+        "cvt.rn.f16.f32 $0, $1;", ("h",), ("f",), memory=False, comment="float16 element store"
+    ),
+    **{
+        name: AsmCall(
+            _fp8_store(pair), ("h",), ("f",), memory=False, comment=f"{name} element store"
+        )
+        for name, pair in _FP8.items()
+    },
 }
 
 

@@ -9,11 +9,13 @@ PTX opcodes are dot-separated words whose sub-qualifiers use ``::`` (``shared::c
 PTX ISA writes its syntax (``.dim.dst.src{.load_mode}.completion_mechanism{.multicast}...``), so
 that every opcode family reports unknown, missing and misordered qualifiers the same way.
 """
+
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, NoReturn, Sequence
+from typing import NoReturn
 
 from ..errors import ContractError, Location
 
@@ -29,8 +31,12 @@ def split_opcode(text: str, location: Location | None = None) -> list[str]:
         raise ContractError("the opcode is empty", location, opcode=text, parameter="opcode")
     words = stripped.split(".")
     if any(not word or word != word.strip() for word in words):
-        raise ContractError(f"{stripped!r} has an empty or blank qualifier between dots",
-                            location, opcode=text, parameter="opcode")
+        raise ContractError(
+            f"{stripped!r} has an empty or blank qualifier between dots",
+            location,
+            opcode=text,
+            parameter="opcode",
+        )
     return words
 
 
@@ -69,8 +75,14 @@ def syntax(head: str, slots: Sequence[Slot]) -> str:
     return head + "".join(slot.spelling() for slot in slots)
 
 
-def match_slots(words: Sequence[str], slots: Sequence[Slot], *, head: str, opcode: str,
-                location: Location | None = None) -> dict[str, str | None]:
+def match_slots(
+    words: Sequence[str],
+    slots: Sequence[Slot],
+    *,
+    head: str,
+    opcode: str,
+    location: Location | None = None,
+) -> dict[str, str | None]:
     """Assign each word to the next slot that accepts it, in order.
 
     Returns ``{slot name: word or None}``. Raises :class:`ContractError` (parameter ``opcode``)
@@ -89,21 +101,35 @@ def match_slots(words: Sequence[str], slots: Sequence[Slot], *, head: str, opcod
         if missing is not None:
             raise ContractError(
                 f"missing {missing.describe()} before '.{word}'; the rule is {rule}",
-                location, opcode=opcode, parameter="opcode")
+                location,
+                opcode=opcode,
+                parameter="opcode",
+            )
         found[slots[index].name] = word
         position = index + 1
         previous = word
     missing = next((s for s in slots[position:] if s.required), None)
     if missing is not None:
         after = f" after '.{previous}'" if previous else ""
-        raise ContractError(f"missing {missing.describe()}{after}; the rule is {rule}",
-                            location, opcode=opcode, parameter="opcode")
+        raise ContractError(
+            f"missing {missing.describe()}{after}; the rule is {rule}",
+            location,
+            opcode=opcode,
+            parameter="opcode",
+        )
     return found
 
 
-def _reject_unplaced(word: str, previous: str | None, slots: Sequence[Slot], position: int,
-                     found: dict[str, str | None], rule: str, opcode: str,
-                     location: Location | None) -> NoReturn:
+def _reject_unplaced(
+    word: str,
+    previous: str | None,
+    slots: Sequence[Slot],
+    position: int,
+    found: dict[str, str | None],
+    rule: str,
+    opcode: str,
+    location: Location | None,
+) -> NoReturn:
     """Raise the error for a word that no remaining slot accepts: repeated, misordered or
     unknown."""
     earlier = next((s for s in slots[:position] if word in s.choices), None)
@@ -112,19 +138,27 @@ def _reject_unplaced(word: str, previous: str | None, slots: Sequence[Slot], pos
         if found[earlier.name] == word:
             reason = f"'.{word}' appears twice"
         elif found[earlier.name] is not None:
-            reason = (f"'.{word}' conflicts with '.{found[earlier.name]}': only one "
-                      f".{earlier.name} qualifier is allowed")
+            reason = (
+                f"'.{word}' conflicts with '.{found[earlier.name]}': only one "
+                f".{earlier.name} qualifier is allowed"
+            )
         else:
-            reason = (f"'.{word}' (.{earlier.name}) is out of order: it must come before "
-                      f"'.{previous}'")
-        raise ContractError(f"{reason}; the rule is {rule}", location, opcode=opcode,
-                            parameter="opcode")
+            reason = (
+                f"'.{word}' (.{earlier.name}) is out of order: it must come before '.{previous}'"
+            )
+        raise ContractError(
+            f"{reason}; the rule is {rule}", location, opcode=opcode, parameter="opcode"
+        )
     expected = _expected_here(slots, position)
     upcoming = [c for s in expected for c in s.choices] or [c for s in slots for c in s.choices]
     allowed = " or ".join(s.describe() for s in expected) or "no further qualifier"
     raise ContractError(
         f"unknown qualifier '.{word}'{where}{did_you_mean(word, upcoming)}; expected {allowed}; "
-        f"the rule is {rule}", location, opcode=opcode, parameter="opcode")
+        f"the rule is {rule}",
+        location,
+        opcode=opcode,
+        parameter="opcode",
+    )
 
 
 def _expected_here(slots: Sequence[Slot], position: int) -> list[Slot]:

@@ -1,5 +1,6 @@
 """The PTX behind ``T.exp2``... and ``T.cuda.shfl_*``: one inline-asm statement per function
 and form, named (``comment``) by the instruction the interpreter models."""
+
 from __future__ import annotations
 
 from .asm import AsmCall, scoped
@@ -13,30 +14,34 @@ def _unary(opcode: str) -> AsmCall:
 
 
 def _scaled(body: str, name: str) -> AsmCall:
-    return AsmCall(scoped(".reg .f32 jt_t;\n" + body), ("f",), ("f",), memory=False,
-                   comment=name)
+    return AsmCall(scoped(".reg .f32 jt_t;\n" + body), ("f",), ("f",), memory=False, comment=name)
 
 
 # (function name, approx=) -> its statement; the keys with approx=True and an exact twin are
 # the functions' approx= forms, the others their only form.
 MATH = {
     ("exp2", False): _unary("ex2.approx.ftz.f32"),
-    ("exp", False): _scaled(f"mul.rn.ftz.f32 jt_t, $1, {_LOG2_E};\nex2.approx.ftz.f32 $0, jt_t;",
-                            "T.exp"),
+    ("exp", False): _scaled(
+        f"mul.rn.ftz.f32 jt_t, $1, {_LOG2_E};\nex2.approx.ftz.f32 $0, jt_t;", "T.exp"
+    ),
     ("log2", False): _unary("lg2.approx.ftz.f32"),
-    ("log", False): _scaled(f"lg2.approx.ftz.f32 jt_t, $1;\nmul.rn.ftz.f32 $0, jt_t, {_LN_2};",
-                            "T.log"),
+    ("log", False): _scaled(
+        f"lg2.approx.ftz.f32 jt_t, $1;\nmul.rn.ftz.f32 $0, jt_t, {_LN_2};", "T.log"
+    ),
     ("sqrt", False): _unary("sqrt.rn.f32"),
     ("sqrt", True): _unary("sqrt.approx.ftz.f32"),
     ("rsqrt", False): _unary("rsqrt.approx.ftz.f32"),
     ("rcp", False): _unary("rcp.rn.f32"),
     ("rcp", True): _unary("rcp.approx.ftz.f32"),
-    ("fma", False): AsmCall("fma.rn.f32 $0, $1, $2, $3;", ("f",), ("f", "f", "f"),
-                            memory=False, comment="fma.rn.f32"),
-    ("fmax", False): AsmCall("max.f32 $0, $1, $2;", ("f",), ("f", "f"), memory=False,
-                             comment="max.f32"),
-    ("fmin", False): AsmCall("min.f32 $0, $1, $2;", ("f",), ("f", "f"), memory=False,
-                             comment="min.f32"),
+    ("fma", False): AsmCall(
+        "fma.rn.f32 $0, $1, $2, $3;", ("f",), ("f", "f", "f"), memory=False, comment="fma.rn.f32"
+    ),
+    ("fmax", False): AsmCall(
+        "max.f32 $0, $1, $2;", ("f",), ("f", "f"), memory=False, comment="max.f32"
+    ),
+    ("fmin", False): AsmCall(
+        "min.f32 $0, $1, $2;", ("f",), ("f", "f"), memory=False, comment="min.f32"
+    ),
     ("tanh", False): _unary("tanh.approx.f32"),
 }
 
@@ -47,8 +52,7 @@ def shuffle(mode: str) -> AsmCall:
     """``shfl.sync.<mode>.b32 d, value, b, c, membermask`` on 32-bit registers; a float value
     travels in the same register class as its bits (backend/intrinsics.py)."""
     opcode = f"{SHUFFLE_PREFIX}{mode}.b32"
-    return AsmCall(f"{opcode} $0, $1, $2, $3, $4;", ("r",), ("r", "r", "r", "r"),
-                   comment=opcode)
+    return AsmCall(f"{opcode} $0, $1, $2, $3, $4;", ("r",), ("r", "r", "r", "r"), comment=opcode)
 
 
 def clamp_operand(mode: str, width: int) -> int:

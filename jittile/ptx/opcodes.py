@@ -3,9 +3,10 @@ make (:func:`check_target`), and where the ISA advises multicast.
 
 The families' own opcode grammars live with them (``jittile/patterns/``).
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..errors import ContractError, Location
 from ..targets import Target, satisfies
@@ -15,16 +16,24 @@ from ..targets import Target, satisfies
 MULTICAST_ADVISED_TARGETS = ("sm_90a", "sm_100a")
 
 
-def check_target(requirement: str | Sequence[str], target: str | Target, opcode: str,
-                 location: Location | None = None) -> None:
+def check_target(
+    requirement: str | Sequence[str],
+    target: str | Target,
+    opcode: str,
+    location: Location | None = None,
+) -> None:
     """Raise :class:`ContractError` unless ``target`` satisfies ``requirement`` (one target
     string, or alternatives of which any one suffices), naming both."""
     alternatives = [requirement] if isinstance(requirement, str) else list(requirement)
     if any(satisfies(target, req) for req in alternatives):
         return
     wanted = " or ".join(_describe_requirement(req) for req in alternatives)
-    raise ContractError(f"requires target {wanted}, but the kernel is compiled for "
-                        f"{Target.from_name(target).name}", location, opcode=opcode, parameter="target")
+    raise ContractError(
+        f"requires target {wanted}, but the kernel is compiled for {Target.from_name(target).name}",
+        location,
+        opcode=opcode,
+        parameter="target",
+    )
 
 
 def _describe_requirement(requirement: str) -> str:

@@ -1,5 +1,6 @@
 """What a raw PTX operand is (its register class and width): shared by the raw instruction table
 and the families that declare companion instructions."""
+
 from __future__ import annotations
 
 from enum import Enum
@@ -32,7 +33,14 @@ class OperandKind(Enum):
 
 
 _CONSTRAINTS = {
-    OperandKind.SHARED_ADDR: "r", OperandKind.GENERIC_PTR: "l", OperandKind.U16: "h",
-    OperandKind.U32: "r", OperandKind.B32: "r", OperandKind.S32: "r",
-    OperandKind.U64: "l", OperandKind.B64: "l", OperandKind.F32: "f", OperandKind.IMM: "n",
+    OperandKind.SHARED_ADDR: "r",
+    OperandKind.GENERIC_PTR: "l",
+    OperandKind.U16: "h",
+    OperandKind.U32: "r",
+    OperandKind.B32: "r",
+    OperandKind.S32: "r",
+    OperandKind.U64: "l",
+    OperandKind.B64: "l",
+    OperandKind.F32: "f",
+    OperandKind.IMM: "n",
 }

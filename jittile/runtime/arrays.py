@@ -4,6 +4,7 @@ Each becomes a :class:`DeviceView`: device pointer, extents, byte strides and dt
 (NumPy arrays, torch CPU tensors, CPU DLPack arrays) are only described here; the launch copies them
 to the device and back afterwards (Numba's convention), so describing one needs no GPU.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -13,7 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..dtypes import DType, dtype as lookup_dtype
+from ..dtypes import DType
+from ..dtypes import dtype as lookup_dtype
 from ..errors import JittileError, LaunchError
 from . import driver
 
@@ -86,8 +88,14 @@ def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
 def _host_view(array: np.ndarray, dtype: DType) -> DeviceView:
     """A host array, staged contiguously; the launch uploads it (:meth:`DeviceView.upload`)."""
     staging = np.ascontiguousarray(array)
-    return DeviceView(0, staging.shape, _c_strides(staging.shape, staging.itemsize), dtype,
-                      host=array, staging=staging)
+    return DeviceView(
+        0,
+        staging.shape,
+        _c_strides(staging.shape, staging.itemsize),
+        dtype,
+        host=array,
+        staging=staging,
+    )
 
 
 _NUMPY_DTYPES: dict = {}
@@ -109,8 +117,7 @@ def _from_numpy(obj: np.ndarray, stream: int = 0) -> DeviceView:
 
 def _from_cupy(obj, stream: int = 0) -> DeviceView:  # faster than __cuda_array_interface__
     data = obj.data
-    return DeviceView(data.ptr, obj.shape, obj.strides, _dtype_of(obj.dtype),
-                      device=data.device_id)
+    return DeviceView(data.ptr, obj.shape, obj.strides, _dtype_of(obj.dtype), device=data.device_id)
 
 
 def is_cupy_type(kind: type) -> bool:
@@ -119,14 +126,18 @@ def is_cupy_type(kind: type) -> bool:
 
 # ------------------------------------------------------------------------------------------- Numba
 def _from_numba(obj, stream: int = 0) -> DeviceView:  # its interface is a property making a dict
-    return DeviceView(obj.device_ctypes_pointer.value or 0, obj.shape, obj.strides,
-                      _dtype_of(obj.dtype))
+    return DeviceView(
+        obj.device_ctypes_pointer.value or 0, obj.shape, obj.strides, _dtype_of(obj.dtype)
+    )
 
 
 def is_numba_type(kind: type) -> bool:
     """A numba-cuda device array (DeviceNDArray and its kin)."""
-    return (kind.__module__.startswith("numba") and hasattr(kind, "device_ctypes_pointer")
-            and hasattr(kind, "__cuda_array_interface__"))
+    return (
+        kind.__module__.startswith("numba")
+        and hasattr(kind, "device_ctypes_pointer")
+        and hasattr(kind, "__cuda_array_interface__")
+    )
 
 
 # ------------------------------------------------------------------------------------------- torch
@@ -141,9 +152,14 @@ def _torch_dtype(torch_dtype) -> DType:
         try:
             found = lookup_dtype(name)
         except JittileError:
-            hint = "; pass packed FP4 as a uint8 tensor (.view(torch.uint8))" if "float4" in name \
+            hint = (
+                "; pass packed FP4 as a uint8 tensor (.view(torch.uint8))"
+                if "float4" in name
                 else ""
-            raise LaunchError(f"torch dtype {torch_dtype} has no jittile equivalent{hint}") from None
+            )
+            raise LaunchError(
+                f"torch dtype {torch_dtype} has no jittile equivalent{hint}"
+            ) from None
         _TORCH_DTYPES[torch_dtype] = found
     return found
 
@@ -155,12 +171,18 @@ def _from_torch(obj, stream: int = 0) -> DeviceView:
     try:
         if obj.is_cuda:
             size = dtype.bytes
-            return DeviceView(obj.data_ptr(), tuple(obj.shape),
-                              tuple([s * size for s in obj.stride()]), dtype,
-                              device=obj.get_device())
+            return DeviceView(
+                obj.data_ptr(),
+                tuple(obj.shape),
+                tuple([s * size for s in obj.stride()]),
+                dtype,
+                device=obj.get_device(),
+            )
         if obj.device.type != "cpu":
-            raise LaunchError(f"a torch tensor on {obj.device} cannot be passed to a kernel; use a "
-                              f"CUDA or CPU tensor")
+            raise LaunchError(
+                f"a torch tensor on {obj.device} cannot be passed to a kernel; use a "
+                f"CUDA or CPU tensor"
+            )
         tensor = obj.detach()
         if dtype.numpy is None:
             tensor = tensor.view(getattr(sys.modules["torch"], _BITS[dtype.bytes]))
@@ -199,15 +221,18 @@ def _from_interface(obj, stream: int = 0) -> DeviceView:
         iface = obj.__cuda_array_interface__
         dtype = _interface_dtype(iface["typestr"])
         if dtype is None:
-            raise LaunchError(f"__cuda_array_interface__ typestr {iface['typestr']!r} names no "
-                              f"jittile dtype")
+            raise LaunchError(
+                f"__cuda_array_interface__ typestr {iface['typestr']!r} names no jittile dtype"
+            )
     except Exception as exc:
         if _has_attribute(obj, "__dlpack__"):
             return _from_dlpack(obj, stream)
         if isinstance(exc, LaunchError):
             raise
-        raise LaunchError(f"cannot read __cuda_array_interface__ of {type(obj).__name__}: "
-                          f"{type(exc).__name__}: {exc}") from exc
+        raise LaunchError(
+            f"cannot read __cuda_array_interface__ of {type(obj).__name__}: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
     shape = tuple(int(s) for s in iface["shape"])
     strides = iface.get("strides")
     strides = _c_strides(shape, dtype.bytes) if strides is None else tuple(int(s) for s in strides)
@@ -219,27 +244,50 @@ def _from_interface(obj, stream: int = 0) -> DeviceView:
 
 # ------------------------------------------------------------------------------------------ DLPack
 class _DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32),
-                ("device_id", ctypes.c_int32), ("ndim", ctypes.c_int32),
-                ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16),
-                ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device_type", ctypes.c_int32),
+        ("device_id", ctypes.c_int32),
+        ("ndim", ctypes.c_int32),
+        ("code", ctypes.c_uint8),
+        ("bits", ctypes.c_uint8),
+        ("lanes", ctypes.c_uint16),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
 
 
 class _DLManagedTensorVersioned(ctypes.Structure):
-    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32),
-                ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p),
-                ("flags", ctypes.c_uint64), ("dl_tensor", _DLTensor)]
+    _fields_ = [
+        ("major", ctypes.c_uint32),
+        ("minor", ctypes.c_uint32),
+        ("manager_ctx", ctypes.c_void_p),
+        ("deleter", ctypes.c_void_p),
+        ("flags", ctypes.c_uint64),
+        ("dl_tensor", _DLTensor),
+    ]
 
 
 _DLPACK_READ_ONLY = 1
 _DLPACK_CPU, _DLPACK_CUDA, _DLPACK_CUDA_HOST, _DLPACK_CUDA_MANAGED = 1, 2, 3, 13
 # (DLDataTypeCode, bits) -> jittile dtype, codes as in DLPack's dlpack.h (v1.1).
 _DLPACK_DTYPES = {
-    (0, 8): "int8", (0, 16): "int16", (0, 32): "int32", (0, 64): "int64",
-    (1, 8): "uint8", (1, 16): "uint16", (1, 32): "uint32", (1, 64): "uint64",
-    (2, 16): "float16", (2, 32): "float32", (2, 64): "float64",
-    (4, 16): "bfloat16", (6, 8): "bool", (10, 8): "float8_e4m3fn", (12, 8): "float8_e5m2",
+    (0, 8): "int8",
+    (0, 16): "int16",
+    (0, 32): "int32",
+    (0, 64): "int64",
+    (1, 8): "uint8",
+    (1, 16): "uint16",
+    (1, 32): "uint32",
+    (1, 64): "uint64",
+    (2, 16): "float16",
+    (2, 32): "float32",
+    (2, 64): "float64",
+    (4, 16): "bfloat16",
+    (6, 8): "bool",
+    (10, 8): "float8_e4m3fn",
+    (12, 8): "float8_e5m2",
 }
 _KDL_FLOAT4_E2M1FN = 17
 
@@ -268,8 +316,10 @@ def dlpack_dtype(code: int, bits: int, lanes: int) -> DType:
     name = _DLPACK_DTYPES.get((code, bits)) if lanes == 1 else None
     if name is None:
         hint = "; pass packed FP4 as a uint8 array" if code == _KDL_FLOAT4_E2M1FN else ""
-        raise LaunchError(f"DLPack dtype (code {code}, {bits} bits, {lanes} lanes) has no jittile "
-                          f"equivalent{hint}")
+        raise LaunchError(
+            f"DLPack dtype (code {code}, {bits} bits, {lanes} lanes) has no jittile "
+            f"equivalent{hint}"
+        )
     return lookup_dtype(name)
 
 
@@ -307,19 +357,29 @@ def read_dlpack(obj, stream: int = 0) -> DLPackArray:
         strides = tuple(tensor.strides[i] * dtype.bytes for i in range(tensor.ndim))
     else:  # DLPack before 1.0: NULL strides mean compact row-major
         strides = _c_strides(shape, dtype.bytes)
-    return DLPackArray(int(tensor.device_type), (tensor.data or 0) + tensor.byte_offset, shape,
-                       strides, dtype, read_only, int(tensor.device_id))
+    return DLPackArray(
+        int(tensor.device_type),
+        (tensor.data or 0) + tensor.byte_offset,
+        shape,
+        strides,
+        dtype,
+        read_only,
+        int(tensor.device_id),
+    )
 
 
 def _from_dlpack(obj, stream: int = 0) -> DeviceView:
     array = read_dlpack(obj, stream)
     if array.device_type in (_DLPACK_CUDA, _DLPACK_CUDA_MANAGED):
-        return DeviceView(array.ptr, array.shape, array.strides, array.dtype,
-                          device=array.device_id)
+        return DeviceView(
+            array.ptr, array.shape, array.strides, array.dtype, device=array.device_id
+        )
     if array.device_type in (_DLPACK_CPU, _DLPACK_CUDA_HOST):  # host memory (pinned or not)
         return _host_view(_host_memory(array), array.dtype)
-    raise LaunchError(f"a DLPack array on device type {array.device_type} cannot be passed to a "
-                      f"kernel (CPU and CUDA arrays can)")
+    raise LaunchError(
+        f"a DLPack array on device type {array.device_type} cannot be passed to a "
+        f"kernel (CPU and CUDA arrays can)"
+    )
 
 
 def _host_memory(array: DLPackArray) -> np.ndarray:

@@ -3,6 +3,7 @@
 Every call's status is checked; failures raise :class:`LaunchError` naming the call. Nothing is
 initialised until first use, so importing jittile on a machine without a GPU costs nothing.
 """
+
 from __future__ import annotations
 
 import functools
@@ -10,7 +11,7 @@ import functools
 from ..errors import LaunchError
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def bindings():
     """``cuda.bindings.driver``, imported on first use (``import jittile`` does not load it)."""
     from cuda.bindings import driver
@@ -33,7 +34,7 @@ def check(result, what: str):
     return rest[0] if len(rest) == 1 else tuple(rest)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _initialised() -> bool:
     try:
         check(bindings().cuInit(0), "cuInit")
@@ -47,7 +48,7 @@ def available() -> bool:
     return _initialised()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def device_count() -> int:
     """How many CUDA devices the driver sees (0 without a driver)."""
     if not available():
@@ -55,7 +56,7 @@ def device_count() -> int:
     return check(bindings().cuDeviceGetCount(), "cuDeviceGetCount")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def device_capability(device: int) -> tuple[int, int]:
     """Compute capability of device ``device`` (an ordinal)."""
     if not available():
@@ -63,14 +64,18 @@ def device_capability(device: int) -> tuple[int, int]:
     driver = bindings()
     handle = check(driver.cuDeviceGet(device), "cuDeviceGet")
     attr = driver.CUdevice_attribute
-    major = check(driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-                                              handle), "cuDeviceGetAttribute")
-    minor = check(driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
-                                              handle), "cuDeviceGetAttribute")
+    major = check(
+        driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, handle),
+        "cuDeviceGetAttribute",
+    )
+    minor = check(
+        driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, handle),
+        "cuDeviceGetAttribute",
+    )
     return major, minor
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def device_name(device: int) -> str:
     """The device's name (``NVIDIA H200``): tunings are kept per device model."""
     if not available():
@@ -101,9 +106,11 @@ def current_device_capability() -> tuple[int, int] | None:
     return device_capability(current_device())
 
 
-NO_DEVICE = ("no CUDA device: kernels can be compiled (kernel.compile) and run on the CPU "
-             "interpreter (kernel.interpret(...), or JITTILE_INTERPRET=1 for every launch), but "
-             "not launched")
+NO_DEVICE = (
+    "no CUDA device: kernels can be compiled (kernel.compile) and run on the CPU "
+    "interpreter (kernel.interpret(...), or JITTILE_INTERPRET=1 for every launch), but "
+    "not launched"
+)
 
 
 def ensure_context() -> int:
@@ -166,7 +173,8 @@ def pointer_device(ptr: int) -> int | None:
     pointer (host memory, a null pointer)."""
     driver = bindings()
     err, ordinal = driver.cuPointerGetAttribute(
-        driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr)
+        driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr
+    )
     if err != driver.CUresult.CUDA_SUCCESS:
         return None
     return int(ordinal)
@@ -181,8 +189,9 @@ def order_streams(producer: int, consumer: int) -> None:
     if producer == consumer or (producer in legacy and consumer in legacy):
         return
     driver = bindings()
-    event = check(driver.cuEventCreate(driver.CUevent_flags.CU_EVENT_DISABLE_TIMING),
-                  "cuEventCreate")
+    event = check(
+        driver.cuEventCreate(driver.CUevent_flags.CU_EVENT_DISABLE_TIMING), "cuEventCreate"
+    )
     try:
         check(driver.cuEventRecord(event, producer), "cuEventRecord")
         check(driver.cuStreamWaitEvent(consumer, event, 0), "cuStreamWaitEvent")
@@ -202,7 +211,7 @@ def stream_capturing(stream: int) -> bool:
     return status != driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _cupy_launch():
     """CuPy's Cython ``cuLaunchKernel`` (``cupy_backends``), where CuPy is installed: it takes
     plain integers and makes no objects, which ``cuda.bindings``' wrapper does; None without it."""
@@ -229,6 +238,7 @@ def launch_call(function, what: str):
                 cupy_launch(handle, *grid, *block, shared, stream, params, 0)
             except RuntimeError as exc:  # CuPy's CUDADriverError names the status
                 raise LaunchError(f"{what} failed: {exc}") from None
+
         return launch_through_cupy
     drv = bindings()
     launch, success = drv.cuLaunchKernel, drv.CUresult.CUDA_SUCCESS
@@ -237,6 +247,7 @@ def launch_call(function, what: str):
         status = launch(function, *grid, *block, shared, stream, params, 0)[0]
         if status is not success and status != success:
             check((status,), what)
+
     return launch_through_bindings
 
 
@@ -254,9 +265,14 @@ def load_function(cubin: bytes, entry: str, dynamic_shared: int):
     module = check(driver.cuModuleLoadData(cubin), "cuModuleLoadData")
     function = check(driver.cuModuleGetFunction(module, entry.encode()), "cuModuleGetFunction")
     if dynamic_shared > 48 * 1024:
-        check(driver.cuFuncSetAttribute(
-            function, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            dynamic_shared), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
+        check(
+            driver.cuFuncSetAttribute(
+                function,
+                driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                dynamic_shared,
+            ),
+            "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
+        )
     return module, function
 
 

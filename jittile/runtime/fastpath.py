@@ -11,12 +11,13 @@ device is checked against the launcher's device where the process sees several. 
 strides, dtype, ``T.constexpr`` value or TensorMap object) goes through the full path, which
 makes a new FastLaunch.
 """
+
 from __future__ import annotations
 
-from .arrays import DeviceView
 from operator import is_
 
 from . import driver
+from .arrays import DeviceView
 from .fingerprints import identity_check, interface_reader, places, reader
 from .launcher import Launcher
 from .streams import stream_handle
@@ -29,11 +30,37 @@ class FastLaunch:
     """One kernel, launch configuration and argument fingerprint, with the launcher whose buffer
     it packs."""
 
-    __slots__ = ("launcher", "grid", "block", "cluster", "changed", "types", "readers", "prints",
-                 "roles", "views", "pointers", "objects", "shaped", "stream_of", "unplaced")
+    __slots__ = (
+        "launcher",
+        "grid",
+        "block",
+        "cluster",
+        "changed",
+        "types",
+        "readers",
+        "prints",
+        "roles",
+        "views",
+        "pointers",
+        "objects",
+        "shaped",
+        "stream_of",
+        "unplaced",
+    )
 
-    def __init__(self, launcher: Launcher, grid, block, cluster, changed, args: tuple,
-                 readers: list, roles: list, views: list, stream_of):
+    def __init__(
+        self,
+        launcher: Launcher,
+        grid,
+        block,
+        cluster,
+        changed,
+        args: tuple,
+        readers: list,
+        roles: list,
+        views: list,
+        stream_of,
+    ):
         self.launcher, self.grid, self.block, self.cluster = launcher, grid, block, cluster
         self.stream_of = stream_of  # the framework's current stream (jittile/runtime/streams.py)
         # positions of arrays whose fingerprint does not say their device
@@ -52,8 +79,19 @@ class FastLaunch:
         launcher.packed_by = self
 
     @classmethod
-    def after(cls, launcher, grid, block, cluster, watch, args: tuple, converted: list,
-              static: frozenset, runtime: tuple, stream_of) -> FastLaunch | None:
+    def after(
+        cls,
+        launcher,
+        grid,
+        block,
+        cluster,
+        watch,
+        args: tuple,
+        converted: list,
+        static: frozenset,
+        runtime: tuple,
+        stream_of,
+    ) -> FastLaunch | None:
         """The fast path for launches like the one just made with ``args`` (``converted``: their
         DeviceViews; ``runtime``: the positions packed; ``watch``: the kernel's GlobalsWatch or
         None; ``stream_of``: the default stream's reader), or None when an argument must be
@@ -64,8 +102,11 @@ class FastLaunch:
         readers, roles = [], []
         for position, (arg, value) in enumerate(zip(args, converted)):
             read = reader(type(arg), position in static)
-            if read is None or (type(value) is DeviceView and value.host is not None) or (
-                    read is interface_reader and arg.__cuda_array_interface__.get("stream")):
+            if (
+                read is None
+                or (type(value) is DeviceView and value.host is not None)
+                or (read is interface_reader and arg.__cuda_array_interface__.get("stream"))
+            ):
                 return None
             index = runtime.index(position) if position in runtime else None
             if type(value) is DeviceView:
@@ -75,8 +116,18 @@ class FastLaunch:
             else:
                 roles.append((_FIXED, index))
             readers.append(read)
-        return cls(launcher, grid, block, cluster, None if watch is None else watch.changed, args,
-                   readers, roles, [converted[i] for i in runtime], stream_of)
+        return cls(
+            launcher,
+            grid,
+            block,
+            cluster,
+            None if watch is None else watch.changed,
+            args,
+            readers,
+            roles,
+            [converted[i] for i in runtime],
+            stream_of,
+        )
 
     def launch(self, args: tuple, stream, shared_bytes: int | None) -> bool:
         """Launch when ``args`` fit this fast path and the kernel's globals are unchanged; False
@@ -85,11 +136,20 @@ class FastLaunch:
         if changed is not None and changed():
             return False
         objects, launcher = self.objects, self.launcher
-        if (objects is not None and len(args) == len(objects) and all(map(is_, args, objects))
-                and launcher.packed_by is self and self._same_shapes(args)):
-            launcher.launch_unchecked(self.grid, self.block,
-                                      self.stream_of() if stream is None else stream_handle(stream),
-                                      self.cluster, shared_bytes)
+        if (
+            objects is not None
+            and len(args) == len(objects)
+            and all(map(is_, args, objects))
+            and launcher.packed_by is self
+            and self._same_shapes(args)
+        ):
+            launcher.launch_unchecked(
+                self.grid,
+                self.block,
+                self.stream_of() if stream is None else stream_handle(stream),
+                self.cluster,
+                shared_bytes,
+            )
             return True
         if tuple(map(type, args)) != self.types:
             return False
@@ -99,11 +159,16 @@ class FastLaunch:
             return False
         launcher = self.launcher
         if (prints != self.prints or launcher.packed_by is not self) and not self._repack(
-                args, prints):
+            args, prints
+        ):
             return False
-        launcher.launch_unchecked(self.grid, self.block,
-                                  self.stream_of() if stream is None else stream_handle(stream), self.cluster,
-                                  shared_bytes)
+        launcher.launch_unchecked(
+            self.grid,
+            self.block,
+            self.stream_of() if stream is None else stream_handle(stream),
+            self.cluster,
+            shared_bytes,
+        )
         if objects is not None:
             self.objects = args
         return True
@@ -135,8 +200,14 @@ class FastLaunch:
                 return False
         if launcher.packed_by is not self:
             launcher.packed_by = None
-            launcher.pack([DeviceView(self.pointers[i], v.shape, v.strides, v.dtype)
-                           if i in self.pointers else v for i, v in enumerate(views)])
+            launcher.pack(
+                [
+                    DeviceView(self.pointers[i], v.shape, v.strides, v.dtype)
+                    if i in self.pointers
+                    else v
+                    for i, v in enumerate(views)
+                ]
+            )
         launcher.packed_by = None
         for index, value in changes:
             view = views[index]

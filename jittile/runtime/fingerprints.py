@@ -7,9 +7,10 @@ differ only in the first item differ only in the pointer. Scalars, ``T.constexpr
 TensorMaps are their own fingerprint (their type is compared separately). Host arrays and
 protocols read through a capsule (DLPack) have none: they take the full path on every launch.
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -36,8 +37,13 @@ def _numba(array) -> tuple:
 
 def _interface(array) -> tuple:
     iface = array.__cuda_array_interface__
-    return (iface["data"][0], iface["shape"], iface.get("strides"), iface["typestr"],
-            iface.get("stream"))
+    return (
+        iface["data"][0],
+        iface["shape"],
+        iface.get("strides"),
+        iface["typestr"],
+        iface.get("stream"),
+    )
 
 
 interface_reader = _interface
@@ -77,7 +83,10 @@ def reader(kind: type, static: bool) -> Callable | None:
         return _torch
     if is_numba_type(kind):
         return _numba
-    if (hasattr(kind, "__cuda_array_interface__") and not issubclass(kind, np.ndarray)
-            and not kind.__module__.startswith("jittile")):
+    if (
+        hasattr(kind, "__cuda_array_interface__")
+        and not issubclass(kind, np.ndarray)
+        and not kind.__module__.startswith("jittile")
+    ):
         return _interface
     return None

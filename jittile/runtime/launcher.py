@@ -11,6 +11,7 @@ a :class:`Launcher` (the parameter buffer and its kept TensorMap encodings) belo
 buffer. The driver copies the parameters when ``cuLaunchKernel`` returns (also into a graph node
 under stream capture), so a thread may rewrite its buffer for the next launch at once.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -25,9 +26,20 @@ from . import driver
 from .arrays import DeviceView, device_view
 from .tensormap import TENSORMAP_BYTES, TensorMap, encode, region_fields
 
-_SCALAR_FORMATS = {"int8": "b", "uint8": "B", "int16": "h", "uint16": "H", "int32": "i",
-                   "uint32": "I", "int64": "q", "uint64": "Q", "float32": "f", "float64": "d",
-                   "bool": "?", "float16": "e"}
+_SCALAR_FORMATS = {
+    "int8": "b",
+    "uint8": "B",
+    "int16": "h",
+    "uint16": "H",
+    "int32": "i",
+    "uint32": "I",
+    "int64": "q",
+    "uint64": "Q",
+    "float32": "f",
+    "float64": "d",
+    "bool": "?",
+    "float16": "e",
+}
 
 
 # Encoded TensorMaps kept per host TensorMap of a launcher: a launch whose array has the pointer,
@@ -63,21 +75,21 @@ class ParamBuffer:
         base = ctypes.addressof(self.storage)
         shift = (-base) % 64  # 64-byte aligned TensorMaps
         self.slots = [(o + shift, s) for o, s in slots]
-        self.pointers = (ctypes.c_void_p * max(len(slots), 1))(
-            *[base + o for o, _ in self.slots])
+        self.pointers = (ctypes.c_void_p * max(len(slots), 1))(*[base + o for o, _ in self.slots])
         self.view = memoryview(self.storage).cast("B")
         self.address = ctypes.addressof(self.pointers)  # the driver's kernelParams
 
     def put_bytes(self, index: int, data: bytes) -> None:
         offset = self.slots[self.fields[index]][0]
-        self.view[offset:offset + len(data)] = data
+        self.view[offset : offset + len(data)] = data
 
 
 class LoadedCubin:
     """One cubin, loaded once per CUDA context and shared by every thread that launches it."""
 
-    def __init__(self, name: str, cubin: bytes, entry: str, target: Target | None,
-                 dynamic_shared: int):
+    def __init__(
+        self, name: str, cubin: bytes, entry: str, target: Target | None, dynamic_shared: int
+    ):
         self.name, self.cubin, self.entry, self.target = name, cubin, entry, target
         self.dynamic_shared = dynamic_shared
         self._by_context: dict[int, tuple] = {}  # context -> (function, launch call)
@@ -92,8 +104,9 @@ class LoadedCubin:
                 found = self._by_context.get(ctx)
                 if found is None:
                     check_device(self.target, driver.device_capability(device), self.name)
-                    _, function = driver.load_function(self.cubin, self.entry,
-                                                       max(self.dynamic_shared, 0))
+                    _, function = driver.load_function(
+                        self.cubin, self.entry, max(self.dynamic_shared, 0)
+                    )
                     found = (function, driver.launch_call(function, f"launch of {self.name}"))
                     self._by_context[ctx] = found
         return found
@@ -117,10 +130,13 @@ class Launcher:
         names = [p.name for p in ir.runtime_params]
         # Per host TensorMap: its parameter slot, the argument it describes, its spec and the
         # encodings already made, keyed by what of the array enters the encoding.
-        self._tensormaps = [(len(names) + offset, names.index(spec.tensor), spec, {})
-                            for offset, spec in enumerate(ir.host_tensormaps)]
-        self._writers = [self._writer(index, param)
-                         for index, param in enumerate(ir.runtime_params)]
+        self._tensormaps = [
+            (len(names) + offset, names.index(spec.tensor), spec, {})
+            for offset, spec in enumerate(ir.host_tensormaps)
+        ]
+        self._writers = [
+            self._writer(index, param) for index, param in enumerate(ir.runtime_params)
+        ]
         self.dynamic_shared = ir.launch_shared_bytes
         self._pointer = struct.Struct("<q")  # an array's data pointer, the fifth of its slots
         # Per runtime array argument: its data pointer's offset, the alignment its uses need (the
@@ -131,9 +147,14 @@ class Launcher:
                 needs = [a for a in ir.alignments if a.tensor == param.name]
                 self._arrays[index] = (
                     self.params.slots[self.params.fields[index] + 4][0],
-                    max((a.bytes for a in needs), default=1), needs,
-                    [(slot, spec, kept) for slot, argument, spec, kept in self._tensormaps
-                     if argument == index])
+                    max((a.bytes for a in needs), default=1),
+                    needs,
+                    [
+                        (slot, spec, kept)
+                        for slot, argument, spec, kept in self._tensormaps
+                        if argument == index
+                    ],
+                )
 
     def bind(self, device: int) -> int | None:
         """Make a context of ``device`` current on this thread, with the cubin loaded in it;
@@ -151,8 +172,9 @@ class Launcher:
         """The loaded function (a ``CUfunction``) in the context last bound."""
         return self._function
 
-    def launch(self, args: list, grid, block, stream: int, cluster=None,
-               shared_bytes: int | None = None) -> None:
+    def launch(
+        self, args: list, grid, block, stream: int, cluster=None, shared_bytes: int | None = None
+    ) -> None:
         """Launch with ``args`` (DeviceViews for arrays) on ``stream`` in the context
         :meth:`bind` made current; NumPy-backed views are uploaded here and synchronised after,
         so the caller can copy them back. Host copies cannot be captured into a CUDA graph: a
@@ -163,7 +185,8 @@ class Launcher:
                 f"{self.ir.name} is being captured into a CUDA graph, but a NumPy (host) "
                 f"argument would be copied to the device and back, which a graph cannot record: "
                 f"pass device arrays (torch CUDA tensors, CuPy or Numba device arrays) to "
-                f"launches made during capture")
+                f"launches made during capture"
+            )
         self.packed_by = None
         self.pack(args)
         self.launch_packed(grid, block, stream, cluster, shared_bytes)
@@ -176,8 +199,10 @@ class Launcher:
         if cluster is None:
             self._launch_call(grid, block, dynamic, stream, self.params.address)
         else:
-            driver.check(self._launch_cluster(self._function, grid, block, dynamic, stream,
-                                              cluster), f"launch of {self.ir.name}")
+            driver.check(
+                self._launch_cluster(self._function, grid, block, dynamic, stream, cluster),
+                f"launch of {self.ir.name}",
+            )
 
     def launch_unchecked(self, grid, block, stream: int, cluster, shared_bytes: int | None) -> None:
         """Launch with the parameters the buffer holds, in the context the function was taken
@@ -185,12 +210,19 @@ class Launcher:
         of a fast launch) where the process sees one device; a launch the driver refuses is
         retried after that check, so that a switched (or, in a new thread, absent) context
         binds again. With several devices the current context is compared first."""
-        if cluster is None and self._launch_call is not None and (
-                self._one_device or driver.current_context() == self._context):
+        if (
+            cluster is None
+            and self._launch_call is not None
+            and (self._one_device or driver.current_context() == self._context)
+        ):
             try:
-                self._launch_call(grid, block,
-                                  self.dynamic_shared if shared_bytes is None else shared_bytes,
-                                  stream, self.params.address)
+                self._launch_call(
+                    grid,
+                    block,
+                    self.dynamic_shared if shared_bytes is None else shared_bytes,
+                    stream,
+                    self.params.address,
+                )
                 return
             except LaunchError:
                 if driver.current_context() == self._context:
@@ -207,14 +239,18 @@ class Launcher:
         pointer and the TensorMaps over it are rewritten (kept encodings when seen before)."""
         offset, align, needs, tensormaps = self._arrays[index]
         if ptr % align:
-            check_array(self.ir.runtime_params[index],
-                        DeviceView(ptr, view.shape, view.strides, view.dtype), needs)
+            check_array(
+                self.ir.runtime_params[index],
+                DeviceView(ptr, view.shape, view.strides, view.dtype),
+                needs,
+            )
         self._pointer.pack_into(self.params.view, offset, ptr)
         for slot, spec, encoded in tensormaps:
             data = encoded.get((ptr, view.shape, view.strides))
             if data is None:
-                self._put_tensormap(slot, spec, encoded,
-                                    DeviceView(ptr, view.shape, view.strides, view.dtype))
+                self._put_tensormap(
+                    slot, spec, encoded, DeviceView(ptr, view.shape, view.strides, view.dtype)
+                )
             else:
                 self.params.put_bytes(slot, data)
 
@@ -234,8 +270,11 @@ class Launcher:
         if isinstance(param, ArrayParam):
             layout = struct.Struct(f"<{5 + 2 * param.ndim}q")
             dtype, ndim, itemsize = param.dtype, param.ndim, param.dtype.bytes
-            static = [(axis, extent) for axis, extent in enumerate(param.static_shape)
-                      if extent is not None]
+            static = [
+                (axis, extent)
+                for axis, extent in enumerate(param.static_shape)
+                if extent is not None
+            ]
             contiguous = param.layout == "C"
             needs = [a for a in self.ir.alignments if a.tensor == param.name]
             align = max((a.bytes for a in needs), default=1)
@@ -244,29 +283,36 @@ class Launcher:
                 if type(view) is not DeviceView:
                     view = device_view(view)
                 shape = view.shape
-                if (view.dtype is not dtype or len(shape) != ndim
-                        or (static and any(shape[a] != e for a, e in static))
-                        or (contiguous and not view.c_contiguous)):
+                if (
+                    view.dtype is not dtype
+                    or len(shape) != ndim
+                    or (static and any(shape[a] != e for a, e in static))
+                    or (contiguous and not view.c_contiguous)
+                ):
                     check_array(param, view)
                 if view.host is not None and not view.owned:
                     view.upload()
                 if view.ptr % align:  # the device pointer: checked after an upload
                     check_array(param, view, needs)
-                layout.pack_into(buf, offset, 0, 0, math.prod(shape), itemsize, view.ptr, *shape,
-                                 *view.strides)
+                layout.pack_into(
+                    buf, offset, 0, 0, math.prod(shape), itemsize, view.ptr, *shape, *view.strides
+                )
                 return view
+
             return write_array
         if isinstance(param, ScalarParam):
             scalar = struct.Struct("<" + _SCALAR_FORMATS[param.dtype.name])
 
             def write_scalar(value):
                 scalar.pack_into(buf, offset, value)
+
             return write_scalar
 
         def write_tensormap(value):
             if not isinstance(value, TensorMap):
                 raise LaunchError(f"argument {param.name!r} must be a jittile.TensorMap")
-            buf[offset:offset + TENSORMAP_BYTES] = value.data
+            buf[offset : offset + TENSORMAP_BYTES] = value.data
+
         return write_tensormap
 
     def pack(self, args: tuple) -> None:
@@ -311,31 +357,41 @@ def check_device(built: Target | None, capability: tuple[int, int] | None, name:
     if built.suffix == "f":
         fits = capability[0] == built.major and device >= built.capability
     if not fits:
-        raise LaunchError(f"{name} was compiled for {built.name}, which cannot run on this device "
-                          f"(compute capability {capability[0]}.{capability[1]}); compile it with "
-                          f"target='sm_{capability[0]}{capability[1]}a' or leave target unset")
+        raise LaunchError(
+            f"{name} was compiled for {built.name}, which cannot run on this device "
+            f"(compute capability {capability[0]}.{capability[1]}); compile it with "
+            f"target='sm_{capability[0]}{capability[1]}a' or leave target unset"
+        )
 
 
 def check_array(param: ArrayParam, view: DeviceView, alignments: list = ()) -> None:
     """Dtype, rank, static extents and data alignment of an array argument against its
     specialization."""
     if view.dtype.name != param.dtype.name:
-        raise LaunchError(f"argument {param.name!r}: dtype {view.dtype.name} does not match the "
-                          f"kernel's {param.dtype.name}")
+        raise LaunchError(
+            f"argument {param.name!r}: dtype {view.dtype.name} does not match the "
+            f"kernel's {param.dtype.name}"
+        )
     if view.ndim != param.ndim:
-        raise LaunchError(f"argument {param.name!r}: rank {view.ndim} does not match the kernel's "
-                          f"rank {param.ndim}")
+        raise LaunchError(
+            f"argument {param.name!r}: rank {view.ndim} does not match the kernel's "
+            f"rank {param.ndim}"
+        )
     for axis, (want, got) in enumerate(zip(param.static_shape, view.shape)):
         if want is not None and want != got:
-            raise LaunchError(f"argument {param.name!r}: extent {got} on axis {axis} does not match "
-                              f"the annotated {want}")
+            raise LaunchError(
+                f"argument {param.name!r}: extent {got} on axis {axis} does not match "
+                f"the annotated {want}"
+            )
     if param.layout == "C" and not view.c_contiguous:
-        raise LaunchError(f"argument {param.name!r} is not C-contiguous but the kernel was "
-                          f"specialised for a contiguous array")
+        raise LaunchError(
+            f"argument {param.name!r} is not C-contiguous but the kernel was "
+            f"specialised for a contiguous array"
+        )
     for need in alignments:
         if view.ptr % need.bytes:
-            raise LaunchError(f"argument {param.name!r}: its data at {view.ptr:#x} is not "
-                              f"{need.bytes}-byte aligned, which {need.why} needs; pass an array "
-                              f"whose data starts on a {need.bytes}-byte boundary")
-
-
+            raise LaunchError(
+                f"argument {param.name!r}: its data at {view.ptr:#x} is not "
+                f"{need.bytes}-byte aligned, which {need.why} needs; pass an array "
+                f"whose data starts on a {need.bytes}-byte boundary"
+            )

@@ -17,14 +17,15 @@ the order torch, CuPy, Numba, chooses:
 Arrays of another framework in the same launch are taken as ready on that stream (as Triton
 takes them); ``stream=`` overrides the choice.
 """
+
 from __future__ import annotations
 
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import LaunchError
-from .arrays import DeviceView, is_cupy_type, is_numba_type, is_torch_type
 from . import driver
+from .arrays import DeviceView, is_cupy_type, is_numba_type, is_torch_type
 
 LEGACY = 0  # cuLaunchKernel's legacy default stream
 
@@ -57,6 +58,7 @@ def _cupy_reader(device: int) -> Callable[[], int]:
             return current().ptr
         with cupy.cuda.Device(device):
             return current().ptr
+
     return on_device
 
 
@@ -112,8 +114,10 @@ def launch_device(names, views) -> int | None:
             found[device] = name
     if len(found) > 1:
         (first, a), (second, b) = list(found.items())[:2]
-        raise LaunchError(f"arguments {a!r} and {b!r} are on different devices (cuda:{first} and "
-                          f"cuda:{second}); a kernel runs on one device: move them to one device "
-                          f"first (torch: .to('cuda:{first}'); CuPy: copy under "
-                          f"cupy.cuda.Device({first}))")
+        raise LaunchError(
+            f"arguments {a!r} and {b!r} are on different devices (cuda:{first} and "
+            f"cuda:{second}); a kernel runs on one device: move them to one device "
+            f"first (torch: .to('cuda:{first}'); CuPy: copy under "
+            f"cupy.cuda.Device({first}))"
+        )
     return next(iter(found), None)

@@ -1,6 +1,7 @@
 """The bulk copies for the interpreter: a load lands late on its mbarrier (into every CTA of a
 multicast mask), a store or reduction reads shared memory through the async proxy and writes
 global memory at issue, a prefetch only checks its global bytes."""
+
 from __future__ import annotations
 
 from ...ir import PlanRecord
@@ -33,8 +34,16 @@ def execute(machine, thread, record: PlanRecord, op, ops: dict) -> None:
 
     for cta in destinations(machine, thread, ops):
         cta.smem.check(ops["shared"], size)
-        issue_load(machine, thread, cta, ops["shared"], size, ops["barrier"], record,
-                   lambda cta=cta: write(cta))
+        issue_load(
+            machine,
+            thread,
+            cta,
+            ops["shared"],
+            size,
+            ops["barrier"],
+            record,
+            lambda cta=cta: write(cta),
+        )
     return None
 
 

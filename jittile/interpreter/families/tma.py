@@ -1,6 +1,7 @@
 """The TMA tile copies for the interpreter: a load lands late on its mbarrier (into every CTA of a
 multicast mask); a store or reduction reads its box through the async proxy and writes global
 memory at issue (:mod:`..tma` models the unit itself)."""
+
 from __future__ import annotations
 
 from ...ir import PlanRecord
@@ -23,7 +24,9 @@ def execute(machine, thread, record: PlanRecord, op, ops: dict) -> None:
         tma_store(fields, op, coords, rows, machine.memory, thread.cta.smem, ops["shared"])
         return None
     for cta in destinations(machine, thread, ops):
-        write = (lambda cta=cta: tma_load(fields, op, coords, rows, machine.memory, cta.smem,
-                                          ops["shared"]))
+
+        def write(cta=cta):
+            return tma_load(fields, op, coords, rows, machine.memory, cta.smem, ops["shared"])
+
         issue_load(machine, thread, cta, ops["shared"], footprint, ops["barrier"], record, write)
     return None

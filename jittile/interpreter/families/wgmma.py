@@ -1,5 +1,6 @@
 """The warpgroup MMA for the interpreter: a warp collective whose product reads A and B through
 the async proxy (:mod:`..wgmma` computes it); it completes at issue."""
+
 from __future__ import annotations
 
 from ...ir import PlanRecord
