@@ -23,10 +23,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 
-from common import save  # noqa: E402
+from common import save
 
-import jittile  # noqa: E402
-from jittile import T  # noqa: E402
+import jittile
+from jittile import T
 
 LOAD = "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
 STORE = "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"

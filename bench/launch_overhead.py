@@ -21,10 +21,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402
+import common
 
-import jittile  # noqa: E402
-from jittile import T  # noqa: E402
+import jittile
+from jittile import T
 
 BATCH = 256  # launches per sample: the queue never fills, so the host is never paced
 SAMPLES = 40

@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 
-import jittile  # noqa: E402
+import jittile
 
 TILE = 64  # the copy's (64, 64) float32 matrix: two (64, 32) swizzled boxes
 SLOTS = 8  # distinct inputs per thread

@@ -12,11 +12,11 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402
+import common
 
-import jittile  # noqa: E402
-from jittile import T  # noqa: E402
-from jittile.layout import swizzle  # noqa: E402
+import jittile
+from jittile import T
+from jittile.layout import swizzle
 
 M = N = 16384  # 1 GiB of float32
 BM, BN = 64, 32
@@ -417,17 +417,17 @@ def main() -> None:
             run = kernel[sms * per_sm, 32]
             measure(
                 f"jittile_tma_{label}_rows256_{bm}x256_{stages}stages_{per_sm}cta_per_sm",
-                lambda: run(a_rows, out_rows, bm, 256, tn, nt, stages),
+                lambda: run(a_rows, out_rows, bm, 256, tn, nt, stages),  # noqa: B023
                 view=[rows, 256],
-            )  # noqa: B023
+            )
 
     tiles_n, ntiles = N // 64, (M // 64) * (N // 64)
     for stages, per_sm in ((4, 3),):
         run = tma_copy_pipelined[sms * per_sm, 32]
         measure(
             f"jittile_tma_pipelined_{stages}stages_{per_sm}cta_per_sm",
-            lambda: run(a, out, tiles_n, ntiles, stages),
-        )  # noqa: B023
+            lambda: run(a, out, tiles_n, ntiles, stages),  # noqa: B023
+        )
 
     try:
         import torch

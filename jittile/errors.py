@@ -257,7 +257,7 @@ def public_entry(function):
 
     @functools.wraps(function)
     def without_jittile_frames(*args, **kwargs):
-        __tracebackhide__ = True  # noqa: F841 (pytest hides this frame too)
+        __tracebackhide__ = True
         try:
             return function(*args, **kwargs)
         except CompileError as exc:

@@ -1,7 +1,6 @@
 """Kernels of the barrier and proxy tests (module level so jittile can read their source): shared
 images written by threads and stored by TMA or bulk copies, with and without the proxy fence,
 and loads on barriers that are or are not armed with expect_tx."""
-
 import jittile
 from jittile import T
 from jittile.layout import tiled_swizzle, wgmma_accumulator
@@ -10,10 +9,8 @@ STORE = "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"
 BULK_STORE = "cp.async.bulk.global.shared::cta.bulk_group"
 LOAD = "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
 BULK_LOAD = "cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes"
-MULTICAST = (
-    "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-    ".multicast::cluster"
-)
+MULTICAST = ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+             ".multicast::cluster")
 OUT = T.Tensor((8, 32), "float32")
 
 
@@ -89,7 +86,8 @@ def loaded_then_stored(A: T.Tensor((8, 32), "float32"), Out: OUT):
     T.cuda.cta_sync()
     if lane == 0:
         T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(1024))
-        T.cuda.tile.apply(T.ptx[LOAD], buf, A, box=(8, 32), coords=(0, 0), mbar=mbar.ptr_to([0]))
+        T.cuda.tile.apply(T.ptx[LOAD], buf, A, box=(8, 32), coords=(0, 0),
+                          mbar=mbar.ptr_to([0]))
     T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
     store_image(Out, buf)
 
@@ -106,9 +104,8 @@ def unarmed(A: T.Tensor((8, 32), "float32"), Out: OUT):
         T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), T.uint32(1))
     T.cuda.cta_sync()
     if lane == 0:
-        T.cuda.tile.apply(
-            T.ptx[LOAD], buf, A, box=(8, 32), coords=(0, 0), mbar=mbar.ptr_to([0])
-        )  # the unarmed load
+        T.cuda.tile.apply(T.ptx[LOAD], buf, A, box=(8, 32), coords=(0, 0),
+                          mbar=mbar.ptr_to([0]))  # the unarmed load
         T.ptx.mbarrier.arrive.shared.b64(mbar.ptr_to([0]))
     T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
     for r in range(8):
@@ -116,7 +113,8 @@ def unarmed(A: T.Tensor((8, 32), "float32"), Out: OUT):
 
 
 @jittile.kernel
-def ring(A: T.Tensor((4, 256), "uint32"), Out: T.Tensor((4, 256), "uint32"), ARM: T.constexpr):
+def ring(A: T.Tensor((4, 256), "uint32"), Out: T.Tensor((4, 256), "uint32"),
+         ARM: T.constexpr):
     """Bulk loads through a two-stage ring of barriers indexed at run time; ``ARM`` picks the
     arming instruction's form (None: none)."""
     T.device_entry(launch=T.cuda.LaunchConfig(grid=4, block=32))
@@ -130,9 +128,8 @@ def ring(A: T.Tensor((4, 256), "uint32"), Out: T.Tensor((4, 256), "uint32"), ARM
     T.cuda.cta_sync()
     if lane == 0:
         if ARM == "arrive":
-            T.ptx.mbarrier.arrive.expect_tx.release.cta.shared__cta.b64(
-                full.ptr_to([s]), T.uint32(1024)
-            )
+            T.ptx.mbarrier.arrive.expect_tx.release.cta.shared__cta.b64(full.ptr_to([s]),
+                                                                        T.uint32(1024))
         if ARM == "expect":
             T.ptx.mbarrier.expect_tx.relaxed.cta.shared.b64(full.ptr_to([s]), T.uint32(1024))
             T.ptx.mbarrier.arrive.shared.b64(full.ptr_to([s]))
@@ -175,9 +172,8 @@ def through_helpers(A: T.Tensor((8, 32), "float32"), Out: OUT, ARMED: T.constexp
 
 
 @jittile.kernel
-def multicast(
-    A: T.Tensor((8, 32), "float32"), Out: T.Tensor((2, 8, 32), "float32"), ARMED: T.constexpr
-):
+def multicast(A: T.Tensor((8, 32), "float32"), Out: T.Tensor((2, 8, 32), "float32"),
+              ARMED: T.constexpr):
     """Rank 0 multicasts one box to both CTAs of the cluster; each CTA arms its own barrier."""
     T.device_entry(launch=T.cuda.LaunchConfig(grid=2, block=32, cluster=(2, 1, 1)))
     lane = T.cuda.lane_id()
@@ -192,15 +188,8 @@ def multicast(
             T.ptx.mbarrier.arrive.shared.b64(mbar.ptr_to([0]))
     T.cuda.cluster_sync()
     if lane == 0 and rank == 0:
-        T.cuda.tile.apply(
-            T.ptx[MULTICAST],
-            buf,
-            A,
-            box=(8, 32),
-            coords=(0, 0),
-            mbar=mbar.ptr_to([0]),
-            cta_mask=T.uint16(3),
-        )
+        T.cuda.tile.apply(T.ptx[MULTICAST], buf, A, box=(8, 32), coords=(0, 0),
+                          mbar=mbar.ptr_to([0]), cta_mask=T.uint16(3))
     T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
     for r in range(8):
         Out[rank, r, lane] = buf[r, lane]
@@ -214,12 +203,8 @@ B_LAYOUT = tiled_swizzle(0, (8, 16), "bfloat16")
 
 
 @jittile.kernel
-def mma_of_written_operands(
-    A: T.Tensor((64, 16), "uint16"),
-    B: T.Tensor((8, 16), "uint16"),
-    D: T.Tensor((64, 8), "float32"),
-    FENCE: T.constexpr,
-):
+def mma_of_written_operands(A: T.Tensor((64, 16), "uint16"), B: T.Tensor((8, 16), "uint16"),
+                            D: T.Tensor((64, 8), "float32"), FENCE: T.constexpr):
     """One warpgroup copies A and B (bf16 bits) into shared memory with plain stores and
     multiplies them, D = A @ B.T, with or without the proxy fence."""
     T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=128))

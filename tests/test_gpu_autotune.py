@@ -20,9 +20,8 @@ def test_a_tuning_on_the_gpu_is_correct_recorded_and_reused(tmp_path, monkeypatc
     n = 1 << 22
     x = torch.randn(n, device="cuda")
     out = torch.zeros(n, device="cuda")
-    grid = lambda meta: (
-        (meta["n"] + 256 * meta["PER_THREAD"] - 1)  # noqa: E731
-        // (256 * meta["PER_THREAD"]),
+    grid = lambda meta: (  # noqa: E731
+        (meta["n"] + 256 * meta["PER_THREAD"] - 1) // (256 * meta["PER_THREAD"]),
     )
     strided_scale[grid, 256](x, out, n)
     torch.cuda.synchronize()

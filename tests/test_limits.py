@@ -12,7 +12,7 @@ import pytest
 from test_hostile_kernels import HEADER, compile_module, write
 
 from jittile import CompileError, JittileWarning, T
-from jittile.frontend import checks
+from jittile.frontend import checks, loops
 from jittile.frontend import lower as lowering
 from jittile.frontend.static import sequence_length
 from jittile.targets import Target
@@ -116,8 +116,8 @@ def test_the_repository_kernels_stay_far_below_the_limits():
         with warnings.catch_warnings():
             warnings.simplefilter("error", JittileWarning)
             lowered = Measuring(kernel.source, params, Target.parse(target)).lower()
-        statements = lowering.statement_count(lowered.function.body)
-        assert statements <= lowering.MAX_STATEMENTS // 4, (kernel, statements)
+        statements = loops.statement_count(lowered.function.body)
+        assert statements <= loops.MAX_STATEMENTS // 4, (kernel, statements)
         assert checks._deepest(kernel.source.tree)[1] <= checks.MAX_NESTING // 4
         assert lowered.ir.launch_shared_bytes <= Target.parse(target).max_shared_bytes
-    assert 2 <= Measuring.largest_unroll <= lowering.MAX_UNROLL // 32
+    assert 2 <= Measuring.largest_unroll <= loops.MAX_UNROLL // 32

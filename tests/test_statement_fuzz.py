@@ -113,7 +113,7 @@ def test_random_statements_compile_or_raise_located_jittile_errors(block, tmp_pa
             assert str(error).startswith(f"{path}:{error.lineno}:") and "__jt_" not in str(error)
             outcomes["error"] += 1
             continue
-        except Exception as error:  # noqa: BLE001 - the property under test
+        except Exception as error:
             pytest.fail(f"{type(error).__name__}: {error}\n{body}")
         outcomes["compiled"] += 1
     assert outcomes["compiled"] >= DRAWS // 30 and outcomes["error"] >= DRAWS // 6, outcomes

@@ -341,7 +341,7 @@ def test_random_tile_calls_lower_or_raise_located_jittile_errors(tmp_path):
             check_located(error, path, case)
             outcomes["error"] += 1
             continue
-        except Exception as error:  # noqa: BLE001 - the property under test
+        except Exception as error:
             pytest.fail(f"{type(error).__name__}: {error}\n{case.source}")
         outcomes["lowered"] += 1
         if outcomes["compiled"] < COMPILES:

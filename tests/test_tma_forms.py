@@ -131,7 +131,7 @@ from jittile.layout import swizzle
 LOAD2 = "%s"
 LOAD3 = "%s"
 GATHER = "%s"
-"""
+"""  # noqa: UP031
     % (LOAD2, LOAD3, GATHER)
     + """
 
@@ -142,7 +142,7 @@ def kernel({params}):
     policy = T.uint64(lane)
     mbar = T.alloc_shared((1,), "uint64")
 """
-)  # noqa: UP031
+)
 
 
 def tma_ops(sass: str) -> dict[str, int]:
