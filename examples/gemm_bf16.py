@@ -24,7 +24,7 @@ The tuning space (``BF16_SPACE``; ``jittile.autotune`` keyed on M, N, K, see doc
   registers of a 384-thread block): the K range is cut in SPLIT pieces, each job adds its
   fp32 partial tile into a zeroed fp32 workspace with ``cp.reduce.async.bulk.tensor ... .add``, and
   a second kernel (``bf16_from_f32``) rounds the workspace to bf16 (the config's ``pre_hook``
-  zeroes the workspace and arms that conversion, which ``launch`` and the tuner's timing run);
+  zeroes the workspace and its ``post_hook`` runs that rounding, in every launch and timing);
 - swap-AB for M <= 64 (``SWAP``): ``C.T = B @ A.T``, B's rows fill wgmma's 64-row side in 128-row
   tiles and M becomes wgmma's N (16, 32 or 64); the epilogue transposes with ``stmatrix .trans``;
   with split-K 1, 2, 4 or 8.
@@ -542,11 +542,12 @@ class Space:
 
     @staticmethod
     def _config(tm, tn, ring, group, split, swap) -> jittile.Config:
-        hook = zero_workspace if split > 1 else None
+        split_k = split > 1
         return jittile.Config(
             {"BM": tm, "BN": tn, "STAGES": ring, "GROUP_M": group, "SPLIT": split, "SWAP": swap},
             block=128 + 2 * tm,
-            pre_hook=hook,
+            pre_hook=zero_workspace if split_k else None,
+            post_hook=round_workspace if split_k else None,
         )
 
     def candidates(self, m: int, n: int, k: int, sms: int = SMS) -> list:
@@ -581,46 +582,21 @@ class Space:
 
 
 def zero_workspace(named: dict) -> None:
-    """A split-K config's pre_hook: zero the fp32 workspace its launch adds into, and arm the
-    bf16 conversion that ``finish`` runs after it."""
+    """A split-K config's pre_hook: zero the fp32 workspace its launch adds into."""
     workspace = named["W"]
     if hasattr(workspace, "zero_"):
         workspace.zero_()
     else:
         workspace[...] = 0
-    _PENDING[:] = [(workspace, named["C"], named["M"], named["N"])]
 
 
-_PENDING: list = []  # the conversion a split-K launch left to do
-
-
-def finish(interpret: bool = False) -> None:
-    """Round a split-K launch's workspace into C (nothing after other configs)."""
-    for workspace, c, m, n in _PENDING:
-        blocks = min(-(-m * n // 256), 8 * SMS)
-        run = bf16_from_f32.interpret if interpret else bf16_from_f32
-        run[(blocks,), (256,)](workspace, c, m, n)
-    _PENDING.clear()
-
-
-def bench_with_finish(fn) -> float:
-    """The tuner's timing of one config, its conversion included: median milliseconds of 10
-    CUDA-event samples after 3 warm-ups."""
-    import torch
-
-    for _ in range(3):
-        fn()
-        finish()
-    samples = []
-    for _ in range(10):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        finish()
-        stop.record()
-        stop.synchronize()
-        samples.append(start.elapsed_time(stop))
-    return float(np.median(samples))
+def round_workspace(named: dict) -> None:
+    """A split-K config's post_hook: round the workspace's fp32 sums into C (on the CPU
+    interpreter where the workspace is a NumPy array)."""
+    workspace, m, n = named["W"], named["M"], named["N"]
+    blocks = min(-(-m * n // 256), 8 * SMS)
+    run = bf16_from_f32.interpret if isinstance(workspace, np.ndarray) else bf16_from_f32
+    run[(blocks,), (256,)](workspace, named["C"], m, n)
 
 
 BF16_SPACE = Space(
@@ -653,7 +629,6 @@ def prune(space: Space):
     configs=BF16_SPACE.configs,
     key=["M", "N", "K"],
     prune_configs_by={"early_config_prune": prune(BF16_SPACE)},
-    do_bench=bench_with_finish,
 )
 @jittile.kernel
 def gemm_bf16_tuned(
@@ -672,7 +647,7 @@ def gemm_bf16_tuned(
     SWAP: T.constexpr,
 ):
     """gemm_bf16 over the tuning space; with SPLIT > 1 the fp32 workspace W (M, N) receives the
-    sums (zeroed by the config's pre_hook, converted by ``finish``)."""
+    sums (zeroed by the config's pre_hook, rounded into C by its post_hook)."""
     if SWAP:
         gemm_body(
             B,
@@ -781,7 +756,6 @@ def run_tuned(
     w = workspace_for(space, c, m, n, k)
     if driver.available():
         tuned[persistent_grid(sms), block_of](*args, w, m, n, k, *extra)
-        finish()
         return
     run_config(tuned, space.candidates(m, n, k)[0], args, w, m, n, k, sms, extra, interpret=True)
 
@@ -799,7 +773,7 @@ def run_config(
     interpret: bool = False,
 ) -> None:
     """One config of a tuned kernel, untuned (on the CPU interpreter with ``interpret``), its
-    split-K zeroing and conversion included."""
+    split-K zeroing and rounding included."""
     meta = {"M": m, "N": n, **config.kwargs}
     if config.pre_hook is not None:
         config.pre_hook({"W": w, "C": args[2], "M": m, "N": n})
@@ -813,7 +787,8 @@ def run_config(
         *extra,
         *(config.kwargs[name] for name in ("BM", "BN", "STAGES", "GROUP_M", "SPLIT", "SWAP")),
     )
-    finish(interpret=interpret)
+    if config.post_hook is not None:
+        config.post_hook({"W": w, "C": args[2], "M": m, "N": n})
 
 
 def launch(a, b, c, sms: int = SMS) -> None:

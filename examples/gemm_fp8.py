@@ -76,7 +76,6 @@ def gemm_fp8(
     configs=FP8_SPACE.configs,
     key=["M", "N", "K"],
     prune_configs_by={"early_config_prune": prune(FP8_SPACE)},
-    do_bench=__import__("gemm_bf16").bench_with_finish,
 )
 @jittile.kernel
 def gemm_fp8_tuned(

@@ -48,7 +48,9 @@ __all__ = ["Autotuner", "Config", "autotune"]
 class Config:
     """One tuning candidate: ``kwargs`` sets ``T.constexpr`` parameters of the kernel; ``block``
     and ``cluster``, where given, set the launch's block and cluster shape for this config (as
-    Triton's ``num_warps`` does); ``pre_hook(named_args)`` runs before each of its launches."""
+    Triton's ``num_warps`` does); ``pre_hook(named_args)`` runs before each of its launches and
+    ``post_hook(named_args)`` after each (a split-K config's reduction kernel, say), timed
+    with it."""
 
     def __init__(
         self,
@@ -57,11 +59,13 @@ class Config:
         block=None,
         cluster=None,
         pre_hook: Callable[[dict], None] | None = None,
+        post_hook: Callable[[dict], None] | None = None,
     ):
         self.kwargs = dict(kwargs)
         self.block = block
         self.cluster = cluster
         self.pre_hook = pre_hook
+        self.post_hook = post_hook
 
     def as_json(self) -> dict:
         return {
