@@ -292,6 +292,8 @@ class Autotuner:
             self.kernel[grid, block](
                 *full, stream=stream, cluster=cluster, shared_bytes=shared_bytes
             )
+        if config.post_hook is not None:
+            config.post_hook({**named, **config.kwargs})
 
     # -- tuning ---------------------------------------------------------------------------------
     def _identity(self, key_values: tuple, device_name: str) -> dict:
