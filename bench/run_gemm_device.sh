@@ -68,7 +68,7 @@ cp "$file" "$out/" 2>> "$log"
 # 5. The GEMM GPU tests (correctness of every kind of config, fp8 vs cuBLAS's error, the cached
 #    tuning in a fresh process).
 timeout 65 python3 -m pytest -m gpu -q -p no:cacheprovider -rf --tb=short --durations=8 \
-  tests/test_gpu_gemm.py > "$out/gemm_tests.log" 2>&1
+  tests/test_gpu_gemm.py tests/test_gpu_autotune.py > "$out/gemm_tests.log" 2>&1
 echo "tests rc=$?" >> "$log"
 (cd examples && timeout 25 python3 gemm_bf16.py; timeout 25 python3 gemm_fp8.py) \
   >> "$out/gemm_tests.log" 2>&1

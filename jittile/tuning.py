@@ -26,7 +26,6 @@ import importlib.util
 import math
 import os
 import pickle
-import statistics
 import subprocess
 import sys
 import time
@@ -41,6 +40,7 @@ from .language.cuda import LaunchConfig
 from .language.types import constexpr
 from .launch import launch_target
 from .targets import Target
+from .tuned_launch import TunedFastPaths
 
 __all__ = ["Autotuner", "Config", "autotune"]
 
@@ -171,8 +171,16 @@ class Autotuner:
         self.timings: dict[Config, float] = {}  # milliseconds, of the last tuning
         self._chosen: dict[tuple, Config] = {}
         specializer = kernel.specializer
-        self._names = specializer.names
+        self.parameter_names = self._names = specializer.names
         self._check_declaration(specializer)
+        set_by_configs = {n for c in self.configs for n in c.kwargs}
+        self._set_by_configs = sorted(set_by_configs)
+        # the parameters a call passes, in order (those no config sets)
+        self.free_names = [n for n in self._names if n not in set_by_configs]
+        statics = {n for n, a in zip(self._names, specializer.annotations) if a is constexpr}
+        self._fast = TunedFastPaths(
+            frozenset(i for i, n in enumerate(self.free_names) if n in statics)
+        )
 
     def _check_declaration(self, specializer) -> None:
         if not self.configs:
@@ -210,12 +218,11 @@ class Autotuner:
     # -- arguments ------------------------------------------------------------------------------
     def _named(self, args: tuple, kwargs: dict, config: Config | None = None) -> dict:
         """The user's arguments by name; positional ones fill the parameters no config sets."""
-        set_by_configs = {n for c in self.configs for n in c.kwargs}
-        free = [n for n in self._names if n not in set_by_configs]
+        free = self.free_names
         if len(args) > len(free):
             raise LaunchError(
                 f"{self.__name__} takes {len(free)} positional arguments besides "
-                f"its tuned ones ({', '.join(sorted(set_by_configs))}), got "
+                f"its tuned ones ({', '.join(self._set_by_configs)}), got "
                 f"{len(args)}"
             )
         named = dict(zip(free, args))
@@ -258,6 +265,12 @@ class Autotuner:
         self._run(args, kwargs, None, None, stream, shared_bytes)
 
     def _run(self, args, kwargs, grid, block, stream, shared_bytes) -> None:
+        if not kwargs:  # a signature seen before: its choice (jittile/tuned_launch.py)
+            kept = self._fast.find(grid, block, args)
+            if kept is not None:
+                self.best_config = kept.config
+                kept(args, stream, shared_bytes)
+                return
         named = self._named(args, kwargs)
         device = _launch_device(named)
         key = (self._key_values(named), device)
@@ -266,6 +279,14 @@ class Autotuner:
             config = self._chosen[key] = self._tune(named, grid, block, stream, device)
         self.best_config = config
         self._launch(config, named, grid, block, stream, shared_bytes)
+        if not kwargs:
+            self._fast.keep(self, config, grid, block, args)
+
+    def reset(self) -> None:
+        """Forget the choices made in this process (the tuning cache on disk stays): the next
+        call with any key values chooses again, from the disk cache or by timing."""
+        self._chosen.clear()
+        self._fast.clear()
 
     def _launch_shape(self, config: Config, named: dict, grid, block):
         """``(grid, block, cluster)`` of a launch of ``config``: None for what the kernel's
@@ -319,7 +340,13 @@ class Autotuner:
         record = tunings.load(identity)
         if record is not None:
             chosen = self.configs[record["best"]]
-            _report(self, chosen, identity, f"from the tuning cache ({tunings.folder()})")
+            _report(
+                self,
+                chosen,
+                identity,
+                f"from the tuning cache ({tunings.folder()}), "
+                f"{(time.perf_counter() - started) * 1e3:.1f} ms",
+            )
             return chosen
         launch_stream = _launch_stream(named, stream)
         if driver.stream_capturing(launch_stream):  # timing needs synchronizing: not in a graph
@@ -386,7 +413,9 @@ class Autotuner:
 
         if self.do_bench is not None:
             return float(self.do_bench(lambda: (prepare(), launch())))
-        return _event_median(prepare, launch, self.warmup, self.rep, handle)
+        from .runtime.timing import event_median
+
+        return event_median(prepare, launch, self.warmup, self.rep, handle)
 
     def _compile(self, configs: list[Config], named: dict, grid, block, target) -> dict:
         """Each config's CompiledKernel, or the JittileError that drops it."""
@@ -549,35 +578,6 @@ class _Saved:
         for target, copy, _nbytes in getattr(self, "copies", ()):
             if not isinstance(target, np.ndarray):
                 driver.free(copy)
-
-
-def _event_median(
-    prepare: Callable[[], None], fn: Callable[[], None], warmup: int, rep: int, stream: int
-) -> float:
-    """Median milliseconds of ``fn``'s device work on ``stream``, from CUDA events around each
-    call; ``prepare`` (resets, restores) runs before each, outside the timed region."""
-    from .runtime import driver
-
-    drv = driver.bindings()
-    flags = drv.CUevent_flags.CU_EVENT_DEFAULT
-    start = driver.check(drv.cuEventCreate(flags), "cuEventCreate")
-    stop = driver.check(drv.cuEventCreate(flags), "cuEventCreate")
-    try:
-        for _ in range(warmup):
-            prepare()
-            fn()
-        samples = []
-        for _ in range(rep):
-            prepare()
-            driver.check(drv.cuEventRecord(start, stream), "cuEventRecord")
-            fn()
-            driver.check(drv.cuEventRecord(stop, stream), "cuEventRecord")
-            driver.check(drv.cuEventSynchronize(stop), "cuEventSynchronize")
-            samples.append(driver.check(drv.cuEventElapsedTime(start, stop), "cuEventElapsedTime"))
-        return statistics.median(samples)
-    finally:
-        drv.cuEventDestroy(start)
-        drv.cuEventDestroy(stop)
 
 
 class _Progress:

@@ -5,6 +5,7 @@ go through stand-ins of the driver; the H200 tunes for real in bench/gemm.py."""
 from __future__ import annotations
 
 import json
+import types
 
 import autotune_kernels
 import numpy as np
@@ -37,7 +38,7 @@ def gpu(monkeypatch):
     for kernel in (tiled_fill.kernel,):
         kernel._memory, kernel.prepared = {}, {}
         kernel.fast_paths.table.clear()
-    tiled_fill._chosen.clear()
+    tiled_fill.reset()
     return launches
 
 
@@ -128,7 +129,7 @@ def test_a_later_process_reuses_the_tuning_from_disk(gpu, disk, monkeypatch):
     timed, widths = _timed(monkeypatch, {32: 1.0, 64: 3.0})
     out = CupyLike(0x10000, (64,))
     tiled_fill(out, 7)
-    tiled_fill._chosen.clear()  # what a new process starts with
+    tiled_fill.reset()  # what a new process starts with
     monkeypatch.setattr(tiled_fill, "do_bench", lambda fn: pytest.fail("timed again"))
     monkeypatch.setenv("JITTILE_PRINT_AUTOTUNING", "1")
     tiled_fill(out, 7)
@@ -143,7 +144,7 @@ def test_an_edited_record_is_ignored(gpu, disk, monkeypatch):
     record = json.loads(path.read_text())
     record["best"] = 99
     path.write_text(json.dumps(record))
-    tiled_fill._chosen.clear()
+    tiled_fill.reset()
     tiled_fill(out, 5)
     assert len(timed) == 4  # tuned again, not an index error
 
@@ -202,3 +203,80 @@ def test_jittile_cache_lists_the_tunings(gpu, disk, monkeypatch, capsys):
     assert "Stand-in GPU 0" in text and "2/3" in text  # two timed of three configs
     assert cli.main(["cache", "tunings", "other_kernel", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["tunings"] == []
+
+
+def test_a_repeated_signature_launches_its_choice_without_keying_again(gpu, disk, monkeypatch):
+    """A call whose arguments fingerprint as a tuned call's did (pointers aside) launches that
+    call's config through the tuned fast path: no naming, converting or keying again."""
+    _timed(monkeypatch, {32: 2.0, 64: 1.0})
+    tiled_fill(CupyLike(0x10000, (64,)), 10)
+    before = len(gpu)
+    monkeypatch.setattr(tiled_fill, "_key_values", lambda named: pytest.fail("keyed again"))
+    tiled_fill.best_config = None
+    tiled_fill(CupyLike(0x20000, (64,)), 10)  # another array of the same shape
+    assert len(gpu) == before + 1 and tiled_fill.best_config.kwargs == {"WIDTH": 64}
+
+
+def test_a_new_shape_value_type_or_device_is_a_new_signature(gpu, disk, monkeypatch):
+    fast = tiled_fill._fast
+    base = fast.signature((CupyLike(0x10000, (64,)), 10))
+    assert base == fast.signature((CupyLike(0x90000, (64,)), 10))  # the pointer does not count
+    on_device_1 = CupyLike(0x10000, (64,))
+    on_device_1.data.device_id = 1
+    for other in (
+        (CupyLike(0x10000, (65,)), 10),
+        (CupyLike(0x10000, (64,), np.float64), 10),
+        (CupyLike(0x10000, (64,)), 11),
+        (CupyLike(0x10000, (64,)), np.int64(10)),
+        (on_device_1, 10),
+    ):
+        assert fast.signature(other) != base
+    assert fast.signature((np.zeros(64, np.float32), 10)) is None  # host arrays: the full path
+
+
+def test_kept_launches_run_the_configs_hooks_and_follow_a_reset(gpu, disk, monkeypatch):
+    ran = []
+    hooked = jittile.autotune(
+        configs=[
+            jittile.Config(
+                {"WIDTH": 32},
+                pre_hook=lambda meta: ran.append(("pre", meta["n"], meta["WIDTH"])),
+                post_hook=lambda meta: ran.append(("post", meta["n"], meta["WIDTH"])),
+            )
+        ],
+        key=["n"],
+        do_bench=lambda fn: (fn(), 1.0)[1],
+    )(tiled_fill.kernel)
+    out = CupyLike(0x10000, (64,))
+    hooked(out, 3)
+    ran.clear()
+    hooked(out, 3)  # kept
+    assert ran == [("pre", 3, 32), ("post", 3, 32)]
+    keyed = []
+    real = hooked._key_values
+    monkeypatch.setattr(hooked, "_key_values", lambda named: keyed.append(1) or real(named))
+    hooked.reset()
+    hooked(out, 3)  # forgotten: keyed (and found in the disk cache) again
+    assert keyed and hooked.best_config.kwargs == {"WIDTH": 32}
+
+
+def test_without_a_device_in_the_fingerprint_several_gpus_take_the_full_path(
+    gpu, disk, monkeypatch
+):
+    """A Numba array's fingerprint does not say its device: with two GPUs the current device
+    decides, so those calls are keyed every time."""
+    from jittile.tuned_launch import TunedFastPaths
+
+    class NumbaLike:  # what the fingerprint reads of a Numba device array
+        __module__ = "numba.cuda.cudadrv.devicearray"
+        __cuda_array_interface__ = property(lambda self: {})
+        device_ctypes_pointer = property(lambda self: types.SimpleNamespace(value=0x10000))
+        shape, strides, dtype = (64,), (4,), np.dtype(np.float32)
+
+    fast = TunedFastPaths(frozenset())
+    monkeypatch.setattr(driver, "device_count", lambda: 2)
+    fast.keep(tiled_fill, tiled_fill.configs[0], None, None, (NumbaLike(), 3))
+    assert fast.table == {}
+    fast.several_devices = False
+    fast.keep(tiled_fill, tiled_fill.configs[0], None, None, (NumbaLike(), 3))
+    assert len(fast.table) == 1

@@ -1,0 +1,180 @@
+"""The tuned launch's fast path: a call of a tuned kernel whose arguments fingerprint as an earlier
+call's did, pointers aside, reuses that call's choice without naming, converting or keying its
+arguments again.
+
+Why that is sound: a tuning is chosen per key values and device. Key values are scalars' values
+and arrays' shapes and dtypes; the device is the arrays'. A fingerprint without its pointer
+(``jittile/runtime/fingerprints.py``) holds an array's shape, strides and dtype, and for torch
+and CuPy its device; a scalar's is its value, and the signature holds every argument's type. So
+equal signatures mean equal key values and, where each array says its device, the same device.
+Where an array does not (Numba arrays, ``__cuda_array_interface__`` objects) or no argument is an
+array, the device is the current one: the fast path is kept only in a process that sees one GPU.
+Host arrays (NumPy, torch CPU tensors) take the full path, as they do in the kernel's own fast
+path; so do calls with keyword arguments.
+
+What runs on every launch, as Triton's does: the grid and block callables, the config's
+``pre_hook`` and ``post_hook``, and the kernel's own launch (with its fast path,
+``jittile/launch.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from operator import itemgetter
+from typing import Protocol
+
+from .runtime.fingerprints import places, reader
+
+
+class Config(Protocol):
+    """What a launch reads of a ``jittile.Config`` (jittile/tuning.py, which imports this)."""
+
+    kwargs: dict
+    block: object
+    cluster: object
+    pre_hook: Callable[[dict], None] | None
+    post_hook: Callable[[dict], None] | None
+
+
+class Autotuner(Protocol):
+    """What a kept launch needs of its tuner: the kernel and its parameters' names, all and
+    those a call passes."""
+
+    kernel: object
+    parameter_names: list[str]
+    free_names: list[str]
+
+_VALUE = reader(int, False)  # the reader of scalars and T.constexpr values: the value itself
+
+
+class TunedLaunch:
+    """One signature's launch: its config, how its positional arguments and the config's values
+    make the kernel's arguments, and its launch shape (callables evaluated per call)."""
+
+    __slots__ = (
+        "config",
+        "arrange",
+        "constants",
+        "free",
+        "grid",
+        "block",
+        "cluster",
+        "kernel",
+        "configured",
+    )
+
+    def __init__(self, tuner: Autotuner, config: Config, count: int, grid, block):
+        names, free = tuner.parameter_names, tuner.free_names[:count]
+        self.config, self.free, self.kernel = config, free, tuner.kernel
+        self.constants = tuple(config.kwargs[n] for n in names if n in config.kwargs)
+        constant_at = {n: count + i for i, n in enumerate(n for n in names if n in config.kwargs)}
+        order = [constant_at[n] if n in constant_at else free.index(n) for n in names]
+        self.arrange = _picker(order)
+        self.block = config.block if config.block is not None else block
+        self.grid, self.cluster = grid, config.cluster
+        self.configured: dict = {}  # (grid, block) -> kernel[grid, block]
+
+    def __call__(self, args: tuple, stream, shared_bytes: int | None) -> None:
+        config, grid, block = self.config, self.grid, self.block
+        meta = None
+        if config.pre_hook or config.post_hook or callable(grid) or callable(block):
+            meta = {**dict(zip(self.free, args)), **config.kwargs}
+        if callable(grid):
+            grid = grid(meta)
+        if callable(block):
+            block = block(meta)
+        if config.pre_hook is not None:
+            config.pre_hook(meta)
+        full = self.arrange(args + self.constants)
+        if grid is None and block is None:
+            self.kernel(*full, stream=stream, cluster=self.cluster, shared_bytes=shared_bytes)
+        else:
+            try:
+                launch = self.configured.get((grid, block))
+            except TypeError:  # an unhashable shape (a list): made for this call
+                launch = self.kernel[grid, block]
+            if launch is None:
+                launch = self.configured[(grid, block)] = self.kernel[grid, block]
+            launch(*full, stream=stream, cluster=self.cluster, shared_bytes=shared_bytes)
+        if config.post_hook is not None:
+            config.post_hook(meta)
+
+
+def _picker(order: list[int]) -> Callable[[tuple], tuple]:
+    """``values -> tuple(values[i] for i in order)``, in C."""
+    if len(order) == 1:
+        only = order[0]
+        return lambda values: (values[only],)
+    return itemgetter(*order)
+
+
+class TunedFastPaths:
+    """A tuned kernel's kept launches: (grid, block, signature) -> TunedLaunch."""
+
+    def __init__(self, static_positions: frozenset):
+        self.static = static_positions  # positions of free T.constexpr parameters: values
+        self.table: dict = {}
+        self.readers: dict = {}  # argument classes -> [(fingerprint reader, whole)]
+        self.several_devices: bool | None = None  # asked of the driver once, when first needed
+
+    def signature(self, args: tuple) -> tuple | None:
+        """What of ``args`` decides the choice, or None where the full path must decide."""
+        kinds = tuple(map(type, args))
+        reads = self.readers.get(kinds)
+        if reads is None:
+            reads = self.readers[kinds] = self._readers(kinds)
+        if not reads:
+            return None
+        return (
+            kinds,
+            *[read(a) if whole else read(a)[1:] for (read, whole), a in zip(reads, args)],
+        )
+
+    def _readers(self, kinds: tuple) -> list:
+        """Per argument of these classes: (its fingerprint reader, whether the whole fingerprint
+        is kept), or [] where one has no reader (host arrays: the full path) or there are no
+        arguments."""
+        out = []
+        for position, kind in enumerate(kinds):
+            read = reader(kind, position in self.static)
+            if read is None:
+                return []
+            out.append((read, read is _VALUE))
+        return out
+
+    def find(self, grid, block, args: tuple) -> TunedLaunch | None:
+        signature = self.signature(args)
+        if signature is None:
+            return None
+        try:
+            return self.table.get((grid, block, signature))
+        except TypeError:  # an unhashable grid or block (a list): the full path
+            return None
+
+    def keep(self, tuner: Autotuner, config: Config, grid, block, args: tuple) -> None:
+        """Keep the launch the full path just chose for ``args``, where its signature decides
+        the choice alone."""
+        signature = self.signature(args)
+        if signature is None or not self._device_is_read(args):
+            return
+        try:
+            self.table[(grid, block, signature)] = TunedLaunch(
+                tuner, config, len(args), grid, block
+            )
+        except TypeError:
+            return
+
+    def _device_is_read(self, args: tuple) -> bool:
+        """Whether the signature says the launch's device: it does where every array argument's
+        fingerprint names its device, and always in a process that sees one GPU."""
+        arrays = [read for read, whole in self.readers[tuple(map(type, args))] if not whole]
+        if arrays and all(places(read) for read in arrays):
+            return True
+        if self.several_devices is None:
+            from .runtime import driver
+
+            self.several_devices = driver.device_count() > 1
+        return not self.several_devices
+
+    def clear(self) -> None:
+        self.table.clear()
