@@ -35,14 +35,15 @@ def host_us(torch, fn, calls: int = 200) -> float:
 
 def device_us(torch, fn_of, copies: int, spin: int, samples: int = 10) -> float:
     values = []
-    for step in range(3 + samples):
+    warm = max(3, copies)  # every copy seen once before the samples (kept TensorMaps)
+    for step in range(warm + samples):
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         torch.cuda._sleep(spin)
         start.record()
         fn_of(step % copies)()
         stop.record()
         stop.synchronize()
-        if step >= 3:
+        if step >= warm:
             values.append(start.elapsed_time(stop) * 1e3)
     return statistics.median(values)
 
