@@ -22,7 +22,7 @@ def toolchain_versions() -> dict:
 def source_digest(source: KernelSource) -> str:
     """Digest of the kernel's code, insensitive to comments, formatting, the docstring, the file and
     the line it starts on."""
-    return tree_digest(source.tree)
+    return tree_digest(source)
 
 
 def argument_components(params: list) -> list[dict]:
@@ -62,8 +62,8 @@ def key_components(
     return {
         "kernel": qualname,
         "source": source_digest(source),
-        "globals": referenced_globals(source.tree, source.globals, source.closure),
-        "helpers": helper_components(source.tree, source.globals, source.closure),
+        "globals": referenced_globals(source, source.globals, source.closure),
+        "helpers": helper_components(source, source.globals, source.closure),
         "static_params": {p.name: repr(p.value) for p in params if isinstance(p, ConstexprParam)},
         "args": argument_components(params),
         "launch": None

@@ -100,7 +100,7 @@ class GlobalsWatch:
                     closure[name] = cell.cell_contents
                 except ValueError:  # not bound yet
                     continue
-            for chain, value in terminal_reads(unit.tree, unit.globals, closure, _opaque):
+            for chain, value in terminal_reads(unit, unit.globals, closure, _opaque):
                 if chain[0] in closure:
                     path = (scope_name(cells[chain[0]], lambda c: c), "cell_contents", *chain[1:])
                 else:

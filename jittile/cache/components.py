@@ -31,6 +31,8 @@ import re
 import sys
 import types
 
+from . import facts as facts_memo
+
 # Values whose text is longer than this are recorded as a digest, keeping the entry metadata (<kernel>.json) small.
 _LONG_TEXT = 256
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
@@ -79,36 +81,50 @@ def _without_docstring(tree: ast.AST) -> ast.AST:
     return tree
 
 
-def source_digest(tree: ast.AST) -> str:
+def source_digest(code) -> str:
     """SHA-256 of the function's AST without positions or docstring: comments, formatting, the
-    docstring, the file and the line number do not change it."""
-    return _facts(tree)[0]
+    docstring, the file and the line number do not change it. ``code``: the function's tree, or
+    its source (the frontend's KernelSource: ``.text`` and a ``.tree`` parsed on first use)."""
+    return _facts(code)[0]
 
 
-def _facts(tree: ast.AST) -> tuple[str, tuple[tuple[str, ...], ...]]:
+def _facts(code) -> tuple[str, tuple[tuple[str, ...], ...]]:
     """The source digest and the name chains the body reads (not shadowed by a local), computed once
-    per tree: a kernel's tree does not change, only the values its names resolve to may."""
-    facts = getattr(tree, "_jittile_key_facts", None)
+    per tree or source: a kernel's code does not change, only the values its names resolve to
+    may. A source (it carries its text) finds them in the disk memo of jittile/cache/facts.py
+    when an earlier process computed them, and its tree is then never parsed."""
+    if isinstance(code, ast.AST):
+        facts = getattr(code, "_jittile_key_facts", None)
+        if facts is None:
+            facts = _computed_facts(code)
+            try:
+                code._jittile_key_facts = facts
+            except AttributeError:
+                pass
+        return facts
+    facts = code.key_facts
     if facts is None:
-        digest = hashlib.sha256(
-            ast.dump(_without_docstring(tree), include_attributes=False).encode()
-        )
-        local = _local_names(tree)
-        chains: dict[tuple[str, ...], None] = {}
-        for statement in getattr(tree, "body", []):
-            for node in ast.walk(statement):
-                if isinstance(node, (ast.Name, ast.Attribute)):
-                    chain = _dotted(node)
-                    if chain and chain[0] not in local:
-                        chains[tuple(chain)] = None
-        # A chain that starts another (``cfg`` of ``cfg.TILE``) is resolved on the way along it.
-        prefixes = {chain[:end] for chain in chains for end in range(1, len(chain))}
-        facts = (digest.hexdigest(), tuple(c for c in chains if c not in prefixes))
-        try:
-            tree._jittile_key_facts = facts
-        except AttributeError:
-            pass
+        facts = facts_memo.load(code.text)
+        if facts is None:
+            facts = _computed_facts(code.tree)
+            facts_memo.save(code.text, facts)
+        code.key_facts = facts
     return facts
+
+
+def _computed_facts(tree: ast.AST) -> tuple[str, tuple[tuple[str, ...], ...]]:
+    digest = hashlib.sha256(ast.dump(_without_docstring(tree), include_attributes=False).encode())
+    local = _local_names(tree)
+    chains: dict[tuple[str, ...], None] = {}
+    for statement in getattr(tree, "body", []):
+        for node in ast.walk(statement):
+            if isinstance(node, (ast.Name, ast.Attribute)):
+                chain = _dotted(node)
+                if chain and chain[0] not in local:
+                    chains[tuple(chain)] = None
+    # A chain that starts another (``cfg`` of ``cfg.TILE``) is resolved on the way along it.
+    prefixes = {chain[:end] for chain in chains for end in range(1, len(chain))}
+    return digest.hexdigest(), tuple(c for c in chains if c not in prefixes)
 
 
 # -- globals the kernel reads ----------------------------------------------------------------------
@@ -228,12 +244,12 @@ def _attribute(value: object, name: str) -> object:
     raise AttributeError(name)
 
 
-def referenced_globals(tree: ast.AST, globals_: dict, closure: dict) -> dict[str, str]:
+def referenced_globals(code, globals_: dict, closure: dict) -> dict[str, str]:
     """``{"TILE": "4", "Cfg.PAD": "1"}``: the data values the kernel's body reads from its closure or
     module globals (closure first, as the frontend resolves them). Annotations are left out: what they
     fix is in the argument components."""
     found: dict[str, str] = {}
-    for chain in _facts(tree)[1]:
+    for chain in _facts(code)[1]:
         if chain[0] in closure:
             value = closure[chain[0]]
         elif chain[0] in globals_:
@@ -278,15 +294,15 @@ def _is_helper(value: object) -> bool:
         return False
 
 
-def helper_components(tree: ast.AST, globals_: dict, closure: dict) -> dict[str, dict]:
+def helper_components(code, globals_: dict, closure: dict) -> dict[str, dict]:
     """``{"module.qualname": {"source": digest, "globals": {...}}}`` for every ``@jittile.func``
     helper the kernel calls, directly or through other helpers: their code and the data they read
     change the cubin as the kernel's own do."""
     found: dict[str, dict] = {}
-    pending = [(tree, globals_, closure)]
+    pending = [(code, globals_, closure)]
     while pending:
-        tree, globals_, closure = pending.pop()
-        for chain in _facts(tree)[1]:
+        code, globals_, closure = pending.pop()
+        for chain in _facts(code)[1]:
             value = _resolve(chain, globals_, closure)
             if not _is_helper(value):
                 continue
@@ -295,15 +311,15 @@ def helper_components(tree: ast.AST, globals_: dict, closure: dict) -> dict[str,
                 continue
             source = value.source
             found[name] = {
-                "source": source_digest(source.tree),
-                "globals": referenced_globals(source.tree, source.globals, source.closure),
+                "source": source_digest(source),
+                "globals": referenced_globals(source, source.globals, source.closure),
             }
-            pending.append((source.tree, source.globals, source.closure))
+            pending.append((source, source.globals, source.closure))
     return dict(sorted(found.items()))
 
 
 def terminal_reads(
-    tree: ast.AST, globals_: dict, closure: dict, opaque
+    code, globals_: dict, closure: dict, opaque
 ) -> list[tuple[tuple[str, ...], object]]:
     """Per name chain the body reads, the prefix whose value its code depends on, with that value.
 
@@ -312,7 +328,7 @@ def terminal_reads(
     chain ends or stops resolving. Chains of names bound nowhere (builtins) are left out.
     """
     found: dict[tuple[str, ...], object] = {}
-    for chain in _facts(tree)[1]:
+    for chain in _facts(code)[1]:
         scope = closure if chain[0] in closure else globals_
         if chain[0] not in scope:
             continue

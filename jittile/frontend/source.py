@@ -7,23 +7,35 @@ import copy
 import inspect
 import linecache
 import textwrap
-from dataclasses import dataclass
+import types
+from dataclasses import dataclass, field
 
 from ..errors import CompileError, Location
 
 
 @dataclass
 class KernelSource:
-    """A kernel function's parsed definition and the scopes its names resolve in."""
+    """A kernel function's definition and the scopes its names resolve in. ``text`` is the
+    definition as written (decorators included; what ``jittile cache why`` diffs and the key's
+    facts memo is keyed by); ``tree`` is parsed on first use, which a cache hit never needs where
+    the memo holds the facts (jittile/cache/facts.py)."""
 
     pyfunc: object
     name: str
     qualname: str
     filename: str
     firstlineno: int
-    tree: ast.FunctionDef
     globals: dict
     closure: dict
+    text: str
+    parsed: ast.FunctionDef | None = field(default=None, repr=False)
+    key_facts: tuple | None = field(default=None, repr=False)  # cache/components.py's, once read
+
+    @property
+    def tree(self) -> ast.FunctionDef:
+        if self.parsed is None:
+            self.parsed = _parse_definition(self.pyfunc, self.filename)
+        return self.parsed
 
     def location(self, node: ast.AST) -> Location:
         lineno = getattr(node, "lineno", self.firstlineno)
@@ -33,12 +45,6 @@ class KernelSource:
             else None
         )
         return Location(self.filename, lineno, getattr(node, "col_offset", 0), end)
-
-    @property
-    def text(self) -> str:
-        """The definition as written, decorators included (what ``jittile cache why`` diffs)."""
-        lines = linecache.getlines(self.filename, self.globals)
-        return "".join(lines[self.firstlineno - 1 : self.tree.end_lineno])
 
     def node_indices(self) -> dict[Location, int]:
         """Each position of this kernel's code -> the index of its first node in ``ast.walk``
@@ -79,12 +85,13 @@ def load_source(pyfunc) -> KernelSource:
     except TypeError as exc:
         raise CompileError(f"cannot read the source of {pyfunc!r}: {exc}") from exc
     code = pyfunc.__code__
-    if not linecache.getlines(filename, pyfunc.__globals__):
+    lines = linecache.getlines(filename, pyfunc.__globals__)
+    if not lines:
         raise _no_source(pyfunc, filename)
-    tree = _definition_in_file(filename, pyfunc.__globals__, pyfunc.__name__, code.co_firstlineno)
-    if tree is None:
-        tree = _definition_by_inspect(pyfunc, filename)
-    tree.decorator_list = []
+    parsed, last = None, _last_line(code)
+    if last is None:  # Python 3.10: no end positions in code objects; the tree says
+        parsed = _parse_definition(pyfunc, filename)
+        last = parsed.end_lineno
     closure = {}
     if pyfunc.__closure__:
         for name, cell in zip(code.co_freevars, pyfunc.__closure__):
@@ -98,10 +105,36 @@ def load_source(pyfunc) -> KernelSource:
         pyfunc.__qualname__,
         filename,
         code.co_firstlineno,
-        tree,
         pyfunc.__globals__,
         closure,
+        "".join(lines[code.co_firstlineno - 1 : last]),
+        parsed,
     )
+
+
+def _last_line(code: types.CodeType) -> int | None:
+    """The last line the function's code covers (its nested functions' too), from the code
+    objects' positions (Python 3.11+), or None where code objects have no end positions."""
+    if not hasattr(code, "co_positions"):
+        return None
+    last = code.co_firstlineno
+    for _, end, _, _ in code.co_positions():
+        if end is not None and end > last:
+            last = end
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType):
+            last = max(last, _last_line(constant))
+    return last
+
+
+def _parse_definition(pyfunc, filename: str) -> ast.FunctionDef:
+    """The function's definition parsed, its positions those of the file, decorators dropped."""
+    code = pyfunc.__code__
+    tree = _definition_in_file(filename, pyfunc.__globals__, pyfunc.__name__, code.co_firstlineno)
+    if tree is None:
+        tree = _definition_by_inspect(pyfunc, filename)
+    tree.decorator_list = []
+    return tree
 
 
 def _no_source(pyfunc, filename: str) -> CompileError:
