@@ -44,6 +44,7 @@ class Autotuner(Protocol):
     parameter_names: list[str]
     free_names: list[str]
 
+
 _VALUE = reader(int, False)  # the reader of scalars and T.constexpr values: the value itself
 
 

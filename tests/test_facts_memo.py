@@ -12,7 +12,7 @@ from jittile.cache import components, facts
 from jittile.frontend import source as source_module
 from jittile.frontend.source import load_source
 
-KERNEL_FILE = '''
+KERNEL_FILE = """
 import jittile
 from jittile import T
 
@@ -31,7 +31,7 @@ def helper_value(x):
     return inner(
         x,
     )
-'''
+"""
 
 
 def _module(tmp_path, text=KERNEL_FILE, name="facts_kernels"):

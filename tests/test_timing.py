@@ -65,7 +65,9 @@ class StandInDriver:
 def stand_in(monkeypatch):
     fake = StandInDriver()
     monkeypatch.setattr(driver, "bindings", lambda: fake)
-    monkeypatch.setattr(driver, "check", lambda result, what: result[1] if len(result) > 1 else None)
+    monkeypatch.setattr(
+        driver, "check", lambda result, what: result[1] if len(result) > 1 else None
+    )
     return fake
 
 
