@@ -91,6 +91,16 @@ class Configured:
         except LaunchError as error:
             raise launch_failure(error, self.kernel.__name__) from None
 
+    def launch_printed(self, args: tuple, prints: list, stream, cluster, shared_bytes) -> None:
+        """A call whose arguments' fingerprints (jittile/runtime/fingerprints.py) the caller has
+        read already: the tuned launch's, which reads them to find its choice."""
+        fast = self.kernel.fast_paths.table.get((self.config, cluster))
+        try:
+            if fast is None or not fast.launch_printed(args, prints, stream, shared_bytes):
+                launch_kernel(self.kernel, args, {}, self.config, stream, cluster, shared_bytes)
+        except LaunchError as error:
+            raise launch_failure(error, self.kernel.__name__) from None
+
 
 def launch_failure(error: LaunchError, name: str) -> LaunchError:
     """``error`` as the user sees it: located at the user's line that launched kernel ``name``

@@ -75,7 +75,8 @@ class TunedLaunch:
         self.grid, self.cluster = grid, config.cluster
         self.configured: dict = {}  # (grid, block) -> kernel[grid, block]
 
-    def __call__(self, args: tuple, stream, shared_bytes: int | None) -> None:
+    def __call__(self, args: tuple, prints: list, stream, shared_bytes: int | None) -> None:
+        """Launch for ``args``, whose fingerprints ``prints`` the signature read."""
         config, grid, block = self.config, self.grid, self.block
         meta = None
         if config.pre_hook or config.post_hook or callable(grid) or callable(block):
@@ -96,7 +97,13 @@ class TunedLaunch:
                 launch = self.kernel[grid, block]
             if launch is None:
                 launch = self.configured[(grid, block)] = self.kernel[grid, block]
-            launch(*full, stream=stream, cluster=self.cluster, shared_bytes=shared_bytes)
+            launch.launch_printed(
+                full,
+                list(self.arrange((*prints, *self.constants))),
+                stream,
+                self.cluster,
+                shared_bytes,
+            )
         if config.post_hook is not None:
             config.post_hook(meta)
 
@@ -118,18 +125,17 @@ class TunedFastPaths:
         self.readers: dict = {}  # argument classes -> [(fingerprint reader, whole)]
         self.several_devices: bool | None = None  # asked of the driver once, when first needed
 
-    def signature(self, args: tuple) -> tuple | None:
-        """What of ``args`` decides the choice, or None where the full path must decide."""
+    def signature(self, args: tuple) -> tuple[tuple, list] | None:
+        """What of ``args`` decides the choice, with their fingerprints; None where the full path
+        must decide."""
         kinds = tuple(map(type, args))
         reads = self.readers.get(kinds)
         if reads is None:
             reads = self.readers[kinds] = self._readers(kinds)
         if not reads:
             return None
-        return (
-            kinds,
-            *[read(a) if whole else read(a)[1:] for (read, whole), a in zip(reads, args)],
-        )
+        prints = [read(a) for (read, _), a in zip(reads, args)]
+        return (kinds, *[p if whole else p[1:] for (_, whole), p in zip(reads, prints)]), prints
 
     def _readers(self, kinds: tuple) -> list:
         """Per argument of these classes: (its fingerprint reader, whether the whole fingerprint
@@ -143,25 +149,25 @@ class TunedFastPaths:
             out.append((read, read is _VALUE))
         return out
 
-    def find(self, grid, block, args: tuple) -> TunedLaunch | None:
-        signature = self.signature(args)
-        if signature is None:
+    def find(self, grid, block, args: tuple) -> tuple[TunedLaunch, list] | None:
+        """The kept launch for ``args`` and their fingerprints, or None."""
+        read = self.signature(args)
+        if read is None:
             return None
         try:
-            return self.table.get((grid, block, signature))
+            kept = self.table.get((grid, block, read[0]))
         except TypeError:  # an unhashable grid or block (a list): the full path
             return None
+        return None if kept is None else (kept, read[1])
 
     def keep(self, tuner: Autotuner, config: Config, grid, block, args: tuple) -> None:
         """Keep the launch the full path just chose for ``args``, where its signature decides
         the choice alone."""
-        signature = self.signature(args)
-        if signature is None or not self._device_is_read(args):
+        read = self.signature(args)
+        if read is None or not self._device_is_read(args):
             return
         try:
-            self.table[(grid, block, signature)] = TunedLaunch(
-                tuner, config, len(args), grid, block
-            )
+            self.table[(grid, block, read[0])] = TunedLaunch(tuner, config, len(args), grid, block)
         except TypeError:
             return
 

@@ -266,10 +266,11 @@ class Autotuner:
 
     def _run(self, args, kwargs, grid, block, stream, shared_bytes) -> None:
         if not kwargs:  # a signature seen before: its choice (jittile/tuned_launch.py)
-            kept = self._fast.find(grid, block, args)
-            if kept is not None:
+            found = self._fast.find(grid, block, args)
+            if found is not None:
+                kept, prints = found
                 self.best_config = kept.config
-                kept(args, stream, shared_bytes)
+                kept(args, prints, stream, shared_bytes)
                 return
         named = self._named(args, kwargs)
         device = _launch_device(named)

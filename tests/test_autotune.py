@@ -219,8 +219,9 @@ def test_a_repeated_signature_launches_its_choice_without_keying_again(gpu, disk
 
 def test_a_new_shape_value_type_or_device_is_a_new_signature(gpu, disk, monkeypatch):
     fast = tiled_fill._fast
-    base = fast.signature((CupyLike(0x10000, (64,)), 10))
-    assert base == fast.signature((CupyLike(0x90000, (64,)), 10))  # the pointer does not count
+    base, prints = fast.signature((CupyLike(0x10000, (64,)), 10))
+    assert prints[0][0] == 0x10000  # the fingerprints read, handed to the kernel's fast path
+    assert base == fast.signature((CupyLike(0x90000, (64,)), 10))[0]  # the pointer does not count
     on_device_1 = CupyLike(0x10000, (64,))
     on_device_1.data.device_id = 1
     for other in (
@@ -230,7 +231,7 @@ def test_a_new_shape_value_type_or_device_is_a_new_signature(gpu, disk, monkeypa
         (CupyLike(0x10000, (64,)), np.int64(10)),
         (on_device_1, 10),
     ):
-        assert fast.signature(other) != base
+        assert fast.signature(other)[0] != base
     assert fast.signature((np.zeros(64, np.float32), 10)) is None  # host arrays: the full path
 
 

@@ -157,7 +157,20 @@ class FastLaunch:
             prints = [read(a) for read, a in zip(self.readers, args)]
         except Exception:  # an attribute this argument lacks: the full path says what is wrong
             return False
-        launcher = self.launcher
+        return self._launch_prints(args, prints, stream, shared_bytes)
+
+    def launch_printed(self, args: tuple, prints: list, stream, shared_bytes: int | None) -> bool:
+        """As :meth:`launch`, for a caller that has read the arguments' fingerprints already (the
+        tuned launch, jittile/tuned_launch.py); False (nothing done) where they do not fit."""
+        changed = self.changed
+        if changed is not None and changed():
+            return False
+        if tuple(map(type, args)) != self.types:
+            return False
+        return self._launch_prints(args, prints, stream, shared_bytes)
+
+    def _launch_prints(self, args: tuple, prints: list, stream, shared_bytes) -> bool:
+        launcher, objects = self.launcher, self.objects
         if (prints != self.prints or launcher.packed_by is not self) and not self._repack(
             args, prints
         ):
