@@ -211,15 +211,19 @@ def stream_capturing(stream: int) -> bool:
     return status != driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
 
 
-@functools.cache
 def _cupy_launch():
-    """CuPy's Cython ``cuLaunchKernel`` (``cupy_backends``), where CuPy is installed: it takes
-    plain integers and makes no objects, which ``cuda.bindings``' wrapper does; None without it."""
+    """CuPy's Cython ``cuLaunchKernel`` (``cupy_backends``) where the process has imported CuPy:
+    it takes plain integers and makes no objects, which ``cuda.bindings``' wrapper does. Not
+    otherwise: its first call imports CuPy, 164 of a cached GEMM's 221 ms first launch in a
+    fresh torch process on the H200 host (bench/results/first_launch_profile_run55.json), against
+    the microseconds it saves per launch; None then, or without CuPy."""
+    if "cupy" not in sys.modules:
+        return None
     try:
         from cupy_backends.cuda.api import driver as cupy_driver
 
         return cupy_driver.launchKernel
-    except Exception:  # not installed, or not loadable here
+    except Exception:  # not loadable here
         return None
 
 
@@ -227,7 +231,7 @@ def launch_call(function, what: str):
     """A function ``launch(grid, block, shared, stream, params)`` making the checked
     ``cuLaunchKernel`` of a loaded ``function`` with a packed ``void*[]`` of parameters; made once
     per loaded function, so that a launch looks nothing up. It calls CuPy's wrapper where CuPy is
-    installed, else ``cuda.bindings``' (a ctypes call into libcuda measured slower than both on
+    imported, else ``cuda.bindings``' (a ctypes call into libcuda measured slower than both on
     the H200 host: 7.4 us against 5.2 for ``cuda.bindings``, bench/results run 28)."""
     cupy_launch = _cupy_launch()
     if cupy_launch is not None:
