@@ -2,9 +2,9 @@
 and out, fp32 softmax and accumulation, FlashAttention-3's warp-specialized design in jittile.
 
 Tensors are ``(B, H, S, D)`` (K and V may have fewer heads, ``H % H_kv == 0``: grouped-query
-attention), D in {64, 128, 256}, any S (the ragged end is masked; TMA loads fill beyond S with zeros and
-TMA stores clip at S), causal or not; ``return_lse=True`` also returns the natural log-sum-exp of
-every row's scaled scores, float32 ``(B, H, S)``.
+attention), D in {64, 128, 256}, any S (the ragged end is masked; TMA loads fill beyond S with
+zeros and TMA stores clip at S), causal or not; ``return_lse=True`` also returns the natural
+log-sum-exp of every row's scaled scores, float32 ``(B, H, S)``.
 
 One CTA computes a 128-row block of one head's queries (grid ``(ceil(S / 128), H, B)``):
 
@@ -87,10 +87,11 @@ def mask_scores(s_acc, kv0, q0, seq, causal):
 
 
 @jittile.func
-def softmax_step(s_acc, top_max, bottom_max, top_sum, bottom_sum, scale, kv0, q0, seq, causal, BN):
+def softmax_step(s_acc, top_max, bottom_max, top_sum, bottom_sum, scale, kv0, q0, seq, causal):
     """The online softmax of one block of scores, in place (``s_acc`` becomes the unnormalized
     probabilities): the running row maxima and this thread's running row sums, and the factors
     ``alpha`` that rescale what was accumulated under the old maxima."""
+    BN = s_acc.shape[1]  # the key block's rows
     if kv0 + BN > seq or (causal and kv0 + BN > q0):
         mask_scores(s_acc, kv0, q0, seq, causal)
     block_top, block_bottom = row_max(s_acc)
@@ -111,12 +112,16 @@ def softmax_step(s_acc, top_max, bottom_max, top_sum, bottom_sum, scale, kv0, q0
 
 
 @jittile.func
-def multiply_qk(s_acc, q_s, k_s, half, stage, DH, BN):
+def multiply_qk(s_acc, q_s, k_s, half, stage, DH):
     """``S = Q K^T`` of the warpgroup's 64 rows against K's ``stage`` (committed; the caller
     fences)."""
     for d in T.unroll(DH):
         T.cuda.tile.apply(
-            T.ptx[QK[BN]], s_acc, q_s[d, half, 0, 0], k_s[stage, d, 0, 0].T, scale_d=min(d, 1)
+            T.ptx[QK[s_acc.shape[1]]],
+            s_acc,
+            q_s[d, half, 0, 0],
+            k_s[stage, d, 0, 0].T,
+            scale_d=min(d, 1),
         )
     T.ptx.wgmma.commit_group.sync.aligned()
 
@@ -328,7 +333,7 @@ def attention_fwd(
                 T.cuda.mbarrier_wait(vfull.ptr_to([previous]), ((block - 1) // STAGES) & 1)
             T.ptx.bar.sync(PINGPONG + half, 256)
             T.ptx.wgmma.fence.sync.aligned()
-            multiply_qk(s_acc, Q_s, K_s, half, stage, DH, BN)
+            multiply_qk(s_acc, Q_s, K_s, half, stage, DH)
             multiply_pv(o_0, o_1, o_2, o_3, p_frag, V_s, previous, DH, block > 1)
             T.ptx.wgmma.commit_group.sync.aligned()
             if half == 0 or block + 1 < blocks:
@@ -337,17 +342,7 @@ def attention_fwd(
             if leader:
                 T.ptx.mbarrier.arrive.shared.b64(kfree.ptr_to([stage]))
             top_max, bottom_max, top_sum, bottom_sum, top_alpha, bottom_alpha = softmax_step(
-                s_acc,
-                top_max,
-                bottom_max,
-                top_sum,
-                bottom_sum,
-                scale,
-                block * BN,
-                q0,
-                seq,
-                CAUSAL,
-                BN,
+                s_acc, top_max, bottom_max, top_sum, bottom_sum, scale, block * BN, q0, seq, CAUSAL
             )
             T.ptx.wgmma.wait_group.sync.aligned(0)
             if leader and block > 0:
