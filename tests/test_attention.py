@@ -62,15 +62,18 @@ def test_unsupported_shapes_are_refused(shapes, message):
 
 
 @pytest.mark.parametrize(
-    "head_dim, qk_form, pv_count",
+    "head_dim, qk_form, pv_form, pv_count",
     [
-        # P V: A from registers, 2 (4) 64-column parts of D times 128 (80) / 16 k-steps, issued
-        # in the loop and once more for the last block
-        (128, "HGMMA.64x128x16.F32.BF16", 2 * 2 * 8),
-        (256, "HGMMA.64x80x16.F32.BF16", 2 * 4 * 5),  # FlashAttention-3's 128x80 tiles
+        # P V: A from registers, issued in the loop and once more for the last block: at D=128
+        # 2 halves of D times 128 / 16 k-steps, at D=256 (FlashAttention-3's 128x80 tiles) one
+        # n=256 MMA per 80 / 16 k-steps
+        (128, "HGMMA.64x128x16.F32.BF16", "HGMMA.64x64x16.F32.BF16", 2 * 2 * 8),
+        (256, "HGMMA.64x80x16.F32.BF16", "HGMMA.64x256x16.F32.BF16", 2 * 5),
     ],
 )
-def test_the_sm90a_build_sets_register_budgets_without_spilling(head_dim, qk_form, pv_count):
+def test_the_sm90a_build_sets_register_budgets_without_spilling(
+    head_dim, qk_form, pv_form, pv_count
+):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no ptxas advisory (serialized wgmma, setmaxnreg ignored)
         ck = attn.compiled(head_dim=head_dim, causal=True, target="sm_90a")
@@ -81,5 +84,6 @@ def test_the_sm90a_build_sets_register_budgets_without_spilling(head_dim, qk_for
     assert "USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0xf0" in ck.sass  # consumers: 240
     assert "USETMAXREG.DEALLOC.CTAPOOL 0x18" in ck.sass  # producer: 24
     assert ck.sass.count(qk_form) == head_dim // 16  # QK^T, B from shared
-    assert ck.sass.count("HGMMA.64x64x16.F32.BF16") == pv_count
+    assert ck.sass.count(pv_form) == pv_count
+    assert ck.sass.count("HGMMA.") == head_dim // 16 + pv_count  # no other MMA
     assert "WARPGROUP.DEPBAR.LE gsb0, 0x1" in ck.sass  # the softmax overlaps the in-flight P V
