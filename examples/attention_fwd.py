@@ -146,6 +146,23 @@ def multiply_pv(o_lo, o_hi, p_frag, v_s, stage, DH, accumulate):
 
 
 @jittile.func
+def load_block(ring, stage, src, origin, mbar, BN):
+    """TMA: ``BN`` rows of ``src`` from ``origin`` (batch, head, row) into ``ring[stage]``, one
+    box per 64 columns of D (the ring's second axis), completing on ``mbar``."""
+    batch, head, row = origin
+    T.cuda.tile.apply(
+        T.ptx[LOAD],
+        ring[stage],
+        src,
+        box=(1, 1, BN, 64),
+        coords=(batch, head, row, 0),
+        coord_steps=((0, 0, 0, 64),),
+        swizzle=3,
+        mbar=mbar,
+    )
+
+
+@jittile.func
 def store_rows(o_acc, o_s, d0, half, row, lane, top_inv, bottom_inv):
     """An accumulator of O, its rows divided (``top_inv`` / ``bottom_inv``: the inverse row
     sums), as bf16 into ``o_s[d0 + d, half]`` for its 64-column blocks ``d`` (registers ``32d``
@@ -280,30 +297,14 @@ def attention_fwd(
                 T.ptx.mbarrier.arrive.expect_tx.shared.b64(
                     kfull.ptr_to([stage]), T.uint32(BN * D * 2)
                 )
-                T.cuda.tile.apply(
-                    T.ptx[LOAD],
-                    K_s[stage],
-                    K,
-                    box=(1, 1, BN, 64),
-                    coords=(batch, kv_head, load * BN, 0),
-                    coord_steps=((0, 0, 0, 64),),
-                    swizzle=3,
-                    mbar=kfull.ptr_to([stage]),
-                )
+                load_block(K_s, stage, K, (batch, kv_head, load * BN), kfull.ptr_to([stage]), BN)
                 T.cuda.mbarrier_wait(vfree.ptr_to([stage]), free_phase)
                 T.ptx.mbarrier.arrive.expect_tx.shared.b64(
                     vfull.ptr_to([stage]), T.uint32(BN * D * 2)
                 )
                 if PN == 64:
-                    T.cuda.tile.apply(
-                        T.ptx[LOAD],
-                        V_s[stage],
-                        V,
-                        box=(1, 1, BN, 64),
-                        coords=(batch, kv_head, load * BN, 0),
-                        coord_steps=((0, 0, 0, 64),),
-                        swizzle=3,
-                        mbar=vfull.ptr_to([stage]),
+                    load_block(
+                        V_s, stage, V, (batch, kv_head, load * BN), vfull.ptr_to([stage]), BN
                     )
                 else:
                     for d in T.unroll(DH):  # one box per 64-column chunk
