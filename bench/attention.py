@@ -4,7 +4,9 @@ installed), bf16 (B, H, S, D), causal and not. TFLOP/s from the median of CUDA-e
 the contenders' samples interleaved (causal counts half the FLOPs); every output's max error
 against a float32 reference (on the first batch entry's heads, to keep the reference small).
 
-    PYTHONPATH=$PWD python3 bench/attention.py [RUN]     # writes bench/results/attention_runRUN.json
+    PYTHONPATH=$PWD python3 bench/attention.py [RUN [D ...]]  # bench/results/attention_runRUN.json
+
+Head dimensions after the run number keep only those shapes (and kernels): ``... 49 256``.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ SHAPES = (
     (2, 32, 32, 8192, 128),
     (4, 32, 32, 4096, 64),
     (16, 16, 16, 1024, 128),
-    (2, 16, 16, 4096, 256),
+    (4, 16, 16, 4096, 256),
+    (2, 16, 16, 8192, 256),
     (2, 32, 32, 3000, 128),
     (2, 32, 8, 4096, 128),
 )
@@ -116,9 +119,10 @@ def main() -> None:
     import torch
 
     run = sys.argv[1] if len(sys.argv) > 1 else "00"
+    head_dims = tuple(int(d) for d in sys.argv[2:]) or attention_fwd.HEAD_DIMS
     found = contenders(torch)
     results = []
-    for shape in SHAPES:
+    for shape in (shape for shape in SHAPES if shape[-1] in head_dims):
         for causal in (False, True):
             row = measure(torch, shape, causal, found)
             results.append(row)
@@ -136,7 +140,7 @@ def main() -> None:
                 flush=True,
             )
     kernels = {}
-    for head_dim in attention_fwd.HEAD_DIMS:
+    for head_dim in head_dims:
         for causal in (False, True):
             ck = attention_fwd.compiled(head_dim, causal)
             kernels[f"D{head_dim}{'_causal' if causal else ''}"] = {

@@ -2,23 +2,26 @@
 and out, fp32 softmax and accumulation, FlashAttention-3's warp-specialized design in jittile.
 
 Tensors are ``(B, H, S, D)`` (K and V may have fewer heads, ``H % H_kv == 0``: grouped-query
-attention), D in {64, 128}, any S (the ragged end is masked; TMA loads fill beyond S with zeros and
-TMA stores clip at S), causal or not; ``return_lse=True`` also returns the natural log-sum-exp of
-every row's scaled scores, float32 ``(B, H, S)``.
+attention), D in {64, 128, 256}, any S (the ragged end is masked; TMA loads fill beyond S with
+zeros and TMA stores clip at S), causal or not; ``return_lse=True`` also returns the natural
+log-sum-exp of every row's scaled scores, float32 ``(B, H, S)``.
 
 One CTA computes a 128-row block of one head's queries (grid ``(ceil(S / 128), H, B)``):
 
 - a *producer* warpgroup, its register budget lowered by ``setmaxnreg`` to 24, whose first thread
-  loads the Q block once and streams 128-row K and V blocks into a ring (4 stages at D=64, 2 at
-  D=128) of 128B-swizzled shared buffers with TMA (``kfull`` / ``vfull`` barriers per stage, with transaction bytes, and an
-  ``kfree`` / ``vfree`` ones the consumers release: K as soon as its ``Q K^T`` is done, V after
-  its ``P V``);
+  loads the Q block once and streams K and V blocks of ``BN`` rows (128 at D=64 and D=128; 80 at
+  D=256, FlashAttention-3's 128x80 tiles) into a ring (4 stages at D=64, 2 at D=128 and D=256) of
+  128B-swizzled shared buffers with TMA (``kfull`` / ``vfull`` barriers per stage, with
+  transaction bytes, and ``kfree`` / ``vfree`` ones the consumers release: K as soon as its
+  ``Q K^T`` is done, V after its ``P V``);
 - two *consumer* warpgroups (budget raised to 240), each owning 64 query rows: ``S = Q K^T`` with
-  ``wgmma.m64n128k16`` from shared memory, the online softmax in registers (row maxima across the
+  ``wgmma.m64n{BN}k16`` from shared memory, the online softmax in registers (row maxima across the
   quad by ``shfl.sync.bfly``, ``ex2.approx`` with the scale folded into log2(e), the running sum
   kept per thread and reduced once at the end), ``O`` rescaled in registers, then ``P`` rounded
-  to a bf16 A fragment in registers and ``O += P V`` with ``wgmma.m64n64k16`` (V's MN-major
-  descriptor; one accumulator per 64 columns of D);
+  to a bf16 A fragment in registers and ``O += P V`` with V's MN-major descriptor: at D=64/128
+  ``wgmma.m64n64k16``, one accumulator per 64 columns of D; at D=256 FlashAttention-3's one
+  ``wgmma.m64n256k16`` over V's whole stage (``tiled_swizzle``: the TMA boxes' 64-column chunks
+  one after another);
 - ping-pong: the consumers take turns at the tensor cores (named barriers 3 and 4): each issues
   its MMAs in its turn and hands the turn over, so one warpgroup's softmax runs under the
   other's MMAs;
@@ -28,11 +31,14 @@ One CTA computes a 128-row block of one head's queries (grid ``(ceil(S / 128), H
   whose result block 1's, with ``scale_d`` 0, overwrites: a branch around the MMAs would make
   ptxas serialize them);
 - the epilogue divides by the row sums, stores bf16 pairs with ``stmatrix`` into shared memory
-  and writes them with a TMA store; the LSE goes out with element stores.
+  and writes them with a TMA store; the LSE goes out with element stores. At D=256 (O is 128
+  registers a thread, S 40) Q's 64 KB and the ring's 160 KB leave no room
+  for an output buffer: each warpgroup stages its rows of O in its own half of Q's buffer, once
+  its MMAs are done, and the TMA store reads them with Q's 128B swizzle.
 
-Not (yet) FlashAttention-3: D=256 (128x80 tiles), FA3's wider key blocks (128x176 at D=128,
-192x128 at D=64), ``P V`` as one n=D MMA and a persistent tile scheduler are missing. The
-fragment helpers come from ``jittile.fragment_algebra``.
+Not (yet) FlashAttention-3: FA3's wider key blocks (128x176 at D=128, 192x128 at D=64), ``P V``
+as one n=D MMA at D=64/128 and a persistent tile scheduler are missing. The fragment helpers come from
+``jittile.fragment_algebra``.
 """
 
 from __future__ import annotations
@@ -51,18 +57,26 @@ from jittile.fragment_algebra import (
     thread_row_sum,
     to_bf16_a,
 )
-from jittile.layout import swizzle, wgmma_a, wgmma_accumulator
+from jittile.layout import swizzle, tiled_swizzle, wgmma_a, wgmma_accumulator
 
-BM, BN = 128, 128  # query rows per CTA (64 per consumer warpgroup), key rows per pipeline stage
-RING_BYTES = 131072  # shared bytes of the K/V ring: 2 stages at D=128, 4 at D=64
+BM = 128  # query rows per CTA (64 per consumer warpgroup)
+# Per head dimension: key rows per pipeline stage (BN) and K/V ring stages. 128 KB of ring at
+# D=64/128; at D=256 FlashAttention-3's 128x80 tiles: S stays 40 registers beside O's 128, and
+# Q (64 KB) plus 2 stages of 80-row K and V (160 KB) fill the 227 KB.
+KEY_ROWS = {64: 128, 128: 128, 256: 80}
+RING_STAGES = {64: 4, 128: 2, 256: 2}
+# Columns of O per P V MMA: D=64/128 issue one per 64-column block of V; D=256 one n=256 MMA
+# over V's whole stage (FlashAttention-3's), whose 64-column chunks tiled_swizzle lays out as
+# the TMA boxes fill them.
+PV_COLUMNS = {64: 64, 128: 64, 256: 256}
 LOAD = "cp.async.bulk.tensor.4d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
 STORE = "cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group"
-QK = f"wgmma.mma_async.sync.aligned.m64n{BN}k16.f32.bf16.bf16"
-PV = "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16"
+QK = {n: f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16" for n in (80, 128)}
+PV = {n: f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16" for n in (64, 256)}
 NEG = -1.0e30  # a masked score: exp2 of it (minus any finite row maximum) is 0
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
-HEAD_DIMS = (64, 128)
+HEAD_DIMS = tuple(KEY_ROWS)
 PINGPONG = 3  # named barriers 3 and 4: the consumer warpgroups' turns at the tensor cores
 
 
@@ -83,6 +97,7 @@ def softmax_step(s_acc, top_max, bottom_max, top_sum, bottom_sum, scale, kv0, q0
     """The online softmax of one block of scores, in place (``s_acc`` becomes the unnormalized
     probabilities): the running row maxima and this thread's running row sums, and the factors
     ``alpha`` that rescale what was accumulated under the old maxima."""
+    BN = s_acc.shape[1]  # the key block's rows
     if kv0 + BN > seq or (causal and kv0 + BN > q0):
         mask_scores(s_acc, kv0, q0, seq, causal)
     block_top, block_bottom = row_max(s_acc)
@@ -107,31 +122,88 @@ def multiply_qk(s_acc, q_s, k_s, half, stage, DH):
     """``S = Q K^T`` of the warpgroup's 64 rows against K's ``stage`` (committed; the caller
     fences)."""
     for d in T.unroll(DH):
-        T.cuda.tile.apply(T.ptx[QK], s_acc, q_s[d, half, 0, 0], k_s[stage, d, 0, 0].T, scale_d=d)
+        T.cuda.tile.apply(
+            T.ptx[QK[s_acc.shape[1]]],
+            s_acc,
+            q_s[d, half, 0, 0],
+            k_s[stage, d, 0, 0].T,
+            scale_d=min(d, 1),
+        )
     T.ptx.wgmma.commit_group.sync.aligned()
 
 
 @jittile.func
 def multiply_pv(o_lo, o_hi, p_frag, v_s, stage, DH, accumulate):
     """``O += P V`` (``O = P V`` unless ``accumulate``) from the bf16 P fragment and V's
-    ``stage``, 64 columns of D per MMA; the caller fences and commits."""
-    T.cuda.tile.apply(T.ptx[PV], o_lo, p_frag, v_s[stage, 0, 0, 0], scale_d=accumulate)
+    ``stage``: at D=256 one n=256 MMA into ``o_lo`` (all of O), else 64 columns of D per MMA
+    (``o_hi``: D=128's second half); the caller fences and commits."""
+    if DH == 4:
+        T.cuda.tile.apply(T.ptx[PV[256]], o_lo, p_frag, v_s[stage, 0, 0], scale_d=accumulate)
+    else:
+        T.cuda.tile.apply(T.ptx[PV[64]], o_lo, p_frag, v_s[stage, 0, 0, 0], scale_d=accumulate)
     if DH == 2:
-        T.cuda.tile.apply(T.ptx[PV], o_hi, p_frag, v_s[stage, 1, 0, 0], scale_d=accumulate)
+        T.cuda.tile.apply(T.ptx[PV[64]], o_hi, p_frag, v_s[stage, 1, 0, 0], scale_d=accumulate)
 
 
 @jittile.func
-def store_rows(o_acc, o_s, d, half, row, lane):
-    """One 64x64 block of O as bf16 into ``o_s[d, half]``: four 8x8 matrices per 16 columns."""
-    for j in T.unroll(4):
-        r = 8 * j
+def load_block(ring, stage, src, origin, mbar, BN):
+    """TMA: ``BN`` rows of ``src`` from ``origin`` (batch, head, row) into ``ring[stage]``, one
+    box per 64 columns of D (the ring's second axis), completing on ``mbar``."""
+    batch, head, row = origin
+    T.cuda.tile.apply(
+        T.ptx[LOAD],
+        ring[stage],
+        src,
+        box=(1, 1, BN, 64),
+        coords=(batch, head, row, 0),
+        coord_steps=((0, 0, 0, 64),),
+        swizzle=3,
+        mbar=mbar,
+    )
+
+
+@jittile.func
+def store_rows(o_acc, o_s, d0, half, row, lane, top_inv, bottom_inv):
+    """An accumulator of O, its rows divided (``top_inv`` / ``bottom_inv``: the inverse row
+    sums), as bf16 into ``o_s[d0 + d, half]`` for its 64-column blocks ``d`` (registers ``32d``
+    on): four 8x8 matrices per 16 columns."""
+    scale_rows(o_acc, top_inv, bottom_inv)
+    for k in T.unroll(o_acc.shape[1] // 16):
+        r = 8 * k  # columns 16k.. of O: block k // 4, 16-column group k % 4
         T.ptx.stmatrix.sync.aligned.m8n8.x4.shared.b16(
-            o_s.ptr_to([d, half, 0, 0, row, 16 * j + 8 * (lane // 16)]),
+            o_s.ptr_to([d0 + k // 4, half, 0, 0, row, 16 * (k % 4) + 8 * (lane // 16)]),
             T.ptx.cvt.rn.bf16x2.f32(o_acc[r + 1], o_acc[r]),
             T.ptx.cvt.rn.bf16x2.f32(o_acc[r + 3], o_acc[r + 2]),
             T.ptx.cvt.rn.bf16x2.f32(o_acc[r + 5], o_acc[r + 4]),
             T.ptx.cvt.rn.bf16x2.f32(o_acc[r + 7], o_acc[r + 6]),
         )
+
+
+@jittile.func
+def store_output(o_lo, o_hi, o_s, SWIZZLE, out, origin, half, lane, leader, inverse, DH):
+    """Warpgroup ``half``'s 64 rows of O, multiplied by the inverse row sums (``inverse``: top,
+    bottom), into ``o_s[:, half]`` (whose layout has TMA swizzle mode ``SWIZZLE``), then written
+    by one TMA store at ``origin`` (batch, head, first row); the caller waits for the bulk
+    group."""
+    top_inv, bottom_inv = inverse
+    batch, head, q0 = origin
+    row = (T.cuda.warp_id() % 4) * 16 + lane % 8 + 8 * ((lane // 8) % 2)
+    store_rows(o_lo, o_s, 0, half, row, lane, top_inv, bottom_inv)
+    if DH == 2:
+        store_rows(o_hi, o_s, 1, half, row, lane, top_inv, bottom_inv)
+    T.ptx.fence.proxy.async_.shared__cta()
+    T.ptx.bar.sync(1 + half, 128)
+    if leader:
+        T.cuda.tile.apply(
+            T.ptx[STORE],
+            out,
+            o_s[0:DH, half],
+            box=(1, 1, 64, 64),
+            coords=(batch, head, q0, 0),
+            coord_steps=((0, 0, 0, 64),),
+            swizzle=SWIZZLE,
+        )
+        T.ptx.cp.async_.bulk.commit_group()
 
 
 @jittile.kernel
@@ -149,7 +221,9 @@ def attention_fwd(
 ):
     T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=384))
     DH = D // 64  # 64-column blocks of the head dimension (one 128-byte swizzle atom each)
-    STAGES = RING_BYTES // (2 * BN * D * 2)  # K and V blocks per stage
+    BN = KEY_ROWS[D]
+    STAGES = RING_STAGES[D]  # K and V blocks in the ring
+    PN = PV_COLUMNS[D]
     tid = T.cuda.thread_idx("x")
     warpgroup = T.cuda.warp_id() // 4
     m0 = T.cuda.block_idx("x") * BM
@@ -167,13 +241,22 @@ def attention_fwd(
         layout=swizzle(3, (STAGES, DH, 1, 1, BN, 64), "bfloat16"),
         align=1024,
     )
-    V_s = T.alloc_shared(
-        (STAGES, DH, 1, 1, BN, 64),
-        "bfloat16",
-        layout=swizzle(3, (STAGES, DH, 1, 1, BN, 64), "bfloat16"),
-        align=1024,
-    )
-    O_s = T.alloc_shared((DH, 2, 1, 1, 64, 64), "bfloat16", align=1024)
+    if PN == 64:  # V's stages as 64-column blocks, one B operand (and TMA box) each
+        V_s = T.alloc_shared(
+            (STAGES, DH, 1, 1, BN, 64),
+            "bfloat16",
+            layout=swizzle(3, (STAGES, DH, 1, 1, BN, 64), "bfloat16"),
+            align=1024,
+        )
+    else:  # V's stages as one (BN, D) B operand of 64-column swizzled chunks (the same bytes)
+        V_s = T.alloc_shared(
+            (STAGES, 1, 1, BN, D),
+            "bfloat16",
+            layout=tiled_swizzle(3, (STAGES, 1, 1, BN, D), "bfloat16"),
+            align=1024,
+        )
+    if D != 256:  # at D=256 there is no room for another 64 KB: O is staged in Q's buffer
+        O_s = T.alloc_shared((DH, 2, 1, 1, 64, 64), "bfloat16", align=1024)
     qfull = T.alloc_shared((1,), "uint64")
     kfull = T.alloc_shared((STAGES,), "uint64")
     vfull = T.alloc_shared((STAGES,), "uint64")
@@ -214,30 +297,26 @@ def attention_fwd(
                 T.ptx.mbarrier.arrive.expect_tx.shared.b64(
                     kfull.ptr_to([stage]), T.uint32(BN * D * 2)
                 )
-                T.cuda.tile.apply(
-                    T.ptx[LOAD],
-                    K_s[stage],
-                    K,
-                    box=(1, 1, BN, 64),
-                    coords=(batch, kv_head, load * BN, 0),
-                    coord_steps=((0, 0, 0, 64),),
-                    swizzle=3,
-                    mbar=kfull.ptr_to([stage]),
-                )
+                load_block(K_s, stage, K, (batch, kv_head, load * BN), kfull.ptr_to([stage]), BN)
                 T.cuda.mbarrier_wait(vfree.ptr_to([stage]), free_phase)
                 T.ptx.mbarrier.arrive.expect_tx.shared.b64(
                     vfull.ptr_to([stage]), T.uint32(BN * D * 2)
                 )
-                T.cuda.tile.apply(
-                    T.ptx[LOAD],
-                    V_s[stage],
-                    V,
-                    box=(1, 1, BN, 64),
-                    coords=(batch, kv_head, load * BN, 0),
-                    coord_steps=((0, 0, 0, 64),),
-                    swizzle=3,
-                    mbar=vfull.ptr_to([stage]),
-                )
+                if PN == 64:
+                    load_block(
+                        V_s, stage, V, (batch, kv_head, load * BN), vfull.ptr_to([stage]), BN
+                    )
+                else:
+                    for d in T.unroll(DH):  # one box per 64-column chunk
+                        T.cuda.tile.apply(
+                            T.ptx[LOAD],
+                            V_s[stage, 0:1, 0:1, 0:BN, 64 * d : 64 * d + 64],
+                            V,
+                            box=(1, 1, BN, 64),
+                            coords=(batch, kv_head, load * BN, 64 * d),
+                            swizzle=3,
+                            mbar=vfull.ptr_to([stage]),
+                        )
     else:  # consumers: warpgroup 1 owns query rows m0..m0+63, warpgroup 2 the next 64
         T.ptx.setmaxnreg.inc.sync.aligned.u32(240)
         half = warpgroup - 1
@@ -246,7 +325,7 @@ def attention_fwd(
         lane = T.cuda.lane_id()
         s_acc = T.alloc_local((64, BN), "float32", layout=wgmma_accumulator)
         p_frag = T.alloc_local((64, BN), "bfloat16", layout=wgmma_a)
-        o_lo = T.alloc_local((64, 64), "float32", layout=wgmma_accumulator)  # O[:, 0:64]
+        o_lo = T.alloc_local((64, PN), "float32", layout=wgmma_accumulator)  # O[:, 0:PN]
         o_hi = T.alloc_local((64, 64), "float32", layout=wgmma_accumulator)  # O[:, 64:128], D=128
         if half == 1:
             T.ptx.bar.arrive(PINGPONG, 256)  # warpgroup 1 issues its MMAs first
@@ -293,26 +372,12 @@ def attention_fwd(
         T.ptx.wgmma.wait_group.sync.aligned(0)
         top_sum = quad_sum(top_sum)
         bottom_sum = quad_sum(bottom_sum)
-        top_inv = T.rcp(top_sum, approx=True)
-        bottom_inv = T.rcp(bottom_sum, approx=True)
-        row = (T.cuda.warp_id() % 4) * 16 + lane % 8 + 8 * ((lane // 8) % 2)
-        scale_rows(o_lo, top_inv, bottom_inv)
-        store_rows(o_lo, O_s, 0, half, row, lane)
-        if DH == 2:
-            scale_rows(o_hi, top_inv, bottom_inv)
-            store_rows(o_hi, O_s, 1, half, row, lane)
-        T.ptx.fence.proxy.async_.shared__cta()
-        T.ptx.bar.sync(1 + half, 128)
-        if leader:
-            T.cuda.tile.apply(
-                T.ptx[STORE],
-                O,
-                O_s[0:DH, half],
-                box=(1, 1, 64, 64),
-                coords=(batch, head, q0, 0),
-                coord_steps=((0, 0, 0, 64),),
-            )
-            T.ptx.cp.async_.bulk.commit_group()
+        inverse = (T.rcp(top_sum, approx=True), T.rcp(bottom_sum, approx=True))
+        # the warpgroup's MMAs are done with its half of Q: at D=256 O is staged there
+        if D == 256:
+            store_output(o_lo, o_hi, Q_s, 3, O, (batch, head, q0), half, lane, leader, inverse, DH)
+        else:
+            store_output(o_lo, o_hi, O_s, 0, O, (batch, head, q0), half, lane, leader, inverse, DH)
         if lane % 4 == 0:
             top_row = q0 + s_acc.row(0)
             if top_row < seq:

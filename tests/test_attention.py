@@ -1,6 +1,7 @@
 """examples/attention_fwd.py on the CPU: interpreted within bf16 tolerance of a float32 NumPy
 reference (ragged length, causal and not, grouped-query heads, the log-sum-exp), its argument
-checks, and its sm_90a build (setmaxnreg in the SASS, no local memory, no ptxas advisory)."""
+checks, and its sm_90a builds at D=128 and D=256 (setmaxnreg in the SASS, no local memory, no
+ptxas advisory, the HGMMA forms of each tile shape)."""
 
 import warnings
 
@@ -20,8 +21,15 @@ def _inputs(heads: int, kv_heads: int, seq: int, head_dim: int, seed: int = 0):
 
 @pytest.mark.parametrize(
     "head_dim, causal, heads, kv_heads, seq",
-    [(64, False, 2, 1, 200), (64, True, 1, 1, 200), (128, True, 2, 1, 140), (64, True, 1, 1, 520)],
-)  # 5 key blocks: D=64's 4-stage ring wraps around
+    [
+        (64, False, 2, 1, 200),
+        (64, True, 1, 1, 200),
+        (128, True, 2, 1, 140),
+        (64, True, 1, 1, 520),  # 5 key blocks: D=64's 4-stage ring wraps around
+        (256, False, 1, 1, 100),  # 2 key blocks of 80 rows, the second ragged
+        (256, True, 2, 1, 200),  # 3 key blocks: D=256's 2-stage ring wraps around
+    ],
+)
 def test_interpreted_attention_matches_float32(head_dim, causal, heads, kv_heads, seq):
     q, k, v = _inputs(heads, kv_heads, seq, head_dim)
     o, lse = attn.attention(q, k, v, causal=causal, return_lse=True)
@@ -42,6 +50,7 @@ def test_sm_scale_is_applied():
     "shapes, message",
     [
         (((1, 2, 64, 96), (1, 2, 64, 96)), "head dimension 96"),
+        (((1, 2, 64, 512), (1, 2, 64, 512)), "head dimension 512"),
         (((1, 3, 64, 64), (1, 2, 64, 64)), "not a multiple"),
         (((1, 2, 64, 64), (1, 2, 32, 64)), "must be"),
     ],
@@ -52,15 +61,29 @@ def test_unsupported_shapes_are_refused(shapes, message):
         attn.attention(q, k, k)
 
 
-def test_the_sm90a_build_sets_register_budgets_without_spilling(head_dim=128):
+@pytest.mark.parametrize(
+    "head_dim, qk_form, pv_form, pv_count",
+    [
+        # P V: A from registers, issued in the loop and once more for the last block: at D=128
+        # 2 halves of D times 128 / 16 k-steps, at D=256 (FlashAttention-3's 128x80 tiles) one
+        # n=256 MMA per 80 / 16 k-steps
+        (128, "HGMMA.64x128x16.F32.BF16", "HGMMA.64x64x16.F32.BF16", 2 * 2 * 8),
+        (256, "HGMMA.64x80x16.F32.BF16", "HGMMA.64x256x16.F32.BF16", 2 * 5),
+    ],
+)
+def test_the_sm90a_build_sets_register_budgets_without_spilling(
+    head_dim, qk_form, pv_form, pv_count
+):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no ptxas advisory (serialized wgmma, setmaxnreg ignored)
         ck = attn.compiled(head_dim=head_dim, causal=True, target="sm_90a")
     assert ck.metadata["local_bytes"] == 0
+    assert "STL" not in ck.sass and "LDL" not in ck.sass
+    assert ck.metadata["shared_bytes"] <= 232448  # the H200's opt-in shared memory per block
     assert ck.metadata["toolchain"]["linker"].startswith("ptxas")
     assert "USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0xf0" in ck.sass  # consumers: 240
     assert "USETMAXREG.DEALLOC.CTAPOOL 0x18" in ck.sass  # producer: 24
-    assert ck.sass.count("HGMMA.64x128x16.F32.BF16") == head_dim // 16  # QK^T, B from shared
-    # P V: A from registers, 2 halves of D, issued in the loop and once more for the last block
-    assert ck.sass.count("HGMMA.64x64x16.F32.BF16") == 2 * 2 * 8
+    assert ck.sass.count(qk_form) == head_dim // 16  # QK^T, B from shared
+    assert ck.sass.count(pv_form) == pv_count
+    assert ck.sass.count("HGMMA.") == head_dim // 16 + pv_count  # no other MMA
     assert "WARPGROUP.DEPBAR.LE gsb0, 0x1" in ck.sass  # the softmax overlaps the in-flight P V

@@ -1,5 +1,5 @@
 """examples/attention_fwd.py on the H200 (torch bf16 tensors) against a float32 reference: head
-dimensions 64 and 128, ragged lengths, causal and not, grouped-query heads, the log-sum-exp; its
+dimensions 64, 128 and 256, ragged lengths, causal and not, grouped-query heads, the log-sum-exp; its
 error within twice that of torch SDPA's own bf16 kernel (both against the same float32 reference)."""
 
 import math
@@ -33,6 +33,10 @@ def _reference(torch, q, k, v, causal):
         (1, 2, 2, 64, 64),
         (1, 2, 2, 4096, 128),
         (1, 2, 1, 4000, 64),
+        (2, 4, 4, 512, 256),
+        (1, 4, 4, 1000, 256),
+        (1, 8, 2, 777, 256),
+        (1, 2, 1, 4000, 256),
     ],
 )
 @pytest.mark.parametrize("causal", [False, True])
