@@ -20,11 +20,13 @@ The tuning space (``BF16_SPACE``; ``jittile.autotune`` keyed on M, N, K, see doc
 - tiles 128x256 (4 stages, GROUP_M 8 or 16, or 3 stages), 128x192 (5; fewer idle SMs in the
   last wave where 128x256's is partial), 128x128 (6 stages), 64x256 (5) and 64x128 (8): 64-row
   tiles run one consumer warpgroup (256 threads);
-- split-K (``SPLIT`` 2, 4, 8) for all but 128x256 and 128x192 (whose fp32 staging would spill past the 168
-  registers of a 384-thread block): the K range is cut in SPLIT pieces, each job adds its
-  fp32 partial tile into a zeroed fp32 workspace with ``cp.reduce.async.bulk.tensor ... .add``, and
-  a second kernel (``bf16_from_f32``) rounds the workspace to bf16 (the config's ``pre_hook``
-  zeroes the workspace and its ``post_hook`` runs that rounding, in every launch and timing);
+- split-K (``SPLIT`` 2, 4, 8) for all but 128x256 and 128x192 (whose fp32 staging would spill
+  past the 168 registers of a 384-thread block), in one launch: the K range is cut in SPLIT
+  pieces, each job adds its fp32 partial tile into an fp32 workspace with
+  ``cp.reduce.async.bulk.tensor ... .add``, waits for the reductions, and counts its arrival
+  with ``T.cuda.atomic_add`` (acq_rel); the last split of each 64-row block reads the block's
+  sums back, rounds them into C and zeroes them and its counter, so the workspace (made zero
+  once per shape) is zero for the next launch (``settle``, which cites the memory-model rules);
 - swap-AB for M <= 64 (``SWAP``): ``C.T = B @ A.T``, B's rows fill wgmma's 64-row side in 128-row
   tiles and M becomes wgmma's N (16, 32 or 64); the epilogue transposes with ``stmatrix .trans``;
   with split-K 1, 2, 4 or 8.
@@ -56,6 +58,7 @@ BM, BN, BK = 128, 256, 64  # gemm_bf16's output tile and the K-slice of one pipe
 STAGES = 4
 GROUP_M = 8  # tiles run in bands of 8 row-blocks, so concurrent CTAs share A and B in L2
 ROW_BYTES = 128  # a stage's K-slice is one 128-byte swizzle row: 64 bf16 or 128 fp8 elements
+SETTLE_LOADS = 4  # W loads in flight per thread when the last split rounds a block
 SHARED_LIMIT = 232448  # the H200's opt-in shared memory per block
 LOAD = "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
 STORE = "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"
@@ -90,6 +93,14 @@ def k_range(job, k_tiles, SPLIT):
     per = (k_tiles + SPLIT - 1) // SPLIT
     first = T.int32(T.uint32(job) % SPLIT) * per
     return first, min(per, k_tiles - first)
+
+
+@jittile.func
+def split_count(k_tiles, SPLIT):
+    """How many of the SPLIT splits have K-tiles (the others are empty jobs): the arrivals that
+    complete a tile."""
+    per = (k_tiles + SPLIT - 1) // SPLIT
+    return T.uint32(k_tiles + per - 1) // T.uint32(max(per, 1))  # 32-bit: no division call
 
 
 @jittile.func
@@ -262,6 +273,57 @@ def epilogue(frag, C, W, S_s, scale, row0, col0, half, leader, TILE_N, WIDTH, SP
 
 
 @jittile.func
+def settle(C, W, Arrivals, last_s, slot, splits, top, left, HEIGHT, WIDTH, m, n, half, leader):
+    """After a split's reduce-adds into W: count its arrival at its 64-row block of the tile
+    (``Arrivals[slot]``), the HEIGHT x WIDTH block of C at (top, left). The block's last split
+    reads the block's fp32 sums from W, rounds them into C and zeroes them and the count, so W
+    and Arrivals are zero again for the next launch (they are zeroed once, when made:
+    ``new_workspace``). The memory model (PTX ISA 9.1's section numbers):
+
+    - 9.7.9.25.2 "Async Proxy": the reduce-adds are async-proxy writes, and the completion of a
+      ``cp.reduce.async.bulk`` is followed by an implicit generic-async proxy fence: once
+      ``cp.async.bulk.wait_group 0`` observes it (the full completion; ``.read`` only waits for
+      the shared source to be read), generic loads see the sums. The explicit
+      ``fence.proxy.async.global`` after the wait orders them the same way without relying on
+      that (a proxy fence belongs in the CTA of the async access: the writer's).
+    - 9.7.13.5 ``atom``, with ``.acq_rel`` at ``.gpu`` scope: its release half orders this
+      thread's completed writes before its arrival, its acquire half orders the last arriver's
+      later loads after every earlier split's release (8, Memory Consistency Model: release and
+      acquire patterns, causality order).
+    - ``bar.sync`` (9.7.13.1) extends that order to the warpgroup's other threads, which do the
+      loads; W's zeros and the reset count are plain stores that only the next launch reads
+      (the kernel boundary orders them).
+
+    The block moves row by row, consecutive threads on consecutive columns (coalesced), eight
+    loads in flight per thread before their stores."""
+    if leader:
+        T.ptx.cp.async_.bulk.wait_group(0)  # every reduce-add of this job performed its writes
+        T.ptx.fence.proxy.async_.global_()
+        last_s[half] = T.cuda.atomic_add(Arrivals, slot, 1, sem="acq_rel")
+    T.ptx.bar.sync(1 + half, 128)
+    if last_s[half] == splits - 1:
+        sums = T.alloc_local((SETTLE_LOADS,), "float32")
+        e = T.uint32(T.cuda.thread_idx("x") % 128)
+        while e < HEIGHT * WIDTH:
+            for u in T.unroll(SETTLE_LOADS):
+                f = T.uint32(e + 128 * u)
+                r = top + f // WIDTH
+                c = left + f % WIDTH
+                if f < HEIGHT * WIDTH and r < m and c < n:
+                    sums[u] = W[r, c]
+                    W[r, c] = 0.0
+            for u in T.unroll(SETTLE_LOADS):
+                f = T.uint32(e + 128 * u)
+                r = top + f // WIDTH
+                c = left + f % WIDTH
+                if f < HEIGHT * WIDTH and r < m and c < n:
+                    C[r, c] = sums[u]
+            e += SETTLE_LOADS * 128
+        if leader:
+            Arrivals[slot] = 0
+
+
+@jittile.func
 def consume(
     R_s,
     Q_s,
@@ -270,7 +332,11 @@ def consume(
     empty,
     C,
     W,
+    Arrivals,
+    last_s,
     scale,
+    rows,
+    cols,
     jobs,
     tiles_m,
     tiles_n,
@@ -287,9 +353,11 @@ def consume(
     SCALED,
 ):
     """A consumer warpgroup's persistent loop: each job's K range into ``acc`` (or with PROMOTE
-    each K-stage alone into ``acc``, added into ``total``), then its epilogue."""
+    each K-stage alone into ``acc``, added into ``total``), then its epilogue (with split-K,
+    its reduce-adds and its arrival: ``settle``)."""
     half = T.cuda.warp_id() // 4 - 1
     leader = T.cuda.thread_idx("x") % 128 == 0
+    splits = split_count(k_tiles, SPLIT)
     acc = T.alloc_local((64, TILE_N), "float32", layout=wgmma_accumulator)
     if PROMOTE:
         total = T.alloc_local((64, TILE_N), "float32", layout=wgmma_accumulator)
@@ -320,9 +388,8 @@ def consume(
                     if i > 0 and leader:
                         T.ptx.mbarrier.arrive.shared.b64(empty.ptr_to([(it + RING - 1) % RING]))
                 it += 1
-            row0, col0 = tile_origin(
-                T.uint32(job) // SPLIT, tiles_m, tiles_n, TILE_M, TILE_N, GROUP
-            )
+            tile = T.uint32(job) // SPLIT
+            row0, col0 = tile_origin(tile, tiles_m, tiles_n, TILE_M, TILE_N, GROUP)
             if PROMOTE:
                 epilogue(
                     total,
@@ -360,6 +427,40 @@ def consume(
                     SWAP,
                     SCALED,
                 )
+            if SPLIT > 1 and SWAP:  # the block of C.T at (row0 + 64 half, col0)
+                settle(
+                    C,
+                    W,
+                    Arrivals,
+                    last_s,
+                    tile * (TILE_M // 64) + half,
+                    splits,
+                    col0,
+                    row0 + 64 * half,
+                    TILE_N,
+                    64,
+                    cols,
+                    rows,
+                    half,
+                    leader,
+                )
+            elif SPLIT > 1:
+                settle(
+                    C,
+                    W,
+                    Arrivals,
+                    last_s,
+                    tile * (TILE_M // 64) + half,
+                    splits,
+                    row0 + 64 * half,
+                    col0,
+                    64,
+                    TILE_N,
+                    rows,
+                    cols,
+                    half,
+                    leader,
+                )
         job += T.cuda.grid_dim("x")
     if leader:
         T.ptx.cp.async_.bulk.wait_group(0)
@@ -371,6 +472,7 @@ def gemm_body(
     Q,
     C,
     W,
+    Arrivals,
     scale,
     rows,
     cols,
@@ -388,8 +490,10 @@ def gemm_body(
     SCALED,
 ):
     """The whole kernel over ``R @ Q.T`` (rows x cols): shared ring, barriers, producer and
-    consumers. ``C`` (bf16) receives the product, transposed with SWAP; with SPLIT > 1 the fp32
-    workspace ``W`` (same orientation as C) receives the partial sums instead."""
+    consumers. ``C`` (bf16) receives the product, transposed with SWAP; with SPLIT > 1 the
+    splits add their partial sums into the fp32 workspace ``W`` (same orientation as C, zero on
+    entry and on exit) and count their arrivals per 64-row block of a tile in ``Arrivals``
+    (int32, zero likewise), and the last split of a block writes it into C."""
     consumers = TILE_M // 64
     # a consumer's staged output part: the whole (transposed) tile with SWAP, else 128 bf16 or
     # 64 fp32 columns (one 256-byte row); 64 bf16 where 128 does not divide the tile (N = 192)
@@ -413,6 +517,7 @@ def gemm_body(
         S_s = T.alloc_shared((consumers, 64, width), staged, align=1024)
     full = T.alloc_shared((RING,), "uint64")
     empty = T.alloc_shared((RING,), "uint64")
+    last_s = T.alloc_shared((consumers,), "int32")  # a split's arrival, told its warpgroup
     if T.cuda.thread_idx("x") == 0:
         for s in T.unroll(RING):
             T.ptx.mbarrier.init.shared.b64(full.ptr_to([s]), T.uint32(1))
@@ -456,7 +561,11 @@ def gemm_body(
             empty,
             C,
             W,
+            Arrivals,
+            last_s,
             scale,
+            rows,
+            cols,
             jobs,
             tiles_m,
             tiles_n,
@@ -490,6 +599,7 @@ def gemm_bf16(
         B,
         C,
         C,
+        C,
         1.0,
         M,
         N,
@@ -506,22 +616,6 @@ def gemm_bf16(
         False,
         False,
     )
-
-
-@jittile.kernel
-def bf16_from_f32(
-    W: T.Tensor((None, None), "float32"),
-    C: T.Tensor((None, None), "bfloat16"),
-    M: T.int32,
-    N: T.int32,
-):
-    """C = W rounded to bf16 (nearest even): the split-K configurations' last step."""
-    i = T.cuda.block_idx("x") * 256 + T.cuda.thread_idx("x")
-    while i < M * N:
-        row = T.uint32(i) // T.uint32(N)
-        col = T.uint32(i) % T.uint32(N)
-        C[row, col] = W[row, col]
-        i += T.cuda.grid_dim("x") * 256
 
 
 class Space:
@@ -542,12 +636,9 @@ class Space:
 
     @staticmethod
     def _config(tm, tn, ring, group, split, swap) -> jittile.Config:
-        split_k = split > 1
         return jittile.Config(
             {"BM": tm, "BN": tn, "STAGES": ring, "GROUP_M": group, "SPLIT": split, "SWAP": swap},
             block=128 + 2 * tm,
-            pre_hook=zero_workspace if split_k else None,
-            post_hook=round_workspace if split_k else None,
         )
 
     def candidates(self, m: int, n: int, k: int, sms: int = SMS) -> list:
@@ -579,24 +670,6 @@ class Space:
             if fits:
                 out.append(config)
         return out
-
-
-def zero_workspace(named: dict) -> None:
-    """A split-K config's pre_hook: zero the fp32 workspace its launch adds into."""
-    workspace = named["W"]
-    if hasattr(workspace, "zero_"):
-        workspace.zero_()
-    else:
-        workspace[...] = 0
-
-
-def round_workspace(named: dict) -> None:
-    """A split-K config's post_hook: round the workspace's fp32 sums into C (on the CPU
-    interpreter where the workspace is a NumPy array)."""
-    workspace, m, n = named["W"], named["M"], named["N"]
-    blocks = min(-(-m * n // 256), 8 * SMS)
-    run = bf16_from_f32.interpret if isinstance(workspace, np.ndarray) else bf16_from_f32
-    run[(blocks,), (256,)](workspace, named["C"], m, n)
 
 
 BF16_SPACE = Space(
@@ -636,6 +709,7 @@ def gemm_bf16_tuned(
     B: T.Tensor((None, None), "bfloat16"),
     C: T.Tensor((None, None), "bfloat16"),
     W: T.Tensor((None, None), "float32"),
+    Arrivals: T.Tensor((None,), "int32"),
     M: T.int32,
     N: T.int32,
     K: T.int32,
@@ -646,14 +720,16 @@ def gemm_bf16_tuned(
     SPLIT: T.constexpr,
     SWAP: T.constexpr,
 ):
-    """gemm_bf16 over the tuning space; with SPLIT > 1 the fp32 workspace W (M, N) receives the
-    sums (zeroed by the config's pre_hook, rounded into C by its post_hook)."""
+    """gemm_bf16 over the tuning space; with SPLIT > 1 the splits add into the fp32 workspace
+    W (M, N) and count their arrivals in Arrivals (``arrival_slots``), both zero before and
+    after a launch, and the last split of a block rounds it into C."""
     if SWAP:
         gemm_body(
             B,
             A,
             C,
             W,
+            Arrivals,
             1.0,
             N,
             M,
@@ -676,6 +752,7 @@ def gemm_bf16_tuned(
             B,
             C,
             W,
+            Arrivals,
             1.0,
             M,
             N,
@@ -712,59 +789,72 @@ def block_of(meta) -> int:
     return 128 + 2 * meta["BM"]
 
 
-def workspace_for(space: Space, c, m: int, n: int, k: int):
-    """The fp32 split-K workspace (M, N) where a candidate splits, else a 1x4 placeholder: made
-    once per shape and device, as a launch's host work must stay small (each split-K launch
-    zeroes it first; launches on concurrent streams would need their own)."""
+def arrival_slots(m: int, n: int) -> int:
+    """Split-K arrival counters enough for every config of an M x N product: one per 64-row
+    block of a tile, at most 2 * ceil(rows / 128) * ceil(cols / 16) in either orientation."""
+    return max(2 * -(-rows // 128) * -(-cols // 16) for rows, cols in ((m, n), (n, m)))
+
+
+def workspace_for(space: Space, c, m: int, n: int, k: int) -> tuple:
+    """The split-K workspace (fp32 sums (M, N), int32 arrival counts) where a candidate splits,
+    else 1x4 and 1-element placeholders: made and zeroed once per shape and device, as a
+    launch's host work must stay small. Every split-K launch leaves it zero again, so
+    launches in stream order share it; launches on concurrent streams would need their own."""
     splits = any(cfg.kwargs["SPLIT"] > 1 for cfg in space.candidates(m, n, k))
     key = ((m, n) if splits else (1, 4), str(getattr(c, "device", "host")))
     found = WORKSPACES.get(key)
     if found is None:
-        found = WORKSPACES[key] = _new_workspace(c, key[0])
+        found = WORKSPACES[key] = new_workspace(c, *key[0])
     return found
 
 
-WORKSPACES: dict = {}  # (shape, device) -> fp32 workspace; split-K only where the output is small
+WORKSPACES: dict = {}  # ((M, N), device) -> (sums, arrivals); split-K only for small outputs
 
 
-def _new_workspace(c, shape: tuple):
-    """A workspace where ``c`` lives: a device array of c's framework (a launch during a CUDA
-    graph capture can take no host array), else NumPy for the interpreter."""
+def new_workspace(c, m: int, n: int) -> tuple:
+    """A zeroed split-K workspace for an M x N output where ``c`` lives: device arrays of c's
+    framework (a launch during a CUDA graph capture can take no host array), else NumPy for
+    the interpreter."""
+    shapes = ((m, n), (arrival_slots(m, n),))
     if hasattr(c, "new_empty"):  # torch
         import torch
 
-        return torch.empty(shape, dtype=torch.float32, device=c.device)
+        kinds = (torch.float32, torch.int32)
+        return tuple(torch.zeros(s, dtype=t, device=c.device) for s, t in zip(shapes, kinds))
     if type(c).__module__.split(".")[0] == "cupy":
         import cupy
 
         with c.device:
-            return cupy.empty(shape, cupy.float32)
+            return tuple(cupy.zeros(s, t) for s, t in zip(shapes, (cupy.float32, cupy.int32)))
+    host = (np.zeros(shapes[0], np.float32), np.zeros(shapes[1], np.int32))
     if hasattr(c, "__cuda_array_interface__"):  # a Numba device array
         from numba import cuda
 
-        return cuda.device_array(shape, np.float32)
-    return np.zeros(shape, np.float32)
+        return tuple(cuda.to_device(h) for h in host)
+    return host
 
 
 def run_tuned(
     tuned, space: Space, args: tuple, c, m: int, n: int, k: int, sms: int, extra: tuple = ()
 ) -> None:
-    """Launch a tuned kernel (``args`` before W; M, N, K and ``extra`` after it): tuned on the
-    GPU, else the first candidate on the CPU interpreter, one CTA per job at most."""
+    """Launch a tuned kernel (``args`` before the workspace; M, N, K and ``extra`` after it):
+    tuned on the GPU, else the first candidate on the CPU interpreter, one CTA per job at
+    most."""
     from jittile.runtime import driver
 
-    w = workspace_for(space, c, m, n, k)
+    workspace = workspace_for(space, c, m, n, k)
     if driver.available():
-        tuned[persistent_grid(sms), block_of](*args, w, m, n, k, *extra)
+        tuned[persistent_grid(sms), block_of](*args, *workspace, m, n, k, *extra)
         return
-    run_config(tuned, space.candidates(m, n, k)[0], args, w, m, n, k, sms, extra, interpret=True)
+    config = space.candidates(m, n, k)[0]
+    run_config(tuned, config, args, workspace, m, n, k, sms, extra, interpret=True)
 
 
 def run_config(
     tuned,
     config: jittile.Config,
     args: tuple,
-    w,
+    workspace: tuple,
     m: int,
     n: int,
     k: int,
@@ -772,23 +862,19 @@ def run_config(
     extra: tuple = (),
     interpret: bool = False,
 ) -> None:
-    """One config of a tuned kernel, untuned (on the CPU interpreter with ``interpret``), its
-    split-K zeroing and rounding included."""
+    """One config of a tuned kernel, untuned (on the CPU interpreter with ``interpret``), on a
+    zeroed ``workspace`` (``new_workspace``), which it leaves zero."""
     meta = {"M": m, "N": n, **config.kwargs}
-    if config.pre_hook is not None:
-        config.pre_hook({"W": w, "C": args[2], "M": m, "N": n})
     kernel = tuned.kernel.interpret if interpret else tuned.kernel
     kernel[persistent_grid(sms)(meta), block_of(meta)](
         *args,
-        w,
+        *workspace,
         m,
         n,
         k,
         *extra,
         *(config.kwargs[name] for name in ("BM", "BN", "STAGES", "GROUP_M", "SPLIT", "SWAP")),
     )
-    if config.post_hook is not None:
-        config.post_hook({"W": w, "C": args[2], "M": m, "N": n})
 
 
 def launch(a, b, c, sms: int = SMS) -> None:
