@@ -17,12 +17,12 @@ import struct
 import numpy as np
 
 from ..patterns import registry
-from ..ptx.instructions import ASYNC_SHARED_FENCE, INSTRUCTIONS
 from ..ptx.atomics import ATOMIC_PREFIX
+from ..ptx.instructions import ASYNC_SHARED_FENCE, INSTRUCTIONS
 from ..ptx.math import SHUFFLE_PREFIX
 from . import math
-from .atomics import atomic
 from .asynchronous import arrive, barrier_at, maybe_complete
+from .atomics import atomic
 from .machine import Block, Fault, MBarrier
 from .tma import round_to_bfloat16
 from .tmem import tensor_memory
