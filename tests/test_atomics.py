@@ -3,148 +3,46 @@ return the old value, interpreted against NumPy for every operation and element 
 to their ``atom`` / ``fence`` instruction, and refused with a located error where the PTX ISA has
 no such atomic (shared memory, other element types, wrong indices, unknown orderings)."""
 
+import atomic_kernels as ak
 import ml_dtypes
 import numpy as np
 import pytest
+from atomic_kernels import INTEGERS, REDUCE
 from kernel_files import body_kernel
 
 import jittile
 from jittile import T
 
-THREADS, BLOCKS = 64, 3
-N = THREADS * BLOCKS
-
-
-@jittile.kernel
-def apply(target, values, old, OP: T.constexpr):
-    """Thread i applies ``OP`` with ``values[i]`` to ``target[i % 4]`` (from 3 CTAs) and keeps
-    the old value in ``old[i]``."""
-    T.device_entry(launch=T.cuda.LaunchConfig(grid=BLOCKS, block=THREADS))
-    i = T.cuda.block_idx() * THREADS + T.cuda.thread_idx()
-    if OP == "add":
-        old[i] = T.cuda.atomic_add(target, i % 4, values[i])
-    elif OP == "max":
-        old[i] = T.cuda.atomic_max(target, i % 4, values[i], sem="acquire")
-    elif OP == "min":
-        old[i] = T.cuda.atomic_min(target, i % 4, values[i], sem="release", scope="cta")
-    elif OP == "and":
-        old[i] = T.cuda.atomic_and(target, i % 4, values[i], scope="sys")
-    elif OP == "or":
-        old[i] = T.cuda.atomic_or(target, i % 4, values[i], scope="cluster")
-    elif OP == "xor":
-        old[i] = T.cuda.atomic_xor(target, i % 4, values[i], sem="acq_rel")
-    else:
-        old[i] = T.cuda.atomic_exch(target, i % 4, values[i])
-
-
-_REDUCE = {
-    "add": np.add,
-    "max": np.maximum,
-    "min": np.minimum,
-    "and": np.bitwise_and,
-    "or": np.bitwise_or,
-    "xor": np.bitwise_xor,
-}
-INTEGERS = ["int32", "uint32", "int64", "uint64"]
-
-
-def _operands(dtype, seed=0):
-    rng = np.random.default_rng(seed)
-    info = np.iinfo(dtype)
-    start = rng.integers(info.min, info.max, 4, dtype=dtype, endpoint=True)
-    values = rng.integers(info.min, info.max, N, dtype=dtype, endpoint=True)
-    return start, values
-
 
 @pytest.mark.parametrize("dtype", INTEGERS)
-@pytest.mark.parametrize("op", list(_REDUCE))
+@pytest.mark.parametrize("op", list(REDUCE))
 def test_integer_atomics_combine_every_thread_and_return_old_values(op, dtype):
-    start, values = _operands(dtype)
-    target, old = start.copy(), np.zeros(N, dtype)
-    apply.interpret(target, values, old, op)
-    with np.errstate(over="ignore"):
-        expected = np.array([_REDUCE[op].reduce(np.r_[start[j], values[j::4]]) for j in range(4)])
-    np.testing.assert_array_equal(target, expected.astype(dtype))
+    start, values, old = ak.run_reduction(ak.apply.interpret, op, dtype)
     for j in range(4):  # the interpreter runs the threads one by one, in order
         with np.errstate(over="ignore"):
-            prefixes = _REDUCE[op].accumulate(np.r_[start[j], values[j::4]].astype(dtype))
+            prefixes = REDUCE[op].accumulate(np.r_[start[j], values[j::4]].astype(dtype))
         np.testing.assert_array_equal(old[j::4], prefixes[:-1].astype(dtype))
 
 
 @pytest.mark.parametrize("dtype", INTEGERS + ["float32"])
 def test_exchanges_pass_every_value_along_once(dtype):
-    if dtype == "float32":
-        start, values = np.float32([1.5, -0.0, 2.0, 3.0]), np.arange(N, dtype=np.float32) + 0.25
-    else:
-        start, values = _operands(dtype, seed=1)
-    target, old = start.copy(), np.zeros(N, dtype)
-    apply.interpret(target, values, old, "exch")
-    for j in range(4):  # the chain start -> ... -> final holds every value exactly once
-        assert sorted(old[j::4].tolist() + [target[j]]) == sorted(
-            [start[j]] + values[j::4].tolist()
-        )
+    ak.check_exchanges(ak.apply.interpret, dtype)
 
 
 def test_int32_tickets_are_unique_across_ctas():
-    start, values = np.zeros(4, np.int32), np.ones(N, np.int32)
-    old = np.full(N, -1, np.int32)
-    apply.interpret(start, values, old, "add")
-    assert start.tolist() == [N // 4] * 4
-    for j in range(4):
-        assert sorted(old[j::4].tolist()) == list(range(N // 4))
+    ak.check_tickets(ak.apply.interpret)
 
 
 def test_signed_and_unsigned_compare_as_their_type():
-    values = np.full(N, -1, np.int32)
-    target, old = np.zeros(4, np.int32), np.zeros(N, np.int32)
-    apply.interpret(target, values, old, "max")
-    assert (target == 0).all()  # max.s32: -1 < 0
-    target, old = np.zeros(4, np.uint32), np.zeros(N, np.uint32)
-    apply.interpret(target, values.view(np.uint32), old, "max")
-    assert (target == 0xFFFFFFFF).all()  # max.u32: 0xFFFFFFFF is the largest
+    ak.check_signedness(ak.apply.interpret)
 
 
 def test_float32_add_rounds_each_step_and_flushes_subnormals():
-    """atom.global.add.f32 rounds to nearest even and flushes subnormal inputs and results."""
-    tiny = np.float32(1e-40)  # subnormal
-    target = np.float32([0.0, 1.0, 2.0**24, tiny])
-    values = np.tile(np.float32([tiny, 2.0**-30, 1.0, 0.0]), N // 4)
-    old = np.zeros(N, np.float32)
-    apply.interpret(target, values, old, "add")
-    assert target[0] == 0.0  # every subnormal addend flushed
-    assert target[1] == 1.0  # 2^-30 is below half an ulp of 1 each time
-    assert target[2] == 2.0**24  # 2^24 + 1 is a tie: nearest even stays 2^24
-    assert target[3] == 0.0 and old[3] == tiny  # the flushed stored subnormal reads as +0
-    values = np.full(N, 0.5, np.float32)
-    target = np.zeros(4, np.float32)
-    apply.interpret(target, values, old, "add")
-    assert (target == N // 8).all() and sorted(old[0::4].tolist()) == [x / 2 for x in range(48)]
-
-
-@jittile.kernel
-def first_wins(slot: T.Tensor((2, 3), "uint64"), winners: T.Tensor((N,), "int32")):
-    """Every thread tries to claim ``slot[1, 2]`` (0 = free) with its id + 1; one succeeds."""
-    T.device_entry(launch=T.cuda.LaunchConfig(grid=BLOCKS, block=THREADS))
-    i = T.cuda.block_idx() * THREADS + T.cuda.thread_idx()
-    seen = T.cuda.atomic_cas(slot, (1, 2), 0, i + 1, sem="acq_rel")
-    winners[i] = 1 if seen == 0 else 0
-
-
-@jittile.kernel
-def float_cas(x: T.Tensor((1,), "float32"), out: T.Tensor((2,), "float32")):
-    T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=1))
-    out[0] = T.cuda.atomic_cas(x, 0, 0.0, 5.0)  # x holds -0.0: bits differ, no swap
-    out[1] = T.cuda.atomic_cas(x, 0, -0.0, 7.0)  # now it swaps
+    ak.check_float_adds(ak.apply.interpret)
 
 
 def test_compare_and_swap_lets_exactly_one_thread_win():
-    slot, winners = np.zeros((2, 3), np.uint64), np.zeros(N, np.int32)
-    first_wins.interpret(slot, winners)
-    assert winners.sum() == 1
-    assert slot[1, 2] == np.flatnonzero(winners)[0] + 1 and slot.sum() == slot[1, 2]
-    x, out = np.float32([-0.0]), np.zeros(2, np.float32)
-    float_cas.interpret(x, out)
-    assert x[0] == 7.0 and np.signbit(out[0]) and np.signbit(out[1])
+    ak.check_compare_and_swap(ak.first_wins.interpret, ak.float_cas.interpret)
 
 
 # ---------------------------------------------------------------------------- the PTX
@@ -167,32 +65,22 @@ def test_compare_and_swap_lets_exactly_one_thread_win():
 )
 def test_each_atomic_compiles_to_its_atom_instruction(op, dtype, opcode):
     spec = T.Tensor((None,), dtype)
-    ck = apply.compile(spec, spec, spec, op, target="sm_90a")
+    ck = ak.apply.compile(spec, spec, spec, op, target="sm_90a")
     assert opcode in {line.split()[0] for line in ck.ptx.splitlines() if line.strip()}
     assert "ATOMG." in ck.sass
 
 
 def test_cas_and_fences_compile():
-    ptx = first_wins.compile(target="sm_90a").ptx
+    ptx = ak.first_wins.compile(target="sm_90a").ptx
     assert "atom.acq_rel.gpu.global.cas.b64" in ptx
-    assert "atom.relaxed.gpu.global.cas.b32" in float_cas.compile(target="sm_90a").ptx
-    ptx = fenced.compile(target="sm_90a").ptx
+    assert "atom.relaxed.gpu.global.cas.b32" in ak.float_cas.compile(target="sm_90a").ptx
+    ptx = ak.fenced.compile(target="sm_90a").ptx
     assert "fence.acq_rel.gpu;" in ptx and "fence.sc.sys;" in ptx
-
-
-@jittile.kernel
-def fenced(flag: T.Tensor((1,), "int32"), data: T.Tensor((1,), "int32")):
-    """The message-passing pattern: write, release fence, relaxed flag; a fence after."""
-    T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=1))
-    data[0] = 42
-    T.cuda.threadfence()
-    T.cuda.atomic_exch(flag, 0, 1)
-    T.cuda.threadfence(sem="sc", scope="sys")
 
 
 def test_fences_run_in_the_interpreter():
     flag, data = np.zeros(1, np.int32), np.zeros(1, np.int32)
-    fenced.interpret(flag, data)
+    ak.fenced.interpret(flag, data)
     assert flag[0] == 1 and data[0] == 42
 
 
