@@ -24,9 +24,10 @@ The tuning space (``BF16_SPACE``; ``jittile.autotune`` keyed on M, N, K, see doc
   past the 168 registers of a 384-thread block), in one launch: the K range is cut in SPLIT
   pieces, each job adds its fp32 partial tile into an fp32 workspace with
   ``cp.reduce.async.bulk.tensor ... .add``, waits for the reductions, and counts its arrival
-  with ``T.cuda.atomic_add`` (acq_rel); the last split of each 64-row block reads the block's
-  sums back, rounds them into C and zeroes them and its counter, so the workspace (made zero
-  once per shape) is zero for the next launch (``settle``, which cites the memory-model rules);
+  with ``T.cuda.atomic_add`` (acq_rel); the last split of each 64-row block loads the block's
+  sums back with TMA, rounds them into C and zeroes them and its counter, so the workspace
+  (made zero once per shape) is zero for the next launch (``settle``, which cites the
+  memory-model rules);
 - swap-AB for M <= 64 (``SWAP``): ``C.T = B @ A.T``, B's rows fill wgmma's 64-row side in 128-row
   tiles and M becomes wgmma's N (16, 32 or 64); the epilogue transposes with ``stmatrix .trans``;
   with split-K 1, 2, 4 or 8.
@@ -58,7 +59,6 @@ BM, BN, BK = 128, 256, 64  # gemm_bf16's output tile and the K-slice of one pipe
 STAGES = 4
 GROUP_M = 8  # tiles run in bands of 8 row-blocks, so concurrent CTAs share A and B in L2
 ROW_BYTES = 128  # a stage's K-slice is one 128-byte swizzle row: 64 bf16 or 128 fp8 elements
-SETTLE_LOADS = 4  # W loads in flight per thread when the last split rounds a block
 SHARED_LIMIT = 232448  # the H200's opt-in shared memory per block
 LOAD = "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
 STORE = "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"
@@ -273,54 +273,112 @@ def epilogue(frag, C, W, S_s, scale, row0, col0, half, leader, TILE_N, WIDTH, SP
 
 
 @jittile.func
-def settle(C, W, Arrivals, last_s, slot, splits, top, left, HEIGHT, WIDTH, m, n, half, leader):
+def settle(
+    C,
+    W,
+    Arrivals,
+    S_s,
+    ready,
+    last_s,
+    slot,
+    splits,
+    loads,
+    row0,
+    col0,
+    rows,
+    cols,
+    leader,
+    TILE_N,
+    SWAP,
+):
     """After a split's reduce-adds into W: count its arrival at its 64-row block of the tile
-    (``Arrivals[slot]``), the HEIGHT x WIDTH block of C at (top, left). The block's last split
-    reads the block's fp32 sums from W, rounds them into C and zeroes them and the count, so W
-    and Arrivals are zero again for the next launch (they are zeroed once, when made:
-    ``new_workspace``). The memory model (PTX ISA 9.1's section numbers):
+    (``Arrivals[slot]``). The block's last split loads the block's fp32 sums from W into
+    ``S_s`` with TMA (``ready``: its mbarrier, ``loads`` the loads it completed so far, which
+    it returns updated), rounds them into C and zeroes them and the count, so W and Arrivals
+    are zero again for the next launch (they are zeroed once, when made: ``new_workspace``).
+    The memory model (PTX ISA 9.1's section numbers):
 
     - 9.7.9.25.2 "Async Proxy": the reduce-adds are async-proxy writes, and the completion of a
       ``cp.reduce.async.bulk`` is followed by an implicit generic-async proxy fence: once
       ``cp.async.bulk.wait_group 0`` observes it (the full completion; ``.read`` only waits for
-      the shared source to be read), generic loads see the sums. The explicit
+      the shared source to be read), the writes are visible to the generic proxy. The explicit
       ``fence.proxy.async.global`` after the wait orders them the same way without relying on
       that (a proxy fence belongs in the CTA of the async access: the writer's).
     - 9.7.13.5 ``atom``, with ``.acq_rel`` at ``.gpu`` scope: its release half orders this
-      thread's completed writes before its arrival, its acquire half orders the last arriver's
-      later loads after every earlier split's release (8, Memory Consistency Model: release and
-      acquire patterns, causality order).
-    - ``bar.sync`` (9.7.13.1) extends that order to the warpgroup's other threads, which do the
-      loads; W's zeros and the reset count are plain stores that only the next launch reads
-      (the kernel boundary orders them).
-
-    The block moves row by row, consecutive threads on consecutive columns (coalesced), eight
-    loads in flight per thread before their stores."""
+      thread's completed writes before its arrival, its acquire half orders what the last
+      arriver does next after every earlier split's release (8, Memory Consistency Model:
+      release and acquire patterns, causality order).
+    - The last arriver's TMA loads of W are async-proxy reads: a ``fence.proxy.async.global``
+      after the acquire puts them after it in the async proxy too; the mbarrier's completion
+      makes the loaded bytes visible to the warpgroup, and ``bar.sync`` (9.7.13.1) keeps
+      ``S_s`` until every thread has read it. W's zeros and the reset count are plain stores
+      that only the next launch reads (the kernel boundary orders them)."""
+    half = T.cuda.warp_id() // 4 - 1
     if leader:
         T.ptx.cp.async_.bulk.wait_group(0)  # every reduce-add of this job performed its writes
         T.ptx.fence.proxy.async_.global_()
         last_s[half] = T.cuda.atomic_add(Arrivals, slot, 1, sem="acq_rel")
     T.ptx.bar.sync(1 + half, 128)
     if last_s[half] == splits - 1:
-        sums = T.alloc_local((SETTLE_LOADS,), "float32")
-        e = T.uint32(T.cuda.thread_idx("x") % 128)
-        while e < HEIGHT * WIDTH:
-            for u in T.unroll(SETTLE_LOADS):
-                f = T.uint32(e + 128 * u)
-                r = top + f // WIDTH
-                c = left + f % WIDTH
-                if f < HEIGHT * WIDTH and r < m and c < n:
-                    sums[u] = W[r, c]
-                    W[r, c] = 0.0
-            for u in T.unroll(SETTLE_LOADS):
-                f = T.uint32(e + 128 * u)
-                r = top + f // WIDTH
-                c = left + f % WIDTH
-                if f < HEIGHT * WIDTH and r < m and c < n:
-                    C[r, c] = sums[u]
-            e += SETTLE_LOADS * 128
+        if leader:
+            T.ptx.fence.proxy.async_.global_()  # the acquired sums, for the TMA loads below
+        if SWAP:  # the block of C.T: one load of TILE_N x 64
+            loads = round_block(
+                C, W, S_s, ready, loads, col0, row0 + 64 * half, cols, rows, leader, TILE_N, 64
+            )
+        else:  # parts of 64 columns (one 256-byte row of S_s)
+            for p in T.unroll(TILE_N // 64):
+                loads = round_block(
+                    C,
+                    W,
+                    S_s,
+                    ready,
+                    loads,
+                    row0 + 64 * half,
+                    col0 + 64 * p,
+                    rows,
+                    cols,
+                    leader,
+                    64,
+                    64,
+                )
         if leader:
             Arrivals[slot] = 0
+    return loads
+
+
+@jittile.func
+def round_block(C, W, S_s, ready, loads, top, left, m, n, leader, HEIGHT, WIDTH):
+    """The HEIGHT x WIDTH block of W at (top, left) (in an m x n W) loaded into the
+    warpgroup's ``S_s`` with TMA (zeros past m and n), rounded into C and zeroed in W, row by
+    row (consecutive threads on consecutive columns: coalesced); the load count, plus one."""
+    half = T.cuda.warp_id() // 4 - 1
+    if leader:
+        T.ptx.mbarrier.arrive.expect_tx.shared.b64(
+            ready.ptr_to([half]), T.uint32(HEIGHT * WIDTH * 4)
+        )
+        T.cuda.tile.apply(
+            T.ptx[LOAD],
+            S_s[half],
+            W,
+            box=(HEIGHT, WIDTH),
+            coords=(top, left),
+            mbar=ready.ptr_to([half]),
+        )
+    T.cuda.mbarrier_wait(ready.ptr_to([half]), loads & 1)
+    e = T.uint32(T.cuda.thread_idx("x") % 128)
+    stop = min(HEIGHT, m - top) * WIDTH  # the rows inside W (a run-time count: not unrolled)
+    while e < stop:
+        r = e // WIDTH
+        c = e % WIDTH
+        row = T.uint32(top + r)  # unsigned indices: no negative-index wraparound code
+        col = T.uint32(left + c)
+        if col < n:
+            C[row, col] = S_s[half, r, c]
+            W[row, col] = 0.0
+        e += 128
+    T.ptx.bar.sync(1 + half, 128)  # every thread read S_s[half] before it is written again
+    return loads + 1
 
 
 @jittile.func
@@ -333,6 +391,7 @@ def consume(
     C,
     W,
     Arrivals,
+    ready,
     last_s,
     scale,
     rows,
@@ -358,6 +417,7 @@ def consume(
     half = T.cuda.warp_id() // 4 - 1
     leader = T.cuda.thread_idx("x") % 128 == 0
     splits = split_count(k_tiles, SPLIT)
+    loads = 0  # the split-K block loads into S_s this warpgroup completed (ready's phase)
     acc = T.alloc_local((64, TILE_N), "float32", layout=wgmma_accumulator)
     if PROMOTE:
         total = T.alloc_local((64, TILE_N), "float32", layout=wgmma_accumulator)
@@ -427,39 +487,24 @@ def consume(
                     SWAP,
                     SCALED,
                 )
-            if SPLIT > 1 and SWAP:  # the block of C.T at (row0 + 64 half, col0)
-                settle(
+            if SPLIT > 1:
+                loads = settle(
                     C,
                     W,
                     Arrivals,
+                    S_s,
+                    ready,
                     last_s,
                     tile * (TILE_M // 64) + half,
                     splits,
+                    loads,
+                    row0,
                     col0,
-                    row0 + 64 * half,
-                    TILE_N,
-                    64,
-                    cols,
-                    rows,
-                    half,
-                    leader,
-                )
-            elif SPLIT > 1:
-                settle(
-                    C,
-                    W,
-                    Arrivals,
-                    last_s,
-                    tile * (TILE_M // 64) + half,
-                    splits,
-                    row0 + 64 * half,
-                    col0,
-                    64,
-                    TILE_N,
                     rows,
                     cols,
-                    half,
                     leader,
+                    TILE_N,
+                    SWAP,
                 )
         job += T.cuda.grid_dim("x")
     if leader:
@@ -518,10 +563,13 @@ def gemm_body(
     full = T.alloc_shared((RING,), "uint64")
     empty = T.alloc_shared((RING,), "uint64")
     last_s = T.alloc_shared((consumers,), "int32")  # a split's arrival, told its warpgroup
+    ready = T.alloc_shared((consumers,), "uint64")  # a last split's loads of its block of W
     if T.cuda.thread_idx("x") == 0:
         for s in T.unroll(RING):
             T.ptx.mbarrier.init.shared.b64(full.ptr_to([s]), T.uint32(1))
             T.ptx.mbarrier.init.shared.b64(empty.ptr_to([s]), T.uint32(consumers))
+        for h in T.unroll(consumers):
+            T.ptx.mbarrier.init.shared.b64(ready.ptr_to([h]), T.uint32(1))
         T.ptx.fence.proxy.async_.shared__cta()
     T.cuda.cta_sync()
     tiles_m = (rows + TILE_M - 1) // TILE_M
@@ -562,6 +610,7 @@ def gemm_body(
             C,
             W,
             Arrivals,
+            ready,
             last_s,
             scale,
             rows,
