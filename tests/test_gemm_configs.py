@@ -38,6 +38,7 @@ def _product(a, b, scale=1.0):
         (70, 136, 136, dict(BM=64, BN=128, SPLIT=4, SWAP=False)),  # 3 K-stages: one split is empty
         (130, 136, 200, dict(BM=128, BN=128, SPLIT=2, SWAP=False)),
         (70, 264, 72, dict(BM=64, BN=256, SPLIT=1, SWAP=False)),
+        (70, 264, 520, dict(BM=64, BN=256, SPLIT=2, SWAP=False)),  # 4 parts, 3 past N
         (64, 136, 200, dict(BM=128, BN=64, SPLIT=1, SWAP=True)),
         (130, 200, 136, dict(BM=128, BN=192, SPLIT=1, SWAP=False)),  # 64-column epilogue parts
     ],
