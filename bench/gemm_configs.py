@@ -24,12 +24,12 @@ def examples():
 
     spec = T.Tensor((None, None), "bfloat16")
     fp8 = T.Tensor((None, None), "float8_e4m3fn")
-    work = T.Tensor((None, None), "float32")
+    work = (T.Tensor((None, None), "float32"), T.Tensor((None,), "int32"))  # sums, arrivals
     scale = T.Tensor((1,), "float32")
     one = (gemm_bf16.np.int32(1),) * 3
     return {
-        "bf16": (gemm_bf16.gemm_bf16_tuned, (spec, spec, spec, work, *one)),
-        "fp8": (gemm_fp8.gemm_fp8_tuned, (fp8, fp8, spec, work, *one, scale, scale)),
+        "bf16": (gemm_bf16.gemm_bf16_tuned, (spec, spec, spec, *work, *one)),
+        "fp8": (gemm_fp8.gemm_fp8_tuned, (fp8, fp8, spec, *work, *one, scale, scale)),
     }
 
 

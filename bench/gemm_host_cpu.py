@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import ml_dtypes
+import numpy as np
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
@@ -23,15 +24,6 @@ sys.path.insert(0, str(ROOT.parent / "examples"))
 from launch_host_cpu import CupyLike, fake_driver  # noqa: E402
 
 CALLS = 2000
-
-
-class Workspace(CupyLike):
-    """A workspace stand-in: ``zero_`` stands for torch's memset launch."""
-
-    __module__ = "cupy._core.core"
-
-    def zero_(self) -> None:
-        pass
 
 
 def per_call_us(fn) -> float:
@@ -50,13 +42,17 @@ def main() -> None:
     import gemm_bf16
 
     tuned = gemm_bf16.gemm_bf16_tuned
+    gemm_bf16.current_stream = lambda c: 0  # the stand-ins' stream (no CuPy here)
     results = {}
     for m, n, k in ((1024, 1024, 1024), (16, 4096, 4096), (4096, 4096, 4096)):
         a = CupyLike(0x7000_0000_0000, (m, k), ml_dtypes.bfloat16)
         b = CupyLike(0x7100_0000_0000, (n, k), ml_dtypes.bfloat16)
         c = CupyLike(0x7200_0000_0000, (m, n), ml_dtypes.bfloat16)
-        for shape in ((m, n), (1, 4)):  # the workspaces the example would allocate on the GPU
-            gemm_bf16.WORKSPACES[(shape, "host")] = Workspace(0x7300_0000_0000, shape)
+        for shape, stream in (((m, n), 0), ((1, 4), None)):  # what the example would allocate
+            gemm_bf16.WORKSPACES[(shape, "host", stream)] = (
+                CupyLike(0x7300_0000_0000, shape, np.float32),
+                CupyLike(0x7400_0000_0000, (gemm_bf16.arrival_slots(*shape),), np.int32),
+            )
         for config in gemm_bf16.BF16_SPACE.candidates(m, n, k)[:3]:
             tuned._tune = lambda *args, chosen=config: chosen  # the tuning already made
             tuned.reset()

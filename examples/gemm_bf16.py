@@ -20,11 +20,14 @@ The tuning space (``BF16_SPACE``; ``jittile.autotune`` keyed on M, N, K, see doc
 - tiles 128x256 (4 stages, GROUP_M 8 or 16, or 3 stages), 128x192 (5; fewer idle SMs in the
   last wave where 128x256's is partial), 128x128 (6 stages), 64x256 (5) and 64x128 (8): 64-row
   tiles run one consumer warpgroup (256 threads);
-- split-K (``SPLIT`` 2, 4, 8) for all but 128x256 and 128x192 (whose fp32 staging would spill past the 168
-  registers of a 384-thread block): the K range is cut in SPLIT pieces, each job adds its
-  fp32 partial tile into a zeroed fp32 workspace with ``cp.reduce.async.bulk.tensor ... .add``, and
-  a second kernel (``bf16_from_f32``) rounds the workspace to bf16 (the config's ``pre_hook``
-  zeroes the workspace and its ``post_hook`` runs that rounding, in every launch and timing);
+- split-K (``SPLIT`` 2, 4, 8) for all but 128x256 and 128x192 (whose fp32 staging would spill
+  past the 168 registers of a 384-thread block), in one launch: the K range is cut in SPLIT
+  pieces, each job adds its fp32 partial tile into an fp32 workspace with
+  ``cp.reduce.async.bulk.tensor ... .add``, waits for the reductions, and counts its arrival
+  with ``T.cuda.atomic_add`` (acq_rel); the last split of each 64-row block loads the block's
+  sums back with TMA, rounds them into C and zeroes them and its counter, so the workspace
+  (made zero once per shape) is zero for the next launch (``settle``, which cites the
+  memory-model rules);
 - swap-AB for M <= 64 (``SWAP``): ``C.T = B @ A.T``, B's rows fill wgmma's 64-row side in 128-row
   tiles and M becomes wgmma's N (16, 32 or 64); the epilogue transposes with ``stmatrix .trans``;
   with split-K 1, 2, 4 or 8.
@@ -90,6 +93,14 @@ def k_range(job, k_tiles, SPLIT):
     per = (k_tiles + SPLIT - 1) // SPLIT
     first = T.int32(T.uint32(job) % SPLIT) * per
     return first, min(per, k_tiles - first)
+
+
+@jittile.func
+def split_count(k_tiles, SPLIT):
+    """How many of the SPLIT splits have K-tiles (the others are empty jobs): the arrivals that
+    complete a tile."""
+    per = (k_tiles + SPLIT - 1) // SPLIT
+    return T.uint32(k_tiles + per - 1) // T.uint32(max(per, 1))  # 32-bit: no division call
 
 
 @jittile.func
@@ -262,6 +273,115 @@ def epilogue(frag, C, W, S_s, scale, row0, col0, half, leader, TILE_N, WIDTH, SP
 
 
 @jittile.func
+def settle(
+    C,
+    W,
+    Arrivals,
+    S_s,
+    ready,
+    last_s,
+    slot,
+    splits,
+    loads,
+    row0,
+    col0,
+    rows,
+    cols,
+    leader,
+    TILE_N,
+    SWAP,
+):
+    """After a split's reduce-adds into W: count its arrival at its 64-row block of the tile
+    (``Arrivals[slot]``). The block's last split loads the block's fp32 sums from W into
+    ``S_s`` with TMA (``ready``: its mbarrier, ``loads`` the loads it completed so far, which
+    it returns updated), rounds them into C and zeroes them and the count, so W and Arrivals
+    are zero again for the next launch (they are zeroed once, when made: ``new_workspace``).
+    The memory model (PTX ISA 9.1's section numbers):
+
+    - 9.7.9.25.2 "Async Proxy": the reduce-adds are async-proxy writes, and the completion of a
+      ``cp.reduce.async.bulk`` is followed by an implicit generic-async proxy fence: once
+      ``cp.async.bulk.wait_group 0`` observes it (the full completion; ``.read`` only waits for
+      the shared source to be read), the writes are visible to the generic proxy. The explicit
+      ``fence.proxy.async.global`` after the wait orders them the same way without relying on
+      that (a proxy fence belongs in the CTA of the async access: the writer's).
+    - 9.7.13.5 ``atom``, with ``.acq_rel`` at ``.gpu`` scope: its release half orders this
+      thread's completed writes before its arrival, its acquire half orders what the last
+      arriver does next after every earlier split's release (8, Memory Consistency Model:
+      release and acquire patterns, causality order).
+    - The last arriver's TMA loads of W are async-proxy reads: a ``fence.proxy.async.global``
+      after the acquire puts them after it in the async proxy too; the mbarrier's completion
+      makes the loaded bytes visible to the warpgroup, and ``bar.sync`` (9.7.13.1) keeps
+      ``S_s`` until every thread has read it. W's zeros and the reset count are plain stores
+      that only the next launch reads (the kernel boundary orders them)."""
+    half = T.cuda.warp_id() // 4 - 1
+    if leader:
+        T.ptx.cp.async_.bulk.wait_group(0)  # every reduce-add of this job performed its writes
+        T.ptx.fence.proxy.async_.global_()
+        last_s[half] = T.cuda.atomic_add(Arrivals, slot, 1, sem="acq_rel")
+    T.ptx.bar.sync(1 + half, 128)
+    if last_s[half] == splits - 1:
+        if leader:
+            T.ptx.fence.proxy.async_.global_()  # the acquired sums, for the TMA loads below
+        if SWAP:  # the block of C.T: one load of TILE_N x 64
+            loads = round_block(
+                C, W, S_s, ready, loads, col0, row0 + 64 * half, cols, rows, leader, TILE_N, 64
+            )
+        else:  # parts of 64 columns (one 256-byte row of S_s)
+            for p in T.unroll(TILE_N // 64):
+                loads = round_block(
+                    C,
+                    W,
+                    S_s,
+                    ready,
+                    loads,
+                    row0 + 64 * half,
+                    col0 + 64 * p,
+                    rows,
+                    cols,
+                    leader,
+                    64,
+                    64,
+                )
+        if leader:
+            Arrivals[slot] = 0
+    return loads
+
+
+@jittile.func
+def round_block(C, W, S_s, ready, loads, top, left, m, n, leader, HEIGHT, WIDTH):
+    """The HEIGHT x WIDTH block of W at (top, left) (in an m x n W) loaded into the
+    warpgroup's ``S_s`` with TMA (zeros past m and n), rounded into C and zeroed in W, row by
+    row (consecutive threads on consecutive columns: coalesced); the load count, plus one."""
+    half = T.cuda.warp_id() // 4 - 1
+    if leader:
+        T.ptx.mbarrier.arrive.expect_tx.shared.b64(
+            ready.ptr_to([half]), T.uint32(HEIGHT * WIDTH * 4)
+        )
+        T.cuda.tile.apply(
+            T.ptx[LOAD],
+            S_s[half],
+            W,
+            box=(HEIGHT, WIDTH),
+            coords=(top, left),
+            mbar=ready.ptr_to([half]),
+        )
+    T.cuda.mbarrier_wait(ready.ptr_to([half]), loads & 1)
+    e = T.uint32(T.cuda.thread_idx("x") % 128)
+    stop = min(HEIGHT, m - top) * WIDTH  # the rows inside W (a run-time count: not unrolled)
+    while e < stop:
+        r = e // WIDTH
+        c = e % WIDTH
+        row = T.uint32(top + r)  # unsigned indices: no negative-index wraparound code
+        col = T.uint32(left + c)
+        if col < n:
+            C[row, col] = S_s[half, r, c]
+            W[row, col] = 0.0
+        e += 128
+    T.ptx.bar.sync(1 + half, 128)  # every thread read S_s[half] before it is written again
+    return loads + 1
+
+
+@jittile.func
 def consume(
     R_s,
     Q_s,
@@ -270,7 +390,12 @@ def consume(
     empty,
     C,
     W,
+    Arrivals,
+    ready,
+    last_s,
     scale,
+    rows,
+    cols,
     jobs,
     tiles_m,
     tiles_n,
@@ -287,9 +412,12 @@ def consume(
     SCALED,
 ):
     """A consumer warpgroup's persistent loop: each job's K range into ``acc`` (or with PROMOTE
-    each K-stage alone into ``acc``, added into ``total``), then its epilogue."""
+    each K-stage alone into ``acc``, added into ``total``), then its epilogue (with split-K,
+    its reduce-adds and its arrival: ``settle``)."""
     half = T.cuda.warp_id() // 4 - 1
     leader = T.cuda.thread_idx("x") % 128 == 0
+    splits = split_count(k_tiles, SPLIT)
+    loads = 0  # the split-K block loads into S_s this warpgroup completed (ready's phase)
     acc = T.alloc_local((64, TILE_N), "float32", layout=wgmma_accumulator)
     if PROMOTE:
         total = T.alloc_local((64, TILE_N), "float32", layout=wgmma_accumulator)
@@ -320,9 +448,8 @@ def consume(
                     if i > 0 and leader:
                         T.ptx.mbarrier.arrive.shared.b64(empty.ptr_to([(it + RING - 1) % RING]))
                 it += 1
-            row0, col0 = tile_origin(
-                T.uint32(job) // SPLIT, tiles_m, tiles_n, TILE_M, TILE_N, GROUP
-            )
+            tile = T.uint32(job) // SPLIT
+            row0, col0 = tile_origin(tile, tiles_m, tiles_n, TILE_M, TILE_N, GROUP)
             if PROMOTE:
                 epilogue(
                     total,
@@ -360,6 +487,25 @@ def consume(
                     SWAP,
                     SCALED,
                 )
+            if SPLIT > 1:
+                loads = settle(
+                    C,
+                    W,
+                    Arrivals,
+                    S_s,
+                    ready,
+                    last_s,
+                    tile * (TILE_M // 64) + half,
+                    splits,
+                    loads,
+                    row0,
+                    col0,
+                    rows,
+                    cols,
+                    leader,
+                    TILE_N,
+                    SWAP,
+                )
         job += T.cuda.grid_dim("x")
     if leader:
         T.ptx.cp.async_.bulk.wait_group(0)
@@ -371,6 +517,7 @@ def gemm_body(
     Q,
     C,
     W,
+    Arrivals,
     scale,
     rows,
     cols,
@@ -388,8 +535,10 @@ def gemm_body(
     SCALED,
 ):
     """The whole kernel over ``R @ Q.T`` (rows x cols): shared ring, barriers, producer and
-    consumers. ``C`` (bf16) receives the product, transposed with SWAP; with SPLIT > 1 the fp32
-    workspace ``W`` (same orientation as C) receives the partial sums instead."""
+    consumers. ``C`` (bf16) receives the product, transposed with SWAP; with SPLIT > 1 the
+    splits add their partial sums into the fp32 workspace ``W`` (same orientation as C, zero on
+    entry and on exit) and count their arrivals per 64-row block of a tile in ``Arrivals``
+    (int32, zero likewise), and the last split of a block writes it into C."""
     consumers = TILE_M // 64
     # a consumer's staged output part: the whole (transposed) tile with SWAP, else 128 bf16 or
     # 64 fp32 columns (one 256-byte row); 64 bf16 where 128 does not divide the tile (N = 192)
@@ -413,10 +562,14 @@ def gemm_body(
         S_s = T.alloc_shared((consumers, 64, width), staged, align=1024)
     full = T.alloc_shared((RING,), "uint64")
     empty = T.alloc_shared((RING,), "uint64")
+    last_s = T.alloc_shared((consumers,), "int32")  # a split's arrival, told its warpgroup
+    ready = T.alloc_shared((consumers,), "uint64")  # a last split's loads of its block of W
     if T.cuda.thread_idx("x") == 0:
         for s in T.unroll(RING):
             T.ptx.mbarrier.init.shared.b64(full.ptr_to([s]), T.uint32(1))
             T.ptx.mbarrier.init.shared.b64(empty.ptr_to([s]), T.uint32(consumers))
+        for h in T.unroll(consumers):
+            T.ptx.mbarrier.init.shared.b64(ready.ptr_to([h]), T.uint32(1))
         T.ptx.fence.proxy.async_.shared__cta()
     T.cuda.cta_sync()
     tiles_m = (rows + TILE_M - 1) // TILE_M
@@ -456,7 +609,12 @@ def gemm_body(
             empty,
             C,
             W,
+            Arrivals,
+            ready,
+            last_s,
             scale,
+            rows,
+            cols,
             jobs,
             tiles_m,
             tiles_n,
@@ -490,6 +648,7 @@ def gemm_bf16(
         B,
         C,
         C,
+        C,
         1.0,
         M,
         N,
@@ -506,22 +665,6 @@ def gemm_bf16(
         False,
         False,
     )
-
-
-@jittile.kernel
-def bf16_from_f32(
-    W: T.Tensor((None, None), "float32"),
-    C: T.Tensor((None, None), "bfloat16"),
-    M: T.int32,
-    N: T.int32,
-):
-    """C = W rounded to bf16 (nearest even): the split-K configurations' last step."""
-    i = T.cuda.block_idx("x") * 256 + T.cuda.thread_idx("x")
-    while i < M * N:
-        row = T.uint32(i) // T.uint32(N)
-        col = T.uint32(i) % T.uint32(N)
-        C[row, col] = W[row, col]
-        i += T.cuda.grid_dim("x") * 256
 
 
 class Space:
@@ -542,13 +685,14 @@ class Space:
 
     @staticmethod
     def _config(tm, tn, ring, group, split, swap) -> jittile.Config:
-        split_k = split > 1
         return jittile.Config(
             {"BM": tm, "BN": tn, "STAGES": ring, "GROUP_M": group, "SPLIT": split, "SWAP": swap},
             block=128 + 2 * tm,
-            pre_hook=zero_workspace if split_k else None,
-            post_hook=round_workspace if split_k else None,
         )
+
+    def splits(self, m: int, n: int, k: int) -> bool:
+        """Whether a candidate of this shape splits K (its launches need a workspace)."""
+        return any(cfg.kwargs["SPLIT"] > 1 for cfg in self.candidates(m, n, k))
 
     def candidates(self, m: int, n: int, k: int, sms: int = SMS) -> list:
         """The configs worth timing for an M x N x K product (rules in docs/gemm.md); kept per
@@ -579,24 +723,6 @@ class Space:
             if fits:
                 out.append(config)
         return out
-
-
-def zero_workspace(named: dict) -> None:
-    """A split-K config's pre_hook: zero the fp32 workspace its launch adds into."""
-    workspace = named["W"]
-    if hasattr(workspace, "zero_"):
-        workspace.zero_()
-    else:
-        workspace[...] = 0
-
-
-def round_workspace(named: dict) -> None:
-    """A split-K config's post_hook: round the workspace's fp32 sums into C (on the CPU
-    interpreter where the workspace is a NumPy array)."""
-    workspace, m, n = named["W"], named["M"], named["N"]
-    blocks = min(-(-m * n // 256), 8 * SMS)
-    run = bf16_from_f32.interpret if isinstance(workspace, np.ndarray) else bf16_from_f32
-    run[(blocks,), (256,)](workspace, named["C"], m, n)
 
 
 BF16_SPACE = Space(
@@ -636,6 +762,7 @@ def gemm_bf16_tuned(
     B: T.Tensor((None, None), "bfloat16"),
     C: T.Tensor((None, None), "bfloat16"),
     W: T.Tensor((None, None), "float32"),
+    Arrivals: T.Tensor((None,), "int32"),
     M: T.int32,
     N: T.int32,
     K: T.int32,
@@ -646,14 +773,16 @@ def gemm_bf16_tuned(
     SPLIT: T.constexpr,
     SWAP: T.constexpr,
 ):
-    """gemm_bf16 over the tuning space; with SPLIT > 1 the fp32 workspace W (M, N) receives the
-    sums (zeroed by the config's pre_hook, rounded into C by its post_hook)."""
+    """gemm_bf16 over the tuning space; with SPLIT > 1 the splits add into the fp32 workspace
+    W (M, N) and count their arrivals in Arrivals (``arrival_slots``), both zero before and
+    after a launch, and the last split of a block rounds it into C."""
     if SWAP:
         gemm_body(
             B,
             A,
             C,
             W,
+            Arrivals,
             1.0,
             N,
             M,
@@ -676,6 +805,7 @@ def gemm_bf16_tuned(
             B,
             C,
             W,
+            Arrivals,
             1.0,
             M,
             N,
@@ -712,59 +842,90 @@ def block_of(meta) -> int:
     return 128 + 2 * meta["BM"]
 
 
-def workspace_for(space: Space, c, m: int, n: int, k: int):
-    """The fp32 split-K workspace (M, N) where a candidate splits, else a 1x4 placeholder: made
-    once per shape and device, as a launch's host work must stay small (each split-K launch
-    zeroes it first; launches on concurrent streams would need their own)."""
-    splits = any(cfg.kwargs["SPLIT"] > 1 for cfg in space.candidates(m, n, k))
-    key = ((m, n) if splits else (1, 4), str(getattr(c, "device", "host")))
+def arrival_slots(m: int, n: int) -> int:
+    """Split-K arrival counters enough for every config of an M x N product: one per 64-row
+    block of a tile, at most 2 * ceil(rows / 128) * ceil(cols / 16) in either orientation."""
+    return max(2 * -(-rows // 128) * -(-cols // 16) for rows, cols in ((m, n), (n, m)))
+
+
+def workspace_for(space: Space, c, m: int, n: int, k: int) -> tuple:
+    """The split-K workspace (fp32 sums (M, N), int32 arrival counts) where a candidate splits,
+    else 1x4 and 1-element placeholders: made and zeroed once per shape, device and stream, as
+    a launch's host work must stay small. Every split-K launch leaves it zero again, so
+    launches in one stream's order share it; a launch on another stream (which may run at the
+    same time) gets its own."""
+    if not space.splits(m, n, k):
+        key = ((1, 4), str(getattr(c, "device", "host")), None)
+    else:
+        key = ((m, n), str(getattr(c, "device", "host")), current_stream(c))
     found = WORKSPACES.get(key)
     if found is None:
-        found = WORKSPACES[key] = _new_workspace(c, key[0])
+        found = WORKSPACES[key] = new_workspace(c, *key[0])
     return found
 
 
-WORKSPACES: dict = {}  # (shape, device) -> fp32 workspace; split-K only where the output is small
-
-
-def _new_workspace(c, shape: tuple):
-    """A workspace where ``c`` lives: a device array of c's framework (a launch during a CUDA
-    graph capture can take no host array), else NumPy for the interpreter."""
+def current_stream(c) -> int | None:
+    """The stream a launch on ``c`` runs on when it names none: its framework's current stream
+    on its device (jittile's rule), None for NumPy (the interpreter) and Numba (the default)."""
     if hasattr(c, "new_empty"):  # torch
         import torch
 
-        return torch.empty(shape, dtype=torch.float32, device=c.device)
+        return torch.cuda.current_stream(c.device).cuda_stream
     if type(c).__module__.split(".")[0] == "cupy":
         import cupy
 
         with c.device:
-            return cupy.empty(shape, cupy.float32)
+            return cupy.cuda.get_current_stream().ptr
+    return None
+
+
+WORKSPACES: dict = {}  # ((M, N), device, stream) -> (sums, arrivals); split-K for small outputs
+
+
+def new_workspace(c, m: int, n: int) -> tuple:
+    """A zeroed split-K workspace for an M x N output where ``c`` lives: device arrays of c's
+    framework (a launch during a CUDA graph capture can take no host array), else NumPy for
+    the interpreter."""
+    shapes = ((m, n), (arrival_slots(m, n),))
+    if hasattr(c, "new_empty"):  # torch
+        import torch
+
+        kinds = (torch.float32, torch.int32)
+        return tuple(torch.zeros(s, dtype=t, device=c.device) for s, t in zip(shapes, kinds))
+    if type(c).__module__.split(".")[0] == "cupy":
+        import cupy
+
+        with c.device:
+            return tuple(cupy.zeros(s, t) for s, t in zip(shapes, (cupy.float32, cupy.int32)))
+    host = (np.zeros(shapes[0], np.float32), np.zeros(shapes[1], np.int32))
     if hasattr(c, "__cuda_array_interface__"):  # a Numba device array
         from numba import cuda
 
-        return cuda.device_array(shape, np.float32)
-    return np.zeros(shape, np.float32)
+        return tuple(cuda.to_device(h) for h in host)
+    return host
 
 
 def run_tuned(
     tuned, space: Space, args: tuple, c, m: int, n: int, k: int, sms: int, extra: tuple = ()
 ) -> None:
-    """Launch a tuned kernel (``args`` before W; M, N, K and ``extra`` after it): tuned on the
-    GPU, else the first candidate on the CPU interpreter, one CTA per job at most."""
+    """Launch a tuned kernel (``args`` before the workspace; M, N, K and ``extra`` after it):
+    tuned on the GPU, else the first candidate on the CPU interpreter, one CTA per job at
+    most."""
     from jittile.runtime import driver
 
-    w = workspace_for(space, c, m, n, k)
+    workspace = workspace_for(space, c, m, n, k)
     if driver.available():
-        tuned[persistent_grid(sms), block_of](*args, w, m, n, k, *extra)
+        tuned[persistent_grid(sms), block_of](*args, *workspace, m, n, k, *extra)
         return
-    run_config(tuned, space.candidates(m, n, k)[0], args, w, m, n, k, sms, extra, interpret=True)
+    config = space.candidates(m, n, k)[0]
+    run_config(tuned, config, args, workspace, m, n, k, sms, extra, interpret=True)
 
 
 def run_config(
     tuned,
     config: jittile.Config,
     args: tuple,
-    w,
+    workspace: tuple,
     m: int,
     n: int,
     k: int,
@@ -772,23 +933,19 @@ def run_config(
     extra: tuple = (),
     interpret: bool = False,
 ) -> None:
-    """One config of a tuned kernel, untuned (on the CPU interpreter with ``interpret``), its
-    split-K zeroing and rounding included."""
+    """One config of a tuned kernel, untuned (on the CPU interpreter with ``interpret``), on a
+    zeroed ``workspace`` (``new_workspace``), which it leaves zero."""
     meta = {"M": m, "N": n, **config.kwargs}
-    if config.pre_hook is not None:
-        config.pre_hook({"W": w, "C": args[2], "M": m, "N": n})
     kernel = tuned.kernel.interpret if interpret else tuned.kernel
     kernel[persistent_grid(sms)(meta), block_of(meta)](
         *args,
-        w,
+        *workspace,
         m,
         n,
         k,
         *extra,
         *(config.kwargs[name] for name in ("BM", "BN", "STAGES", "GROUP_M", "SPLIT", "SWAP")),
     )
-    if config.post_hook is not None:
-        config.post_hook({"W": w, "C": args[2], "M": m, "N": n})
 
 
 def launch(a, b, c, sms: int = SMS) -> None:

@@ -13,7 +13,8 @@ host); the epilogue multiplies the total by their product before rounding to bf1
 
 Tuning space (``FP8_SPACE``, keyed on M, N, K, pruned as gemm_bf16's; docs/gemm.md): 128x128 (6
 stages, GROUP_M 8 or 16) and 64x128 (8 stages) tiles, split-K 2, 4, 8 (64x128: 128x128's fp32
-staging would spill), swap-AB for M <= 64.
+staging would spill) in one launch as gemm_bf16's (the scaled partial sums meet in the fp32
+workspace; the last split of a block rounds them into C), swap-AB for M <= 64.
 """
 
 import numpy as np
@@ -54,6 +55,7 @@ def gemm_fp8(
         B,
         C,
         C,
+        C,
         S_a[0] * S_b[0],
         M,
         N,
@@ -83,6 +85,7 @@ def gemm_fp8_tuned(
     B: T.Tensor((None, None), "float8_e4m3fn"),
     C: T.Tensor((None, None), "bfloat16"),
     W: T.Tensor((None, None), "float32"),
+    Arrivals: T.Tensor((None,), "int32"),
     M: T.int32,
     N: T.int32,
     K: T.int32,
@@ -102,6 +105,7 @@ def gemm_fp8_tuned(
             A,
             C,
             W,
+            Arrivals,
             S_a[0] * S_b[0],
             N,
             M,
@@ -124,6 +128,7 @@ def gemm_fp8_tuned(
             B,
             C,
             W,
+            Arrivals,
             S_a[0] * S_b[0],
             M,
             N,

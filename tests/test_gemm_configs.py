@@ -38,6 +38,7 @@ def _product(a, b, scale=1.0):
         (70, 136, 136, dict(BM=64, BN=128, SPLIT=4, SWAP=False)),  # 3 K-stages: one split is empty
         (130, 136, 200, dict(BM=128, BN=128, SPLIT=2, SWAP=False)),
         (70, 264, 72, dict(BM=64, BN=256, SPLIT=1, SWAP=False)),
+        (70, 264, 520, dict(BM=64, BN=256, SPLIT=2, SWAP=False)),  # 4 parts, 3 past N
         (64, 136, 200, dict(BM=128, BN=64, SPLIT=1, SWAP=True)),
         (130, 200, 136, dict(BM=128, BN=192, SPLIT=1, SWAP=False)),  # 64-column epilogue parts
     ],
@@ -47,11 +48,18 @@ def test_bf16_configs_interpreted_are_exact(m, n, k, values):
 
     a, b, c = _operands(m, n, k, ml_dtypes.bfloat16)
     config = _config(gemm_bf16.BF16_SPACE, GROUP_M=8, **values)
-    w = np.zeros((m, n), np.float32)
+    workspace = gemm_bf16.new_workspace(c, m, n)
     gemm_bf16.run_config(
-        gemm_bf16.gemm_bf16_tuned, config, (a, b, c), w, m, n, k, sms=2, interpret=True
+        gemm_bf16.gemm_bf16_tuned, config, (a, b, c), workspace, m, n, k, sms=2, interpret=True
     )
     np.testing.assert_array_equal(c.astype(np.float32), _product(a, b))
+    _assert_zero(workspace)  # as the next launch needs it
+
+
+def _assert_zero(workspace):
+    """A split-K launch leaves its sums and arrival counts zero for the next one."""
+    sums, arrivals = workspace
+    assert not sums.any() and not arrivals.any()
 
 
 def test_the_fp8_kernel_interpreted_is_exact_on_a_ragged_product():
@@ -73,8 +81,9 @@ def test_an_fp8_swapped_split_config_interpreted_is_exact():
     m, n, k = 40, 136, 528
     a, b, c = _operands(m, n, k, ml_dtypes.float8_e4m3fn, seed=4)
     config = _config(gemm_fp8.FP8_SPACE, BM=128, BN=64, SPLIT=2, SWAP=True)
-    w = np.zeros((m, n), np.float32)
-    from gemm_bf16 import run_config
+    from gemm_bf16 import new_workspace, run_config
+
+    w = new_workspace(c, m, n)
 
     run_config(
         gemm_fp8.gemm_fp8_tuned,
@@ -89,16 +98,17 @@ def test_an_fp8_swapped_split_config_interpreted_is_exact():
         extra=(gemm_fp8.scale_array(2.0, c), gemm_fp8.scale_array(0.5, c)),
     )
     np.testing.assert_array_equal(c.astype(np.float32), _product(a, b))
+    _assert_zero(w)
 
 
 def test_an_fp8_config_with_one_consumer_and_split_k_interpreted_is_exact():
     import gemm_fp8
-    from gemm_bf16 import run_config
+    from gemm_bf16 import new_workspace, run_config
 
     m, n, k = 70, 136, 400
     a, b, c = _operands(m, n, k, ml_dtypes.float8_e4m3fn, seed=6)
     config = _config(gemm_fp8.FP8_SPACE, BM=64, BN=128, SPLIT=2, SWAP=False)
-    w = np.zeros((m, n), np.float32)
+    w = new_workspace(c, m, n)
     run_config(
         gemm_fp8.gemm_fp8_tuned,
         config,
@@ -112,18 +122,19 @@ def test_an_fp8_config_with_one_consumer_and_split_k_interpreted_is_exact():
         extra=(gemm_fp8.scale_array(0.25, c), gemm_fp8.scale_array(1.0, c)),
     )
     np.testing.assert_array_equal(c.astype(np.float32), _product(a, b, 0.25))
+    _assert_zero(w)
 
 
 def test_the_fp8_128x192_config_with_register_budgets_interpreted_is_exact():
     """128x192 tiles: two 64 x 192 fp32 fragments per consumer, which the setmaxnreg budgets
     (producer 40, consumers 232) make room for; N ragged, three K-stages."""
     import gemm_fp8
-    from gemm_bf16 import run_config
+    from gemm_bf16 import new_workspace, run_config
 
     m, n, k = 130, 200, 272
     a, b, c = _operands(m, n, k, ml_dtypes.float8_e4m3fn, seed=7)
     config = _config(gemm_fp8.FP8_SPACE, BM=128, BN=192, SPLIT=1, SWAP=False)
-    w = np.zeros((1, 4), np.float32)
+    w = new_workspace(c, 1, 4)  # the placeholder of shapes without split-K
     run_config(
         gemm_fp8.gemm_fp8_tuned,
         config,

@@ -3,6 +3,7 @@ converts nothing, a moved array rewrites its pointer and TensorMap, and every ch
 when what it depends on changed. CPU only: nothing reaches a GPU."""
 
 import struct
+import sys
 
 import numpy as np
 import pytest
@@ -313,3 +314,18 @@ def test_the_same_array_objects_launch_without_fingerprints_until_reshaped(gpu):
     with pytest.raises(LaunchError, match="extent 4 on axis 0"):
         tma_rows(a, out, 32)
     assert len(gpu["launches"]) == 2
+
+
+def test_launches_call_cupys_wrapper_only_where_cupy_is_imported(monkeypatch):
+    """Its first call imports CuPy (164 ms of a first launch in a torch process, run 55)."""
+    import types
+
+    monkeypatch.delitem(sys.modules, "cupy", raising=False)
+    assert driver._cupy_launch() is None
+    wrapper = types.SimpleNamespace(launchKernel=lambda *args: None)
+    monkeypatch.setitem(sys.modules, "cupy", types.ModuleType("cupy"))
+    monkeypatch.setitem(
+        sys.modules, "cupy_backends.cuda.api", types.SimpleNamespace(driver=wrapper)
+    )
+    monkeypatch.setitem(sys.modules, "cupy_backends.cuda.api.driver", wrapper)
+    assert driver._cupy_launch() is wrapper.launchKernel

@@ -321,8 +321,13 @@ def shared_address(typingctx, array, index):
 
 @intrinsic
 def global_address(typingctx, array, indices):
-    """64-bit generic address of ``array[indices]`` (a global tensor element)."""
-    if not isinstance(array, types.Array) or not isinstance(indices, types.BaseTuple):
+    """64-bit generic address of ``array[indices]`` (a global tensor element); the indices are
+    integers, as in an element access."""
+    if (
+        not isinstance(array, types.Array)
+        or not isinstance(indices, types.BaseTuple)
+        or not all(isinstance(t, (types.Integer, types.Boolean)) for t in indices)
+    ):
         return None
 
     def codegen(context, builder, signature, args):

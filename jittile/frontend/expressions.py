@@ -247,6 +247,10 @@ class ExpressionLowering:
         )
         if is_math(target):
             return self.math_call(node, target)
+        if target in Lcuda.ATOMICS:
+            return self.atomic_call(node, target)
+        if target is Lcuda.threadfence:
+            return self.fence_call(node)
         axis = None
         if node.args:
             axis = self.static(node.args[0])

@@ -33,6 +33,7 @@ from ..ptx.asm import AsmCall
 from ..targets import Target
 from .accounting import check_armed_barriers, check_transaction_bytes
 from .allocations import AllocationLowering, SharedVar, TmemVar
+from .atomics import AtomicLowering
 from .calls import check_calls
 from .checks import body_problem
 from .divergence import divergent_operations
@@ -74,6 +75,7 @@ class Lowered:
 
 class KernelLowering(
     ExpressionLowering,
+    AtomicLowering,
     ElementLowering,
     AllocationLowering,
     FragmentLowering,

@@ -17,10 +17,12 @@ import struct
 import numpy as np
 
 from ..patterns import registry
+from ..ptx.atomics import ATOMIC_PREFIX
 from ..ptx.instructions import ASYNC_SHARED_FENCE, INSTRUCTIONS
 from ..ptx.math import SHUFFLE_PREFIX
 from . import math
 from .asynchronous import arrive, barrier_at, maybe_complete
+from .atomics import atomic
 from .machine import Block, Fault, MBarrier
 from .tma import round_to_bfloat16
 from .tmem import tensor_memory
@@ -374,6 +376,7 @@ RAW = [
     ("stmatrix.", _warp_collective(_stmatrix)),
     ("bar.sync", _named_barrier),
     ("bar.arrive", _named_barrier),
+    (ATOMIC_PREFIX, atomic),
 ]
 
 # The semantics a family may give its companion instructions (Companion.interpreted).

@@ -48,6 +48,12 @@ def _unary(function, ftz: bool):
     return run
 
 
+def add_ftz_f32(a, b) -> np.float32:
+    """``add.rn.ftz.f32`` (``atom.global.add.f32``'s arithmetic): the float64 sum of two float32s
+    is exact, or so far from a float32 tie that rounding it twice rounds correctly."""
+    return _result(np.float64(_flush(_f32(a))) + np.float64(_flush(_f32(b))), True)
+
+
 def _mul_ftz(x, factor: np.float32) -> np.float32:
     """``mul.rn.ftz.f32``: the float64 product of two float32s is exact, then one rounding."""
     return _result(np.float64(_flush(_f32(x))) * np.float64(factor), True)

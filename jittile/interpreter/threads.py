@@ -143,6 +143,9 @@ def _shared_address(view: SharedView, index) -> int:
 
 def _global_address(machine: Machine):
     def address(array: np.ndarray, index) -> int:
+        if not all(isinstance(i, (int, np.integer)) for i in index):
+            shown = ", ".join(str(i) for i in index)
+            raise Fault(f"the index ({shown}) of a global address is not all integers")
         for buffer in machine.memory.buffers:
             base = buffer.data.ctypes.data
             if base <= array.ctypes.data < base + buffer.data.size:

@@ -109,6 +109,88 @@ def shfl_idx(value, lane: int, /, *, mask: int = FULL_MASK, width: int = 32):
 
 SHUFFLES = {shfl_xor: "bfly", shfl_down: "down", shfl_up: "up", shfl_idx: "idx"}
 
+
+# ------------------------------------------------------------------------------- atomics
+@intrinsic("T.cuda.atomic_add")
+def atomic_add(array, index, value, /, *, sem: str = "relaxed", scope: str = "gpu"):
+    """Atomically add ``value`` to ``array[index]`` and return the element's old value
+    (``atom.<sem>.<scope>.global.add``). ``array`` is a tensor parameter (global memory) of
+    int32, uint32, int64, uint64 or float32 elements; ``index`` an integer, or a tuple of one
+    per axis; ``value`` converts to the element type (integers wrap). A float32 add rounds to
+    nearest even and flushes subnormal inputs and results to zero, as ``atom.global.add.f32``
+    does. ``sem`` ('relaxed', 'acquire', 'release', 'acq_rel') and ``scope`` ('cta', 'cluster',
+    'gpu', 'sys') are compile-time strings: the PTX memory-model ordering the operation takes
+    part in."""
+
+
+@intrinsic("T.cuda.atomic_max")
+def atomic_max(array, index, value, /, *, sem: str = "relaxed", scope: str = "gpu"):
+    """Atomically store ``max(array[index], value)``, returning the old value (``atom...max``);
+    integer elements only (int32, uint32, int64, uint64), compared signed or unsigned as the
+    element type is. Operands as for ``T.cuda.atomic_add``."""
+
+
+@intrinsic("T.cuda.atomic_min")
+def atomic_min(array, index, value, /, *, sem: str = "relaxed", scope: str = "gpu"):
+    """Atomically store ``min(array[index], value)``, returning the old value (``atom...min``);
+    integer elements only. Operands as for ``T.cuda.atomic_add``."""
+
+
+@intrinsic("T.cuda.atomic_and")
+def atomic_and(array, index, value, /, *, sem: str = "relaxed", scope: str = "gpu"):
+    """Atomically store ``array[index] & value``, returning the old value (``atom...and.b32`` /
+    ``.b64``); integer elements only. Operands as for ``T.cuda.atomic_add``."""
+
+
+@intrinsic("T.cuda.atomic_or")
+def atomic_or(array, index, value, /, *, sem: str = "relaxed", scope: str = "gpu"):
+    """Atomically store ``array[index] | value``, returning the old value; integer elements
+    only. Operands as for ``T.cuda.atomic_add``."""
+
+
+@intrinsic("T.cuda.atomic_xor")
+def atomic_xor(array, index, value, /, *, sem: str = "relaxed", scope: str = "gpu"):
+    """Atomically store ``array[index] ^ value``, returning the old value; integer elements
+    only. Operands as for ``T.cuda.atomic_add``."""
+
+
+@intrinsic("T.cuda.atomic_exch")
+def atomic_exch(array, index, value, /, *, sem: str = "relaxed", scope: str = "gpu"):
+    """Atomically store ``value`` into ``array[index]``, returning the old value
+    (``atom...exch.b32`` / ``.b64``); every element type of ``T.cuda.atomic_add``."""
+
+
+@intrinsic("T.cuda.atomic_cas")
+def atomic_cas(array, index, compare, value, /, *, sem: str = "relaxed", scope: str = "gpu"):
+    """Compare and swap: atomically store ``value`` into ``array[index]`` if the element equals
+    ``compare``, and return the old value either way (``atom...cas.b32`` / ``.b64``); a float32
+    element compares its bits (so -0.0 differs from 0.0, and a NaN equals its own bits). Every
+    element type of ``T.cuda.atomic_add``."""
+
+
+@intrinsic("T.cuda.threadfence")
+def threadfence(*, sem: str = "acq_rel", scope: str = "gpu") -> None:
+    """A memory fence (``fence.<sem>.<scope>``): with ``sem='acq_rel'`` (the default) the
+    calling thread's memory operations before it are ordered before those after it for every
+    thread of ``scope`` ('cta', 'cluster', 'gpu' or 'sys') that synchronizes with it, e.g.
+    through an atomic flag (a release before a relaxed atomic, an acquire after one);
+    ``sem='sc'`` is the sequentially consistent fence that CUDA's ``__threadfence()``
+    (``membar.gl``) is at gpu scope. It orders the generic proxy only: TMA and bulk copies need
+    ``T.ptx.fence.proxy.async...`` as well."""
+
+
+# Each read-modify-write intrinsic -> its PTX operation.
+ATOMICS = {
+    atomic_add: "add",
+    atomic_max: "max",
+    atomic_min: "min",
+    atomic_and: "and",
+    atomic_or: "or",
+    atomic_xor: "xor",
+    atomic_exch: "exch",
+    atomic_cas: "cas",
+}
+
 tile = Namespace(
     "T.cuda.tile",
     "Tile patterns: T.cuda.tile.apply(T.ptx[opcode], *operands, **parameters).",
@@ -132,6 +214,15 @@ __all__ = [
     "shfl_down",
     "shfl_up",
     "shfl_idx",
+    "atomic_add",
+    "atomic_max",
+    "atomic_min",
+    "atomic_and",
+    "atomic_or",
+    "atomic_xor",
+    "atomic_exch",
+    "atomic_cas",
+    "threadfence",
     "tile",
 ]
 

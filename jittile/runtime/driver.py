@@ -7,6 +7,7 @@ initialised until first use, so importing jittile on a machine without a GPU cos
 from __future__ import annotations
 
 import functools
+import sys
 
 from ..errors import LaunchError
 
