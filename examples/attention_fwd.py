@@ -180,11 +180,11 @@ def store_rows(o_acc, o_s, d0, half, row, lane, top_inv, bottom_inv):
 
 
 @jittile.func
-def store_output(o_lo, o_hi, o_s, SWIZZLE, out, origin, half, lane, leader, inverse, DH):
+def store_output(o_lo, o_hi, o_s, out, origin, half, lane, leader, inverse, DH):
     """Warpgroup ``half``'s 64 rows of O, multiplied by the inverse row sums (``inverse``: top,
-    bottom), into ``o_s[:, half]`` (whose layout has TMA swizzle mode ``SWIZZLE``), then written
-    by one TMA store at ``origin`` (batch, head, first row); the caller waits for the bulk
-    group."""
+    bottom), into ``o_s[:, half]`` (128B-swizzled: a stmatrix's eight 16-byte rows fall in eight
+    different bank groups), then written by one TMA store at ``origin`` (batch, head, first row);
+    the caller waits for the bulk group."""
     top_inv, bottom_inv = inverse
     batch, head, q0 = origin
     row = (T.cuda.warp_id() % 4) * 16 + lane % 8 + 8 * ((lane // 8) % 2)
@@ -201,7 +201,7 @@ def store_output(o_lo, o_hi, o_s, SWIZZLE, out, origin, half, lane, leader, inve
             box=(1, 1, 64, 64),
             coords=(batch, head, q0, 0),
             coord_steps=((0, 0, 0, 64),),
-            swizzle=SWIZZLE,
+            swizzle=3,
         )
         T.ptx.cp.async_.bulk.commit_group()
 
@@ -256,7 +256,12 @@ def attention_fwd(
             align=1024,
         )
     if D != 256:  # at D=256 there is no room for another 64 KB: O is staged in Q's buffer
-        O_s = T.alloc_shared((DH, 2, 1, 1, 64, 64), "bfloat16", align=1024)
+        O_s = T.alloc_shared(
+            (DH, 2, 1, 1, 64, 64),
+            "bfloat16",
+            layout=swizzle(3, (DH, 2, 1, 1, 64, 64), "bfloat16"),  # stmatrix without conflicts
+            align=1024,
+        )
     qfull = T.alloc_shared((1,), "uint64")
     kfull = T.alloc_shared((STAGES,), "uint64")
     vfull = T.alloc_shared((STAGES,), "uint64")
@@ -375,9 +380,9 @@ def attention_fwd(
         inverse = (T.rcp(top_sum, approx=True), T.rcp(bottom_sum, approx=True))
         # the warpgroup's MMAs are done with its half of Q: at D=256 O is staged there
         if D == 256:
-            store_output(o_lo, o_hi, Q_s, 3, O, (batch, head, q0), half, lane, leader, inverse, DH)
+            store_output(o_lo, o_hi, Q_s, O, (batch, head, q0), half, lane, leader, inverse, DH)
         else:
-            store_output(o_lo, o_hi, O_s, 0, O, (batch, head, q0), half, lane, leader, inverse, DH)
+            store_output(o_lo, o_hi, O_s, O, (batch, head, q0), half, lane, leader, inverse, DH)
         if lane % 4 == 0:
             top_row = q0 + s_acc.row(0)
             if top_row < seq:
