@@ -1,6 +1,6 @@
 """examples/attention_fwd.py on the CPU: interpreted within bf16 tolerance of a float32 NumPy
 reference (ragged length, causal and not, grouped-query heads, the log-sum-exp), its argument
-checks, and its sm_90a builds at D=128 and D=256 (setmaxnreg in the SASS, no local memory, no
+checks, and its sm_90a builds at D=64, 128 and 256 (setmaxnreg in the SASS, no local memory, no
 ptxas advisory, the HGMMA forms of each tile shape)."""
 
 import warnings
@@ -62,18 +62,18 @@ def test_unsupported_shapes_are_refused(shapes, message):
 
 
 @pytest.mark.parametrize(
-    "head_dim, qk_form, pv_form, pv_count",
+    "head_dim, hgmma_forms",
     [
-        # P V: A from registers, issued in the loop and once more for the last block: at D=128
-        # 2 halves of D times 128 / 16 k-steps, at D=256 (FlashAttention-3's 128x80 tiles) one
-        # n=256 MMA per 80 / 16 k-steps
-        (128, "HGMMA.64x128x16.F32.BF16", "HGMMA.64x64x16.F32.BF16", 2 * 2 * 8),
-        (256, "HGMMA.64x80x16.F32.BF16", "HGMMA.64x256x16.F32.BF16", 2 * 5),
+        # Q K^T: B from shared, head_dim / 16 k-steps. P V: A from registers, FlashAttention-3's
+        # one n=D MMA, issued in the loop and once more for the last block, one per 16 key rows.
+        # D=64: a 128-row key block (8 k-steps); D=128: the same n=128 form as Q K^T; D=256:
+        # FlashAttention-3's 128x80 tiles (5 k-steps)
+        (64, {"HGMMA.64x128x16.F32.BF16": 4, "HGMMA.64x64x16.F32.BF16": 2 * 8}),
+        (128, {"HGMMA.64x128x16.F32.BF16": 8 + 2 * 8}),
+        (256, {"HGMMA.64x80x16.F32.BF16": 16, "HGMMA.64x256x16.F32.BF16": 2 * 5}),
     ],
 )
-def test_the_sm90a_build_sets_register_budgets_without_spilling(
-    head_dim, qk_form, pv_form, pv_count
-):
+def test_the_sm90a_build_sets_register_budgets_without_spilling(head_dim, hgmma_forms):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no ptxas advisory (serialized wgmma, setmaxnreg ignored)
         ck = attn.compiled(head_dim=head_dim, causal=True, target="sm_90a")
@@ -83,7 +83,7 @@ def test_the_sm90a_build_sets_register_budgets_without_spilling(
     assert ck.metadata["toolchain"]["linker"].startswith("ptxas")
     assert "USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0xf0" in ck.sass  # consumers: 240
     assert "USETMAXREG.DEALLOC.CTAPOOL 0x18" in ck.sass  # producer: 24
-    assert ck.sass.count(qk_form) == head_dim // 16  # QK^T, B from shared
-    assert ck.sass.count(pv_form) == pv_count
-    assert ck.sass.count("HGMMA.") == head_dim // 16 + pv_count  # no other MMA
+    for form, count in hgmma_forms.items():
+        assert ck.sass.count(form) == count, form
+    assert ck.sass.count("HGMMA.") == sum(hgmma_forms.values())  # no other MMA
     assert "WARPGROUP.DEPBAR.LE gsb0, 0x1" in ck.sass  # the softmax overlaps the in-flight P V
