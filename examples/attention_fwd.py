@@ -36,7 +36,9 @@ One CTA computes a 128-row block of one head's queries (grid ``(ceil(S / 128), H
   own half of Q's buffer, once its MMAs are done.
 
 Not (yet) FlashAttention-3: FA3's wider key blocks (128x176 at D=128, 192x128 at D=64) and a
-persistent tile scheduler are missing. The fragment helpers come from
+persistent tile scheduler are missing. A 128x176 build at D=128 (S 88 registers, P 44, O 64;
+its mask written with selects to fit the kernel's statement budget) spilled 320 bytes: ptxas
+keeps the loop's per-k-step 64-bit wgmma descriptors, two registers each, live across it. The fragment helpers come from
 ``jittile.fragment_algebra``.
 """
 
