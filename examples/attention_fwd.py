@@ -9,8 +9,9 @@ log-sum-exp of every row's scaled scores, float32 ``(B, H, S)``.
 One CTA computes a 128-row block of one head's queries (grid ``(ceil(S / 128), H, B)``):
 
 - a *producer* warpgroup, its register budget lowered by ``setmaxnreg`` to 24, whose first thread
-  loads the Q block once and streams K and V blocks of ``BN`` rows (128 at D=64 and D=128; 80 at
-  D=256, FlashAttention-3's 128x80 tiles) into a ring (4 stages at D=64, 2 at D=128 and D=256) of
+  loads the Q block once and streams K and V blocks of ``BN`` rows (FlashAttention-3's: 128 at
+  D=64; at D=128 176 without the causal mask, 128 with it; 80 at D=256; ``key_rows=`` picks
+  another of ``KEY_ROWS[D]``) into a ring (4 stages at D=64, 2 at D=128 and D=256) of
   128B-swizzled shared buffers with TMA (``kfull`` / ``vfull`` barriers per stage, with
   transaction bytes, and ``kfree`` / ``vfree`` ones the consumers release: K as soon as its
   ``Q K^T`` is done, V after its ``P V``);
@@ -31,14 +32,15 @@ One CTA computes a 128-row block of one head's queries (grid ``(ceil(S / 128), H
   ptxas serialize them);
 - the epilogue divides by the row sums, stores bf16 pairs with ``stmatrix`` into a
   128B-swizzled shared buffer (bank-conflict free) and writes them with a TMA store; the LSE
-  goes out with element stores. At D=256 (O is 128 registers a thread, S 40) Q's 64 KB and the
-  ring's 160 KB leave no room for an output buffer: each warpgroup stages its rows of O in its
-  own half of Q's buffer, once its MMAs are done.
+  goes out with element stores. Where Q and the ring leave no room for an output buffer (D=256:
+  64 KB and 160 KB; D=128 with 176-row blocks: 32 KB and 176 KB) each warpgroup stages its rows
+  of O in its own half of Q's buffer, once its MMAs are done.
 
-Not (yet) FlashAttention-3: FA3's wider key blocks (128x176 at D=128, 192x128 at D=64) and a
-persistent tile scheduler are missing. A 128x176 build at D=128 (S 88 registers, P 44, O 64;
-its mask written with selects to fit the kernel's statement budget) spilled 320 bytes: ptxas
-keeps the loop's per-k-step 64-bit wgmma descriptors, two registers each, live across it. The fragment helpers come from
+The score mask is a few statements per register (the kernel's statement budget) and compares
+each register's constant column offset with two per-thread limits: 64-bit column values per
+register, hoisted out of the loop by ptxas, spilled 320 bytes at 176 columns (S 88 registers,
+P 44, O 64). Not (yet) FlashAttention-3: its 192x128 tiles at D=64 (three consumer
+warpgroups) and a persistent tile scheduler are missing. The fragment helpers come from
 ``jittile.fragment_algebra``.
 """
 
@@ -61,14 +63,18 @@ from jittile.fragment_algebra import (
 from jittile.layout import swizzle, tiled_swizzle, wgmma_a, wgmma_accumulator
 
 BM = 128  # query rows per CTA (64 per consumer warpgroup)
-# Per head dimension: key rows per pipeline stage (BN) and K/V ring stages. 128 KB of ring at
-# D=64/128; at D=256 FlashAttention-3's 128x80 tiles: S stays 40 registers beside O's 128, and
-# Q (64 KB) plus 2 stages of 80-row K and V (160 KB) fill the 227 KB.
-KEY_ROWS = {64: 128, 128: 128, 256: 80}
+# Per head dimension: the key rows per pipeline stage (BN) a build may use, FlashAttention-3's
+# default first, and the K/V ring stages. At D=128 FA3's 128x176 tiles (S 88 registers beside
+# O's 64; Q's 32 KB and 2 stages of 176-row K and V, 176 KB, leave no room for an O buffer) and,
+# causal, 128x128 (fewer masked scores on the diagonal); at D=256 FA3's 128x80 tiles: S stays 40
+# registers beside O's 128, and Q (64 KB) plus 2 stages of 80-row K and V (160 KB) fill the
+# shared memory.
+KEY_ROWS = {64: (128,), 128: (176, 128), 256: (80,)}
 RING_STAGES = {64: 4, 128: 2, 256: 2}
+SHARED_BYTES = 232448  # the H200's opt-in shared memory per block
 LOAD = "cp.async.bulk.tensor.4d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
 STORE = "cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group"
-QK = {n: f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16" for n in (80, 128)}
+QK = {n: f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16" for n in (80, 128, 176)}
 PV = {n: f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16" for n in (64, 128, 256)}
 NEG = -1.0e30  # a masked score: exp2 of it (minus any finite row maximum) is 0
 LOG2E = 1.4426950408889634
@@ -79,14 +85,22 @@ PINGPONG = 3  # named barriers 3 and 4: the consumer warpgroups' turns at the te
 
 @jittile.func
 def mask_scores(s_acc, kv0, q0, seq, causal):
-    """Scores of keys at or beyond ``seq`` (and, causal, after the query) become NEG."""
-    for i in T.unroll(s_acc.size):
-        col = kv0 + s_acc.col(i)
-        if col >= seq:
-            s_acc[i] = NEG
-        if causal:
-            if col > q0 + s_acc.row(i):
-                s_acc[i] = NEG
+    """Scores of keys at or beyond ``seq`` (and, causal, after the query) become NEG. Each
+    register is compared by its column's constant offset from the thread's first column (a
+    compare with an immediate) against the thread's two row limits, computed once in 32 bits:
+    per-register 64-bit column values would be hoisted out of the loop, two registers each."""
+    first = T.int32(kv0 + s_acc.col(0))  # the key of the thread's first column
+    top_end = T.int32(seq) - first  # columns at offsets from here on are masked
+    bottom_end = top_end
+    if causal:
+        top_end = min(top_end, T.int32(q0 + s_acc.row(0)) + 1 - first)
+        bottom_end = min(bottom_end, T.int32(q0 + s_acc.row(2)) + 1 - first)
+    for i in T.unroll(s_acc.size // 4):
+        offset = s_acc.col(4 * i) - s_acc.col(0)  # registers 4i, 4i + 1: columns +0, +1
+        s_acc[4 * i] = s_acc[4 * i] if offset < top_end else NEG
+        s_acc[4 * i + 1] = s_acc[4 * i + 1] if offset + 1 < top_end else NEG
+        s_acc[4 * i + 2] = s_acc[4 * i + 2] if offset < bottom_end else NEG
+        s_acc[4 * i + 3] = s_acc[4 * i + 3] if offset + 1 < bottom_end else NEG
 
 
 @jittile.func
@@ -210,11 +224,14 @@ def attention_fwd(
     scale: T.float32,
     D: T.constexpr,
     CAUSAL: T.constexpr,
+    BN: T.constexpr,  # key rows per pipeline stage, one of KEY_ROWS[D]
 ):
     T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=384))
     DH = D // 64  # 64-column blocks of the head dimension (one 128-byte swizzle atom each)
-    BN = KEY_ROWS[D]
     STAGES = RING_STAGES[D]  # K and V blocks in the ring
+    # O staged in Q's buffer (each warpgroup's half, once its MMAs are done) where Q, the ring and
+    # an O buffer would not fit (1 KB left for the barriers)
+    O_IN_Q = 2 * (BM * D * 2) + STAGES * 2 * (BN * D * 2) > SHARED_BYTES - 1024
     tid = T.cuda.thread_idx("x")
     warpgroup = T.cuda.warp_id() // 4
     m0 = T.cuda.block_idx("x") * BM
@@ -240,7 +257,7 @@ def attention_fwd(
         layout=tiled_swizzle(3, (STAGES, 1, 1, BN, D), "bfloat16"),
         align=1024,
     )
-    if D != 256:  # at D=256 there is no room for another 64 KB: O is staged in Q's buffer
+    if not O_IN_Q:
         O_s = T.alloc_shared(
             (DH, 2, 1, 1, 64, 64),
             "bfloat16",
@@ -355,8 +372,8 @@ def attention_fwd(
         top_sum = quad_sum(top_sum)
         bottom_sum = quad_sum(bottom_sum)
         inverse = (T.rcp(top_sum, approx=True), T.rcp(bottom_sum, approx=True))
-        # the warpgroup's MMAs are done with its half of Q: at D=256 O is staged there
-        if D == 256:
+        # the warpgroup's MMAs are done with its half of Q: O may be staged there
+        if O_IN_Q:
             store_output(o_acc, Q_s, O, (batch, head, q0), half, lane, leader, inverse, DH)
         else:
             store_output(o_acc, O_s, O, (batch, head, q0), half, lane, leader, inverse, DH)
@@ -384,29 +401,52 @@ def _specs(head_dim: int):
     )
 
 
-def compiled(head_dim: int = 128, causal: bool = False, target: str = "sm_90a"):
+def compiled(
+    head_dim: int = 128,
+    causal: bool = False,
+    target: str = "sm_90a",
+    key_rows: int | None = None,
+):
     """The CompiledKernel of one configuration (PTX, SASS, registers...), without a GPU."""
-    _check_head_dim(head_dim)
-    return attention_fwd.compile(*_specs(head_dim), head_dim, causal, target=target)
+    rows = key_block(head_dim, causal, key_rows)
+    return attention_fwd.compile(*_specs(head_dim), head_dim, causal, rows, target=target)
 
 
-def _check_head_dim(head_dim: int) -> None:
+def key_block(head_dim: int, causal: bool, key_rows: int | None = None) -> int:
+    """The key block of a build: ``key_rows`` if given (one of ``KEY_ROWS[head_dim]``), else
+    FlashAttention-3's (at D=128 128 rows when causal, 176 otherwise)."""
     if head_dim not in HEAD_DIMS:
         raise ValueError(
             f"attention: head dimension {head_dim} is not supported (one of {HEAD_DIMS})"
         )
+    choices = KEY_ROWS[head_dim]
+    if key_rows is None:
+        return choices[-1] if causal else choices[0]
+    if key_rows not in choices:
+        raise ValueError(
+            f"attention: key_rows={key_rows} is not built at head dimension {head_dim} "
+            f"(one of {choices})"
+        )
+    return key_rows
 
 
 def attention(
-    q, k, v, causal: bool = False, sm_scale: float | None = None, return_lse: bool = False
+    q,
+    k,
+    v,
+    causal: bool = False,
+    sm_scale: float | None = None,
+    return_lse: bool = False,
+    key_rows: int | None = None,
 ):
     """``softmax(q @ k.T * sm_scale) @ v`` over (B, H, S, D) bf16 tensors (K/V with H_kv heads,
     H % H_kv == 0); ``sm_scale`` defaults to 1/sqrt(D). torch CUDA tensors launch on the GPU;
     NumPy ``ml_dtypes.bfloat16`` arrays run on the CPU interpreter. Returns ``o`` (and, with
-    ``return_lse``, the float32 (B, H, S) natural log-sum-exp of the scaled scores)."""
+    ``return_lse``, the float32 (B, H, S) natural log-sum-exp of the scaled scores).
+    ``key_rows`` picks another of ``KEY_ROWS[D]`` than FlashAttention-3's key block."""
     batch, heads, seq, head_dim = q.shape
     kv_heads = k.shape[1]
-    _check_head_dim(head_dim)
+    rows = key_block(head_dim, causal, key_rows)
     if tuple(k.shape) != (batch, kv_heads, seq, head_dim) or tuple(v.shape) != tuple(k.shape):
         raise ValueError(
             f"attention: k and v must be (B, H_kv, S, D) = "
@@ -419,7 +459,7 @@ def attention(
         )
     scale = (1.0 / math.sqrt(head_dim) if sm_scale is None else sm_scale) * LOG2E
     grid = (-(-seq // BM), heads, batch)
-    args = (np.int32(seq), np.int32(heads // kv_heads), np.float32(scale), head_dim, causal)
+    args = (np.int32(seq), np.int32(heads // kv_heads), np.float32(scale), head_dim, causal, rows)
     if isinstance(q, np.ndarray):
         o = np.zeros(q.shape, q.dtype)
         lse = np.zeros((batch, heads, seq), np.float32)
