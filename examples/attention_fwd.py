@@ -63,12 +63,12 @@ from jittile.fragment_algebra import (
 from jittile.layout import swizzle, tiled_swizzle, wgmma_a, wgmma_accumulator
 
 BM = 128  # query rows per CTA (64 per consumer warpgroup)
-# Per head dimension: the key rows per pipeline stage (BN) a build may use, FlashAttention-3's
-# default first, and the K/V ring stages. At D=128 FA3's 128x176 tiles (S 88 registers beside
-# O's 64; Q's 32 KB and 2 stages of 176-row K and V, 176 KB, leave no room for an O buffer) and,
-# causal, 128x128 (fewer masked scores on the diagonal); at D=256 FA3's 128x80 tiles: S stays 40
-# registers beside O's 128, and Q (64 KB) plus 2 stages of 80-row K and V (160 KB) fill the
-# shared memory.
+# Per head dimension: the key rows per pipeline stage (BN) a build may use (FlashAttention-3's
+# block without the causal mask first, its causal one last), and the K/V ring stages. At D=128
+# FA3's 128x176 tiles (S 88 registers beside O's 64; Q's 32 KB and 2 stages of 176-row K and V,
+# 176 KB, leave no room for an O buffer) and, causal, 128x128 (fewer masked scores on the
+# diagonal); at D=256 FA3's 128x80 tiles: S stays 40 registers beside O's 128, and Q (64 KB) plus
+# 2 stages of 80-row K and V (160 KB) fill the shared memory.
 KEY_ROWS = {64: (128,), 128: (176, 128), 256: (80,)}
 RING_STAGES = {64: 4, 128: 2, 256: 2}
 SHARED_BYTES = 232448  # the H200's opt-in shared memory per block
@@ -189,10 +189,10 @@ def store_rows(o_acc, o_s, d0, half, row, lane, top_inv, bottom_inv):
 
 @jittile.func
 def store_output(o_acc, o_s, out, origin, half, lane, leader, inverse, DH):
-    """Warpgroup ``half``'s 64 rows of O (``o_acc``), multiplied by the inverse row sums (``inverse``: top,
-    bottom), into ``o_s[:, half]`` (128B-swizzled: a stmatrix's eight 16-byte rows fall in eight
-    different bank groups), then written by one TMA store at ``origin`` (batch, head, first row);
-    the caller waits for the bulk group."""
+    """Warpgroup ``half``'s 64 rows of O (``o_acc``), multiplied by the inverse row sums
+    (``inverse``: top, bottom), into ``o_s[:, half]`` (128B-swizzled: a stmatrix's eight 16-byte
+    rows fall in eight different bank groups), then written by one TMA store at ``origin``
+    (batch, head, first row); the caller waits for the bulk group."""
     top_inv, bottom_inv = inverse
     batch, head, q0 = origin
     row = (T.cuda.warp_id() % 4) * 16 + lane % 8 + 8 * ((lane // 8) % 2)
