@@ -14,10 +14,10 @@ export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 {
   nvidia-smi --query-gpu=name,driver_version --format=csv
   echo "ptxas on PATH: $(command -v ptxas) $(ptxas --version 2>&1 | tail -1)"
-  timeout 110 python3 -m pytest -m gpu -q -p no:cacheprovider -rfs --tb=short \
+  timeout 120 python3 -m pytest -m gpu -q -p no:cacheprovider -rfs --tb=short \
     tests/test_gpu_attention.py
 } > "$out/attn3_tests_run$run.log" 2>&1
 tail -3 "$out/attn3_tests_run$run.log"
-timeout 120 python3 bench/attention.py "$run" 128 64 256 > "$out/attn3_bench_run$run.log" 2>&1
+timeout 100 python3 bench/attention.py "$run" 128 64 256 > "$out/attn3_bench_run$run.log" 2>&1
 grep "causal=" "$out/attn3_bench_run$run.log"
 cp "bench/results/attention_run$run.json" "$out/" 2>/dev/null
