@@ -3,6 +3,8 @@ flash (FlashAttention-2) backends (and FlashAttention-3's ``flash_attn_interface
 installed), bf16 (B, H, S, D), causal and not. TFLOP/s from the median of CUDA-event timings,
 the contenders' samples interleaved (causal counts half the FLOPs); every output's max error
 against a float32 reference (on the first batch entry's heads, to keep the reference small).
+``jittile_other_block`` is jittile with the key block FlashAttention-3 does not pick (D=128: 128
+rows non-causal, 176 causal), timed beside it.
 
     PYTHONPATH=$PWD python3 bench/attention.py [RUN [D ...]]  # bench/results/attention_runRUN.json
 
@@ -49,8 +51,19 @@ def contenders(torch):
 
         return run
 
+    def other_key_block(q, k, v, causal):
+        """jittile with the key block FlashAttention-3 does not pick (D=128: 128 rows
+        non-causal, 176 causal); None where the head dimension builds only one."""
+        head_dim = q.shape[-1]
+        chosen = attention_fwd.key_block(head_dim, causal)
+        others = [rows for rows in attention_fwd.KEY_ROWS[head_dim] if rows != chosen]
+        if not others:
+            return None
+        return attention_fwd.attention(q, k, v, causal=causal, key_rows=others[0])
+
     found = {
         "jittile": lambda q, k, v, causal: attention_fwd.attention(q, k, v, causal=causal),
+        "jittile_other_block": other_key_block,
         "sdpa_cudnn": sdpa(SDPBackend.CUDNN_ATTENTION),
         "sdpa_flash": sdpa(SDPBackend.FLASH_ATTENTION),
     }
@@ -101,6 +114,8 @@ def measure(torch, shape, causal: bool, found: dict) -> dict:
         except Exception as exc:  # a backend without this shape (D=256, GQA...): recorded
             row[name] = {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
             continue
+        if out is None:  # a variant this shape does not have
+            continue
         heads_checked = expected.shape[1]
         error = (out[:1, :heads_checked].float() - expected).abs().max().item()
         row[name] = {"max_abs_error": error}
@@ -136,14 +151,17 @@ def main() -> None:
                         else row[name]["error"][:60]
                     )
                     for name in found
+                    if name in row
                 ),
                 flush=True,
             )
     kernels = {}
     for head_dim in head_dims:
-        for causal in (False, True):
-            ck = attention_fwd.compiled(head_dim, causal)
-            kernels[f"D{head_dim}{'_causal' if causal else ''}"] = {
+        for causal, key_rows in (
+            (c, r) for c in (False, True) for r in attention_fwd.KEY_ROWS[head_dim]
+        ):
+            ck = attention_fwd.compiled(head_dim, causal, key_rows=key_rows)
+            kernels[f"D{head_dim}{'_causal' if causal else ''}_BN{key_rows}"] = {
                 **{
                     key: ck.metadata[key]
                     for key in (

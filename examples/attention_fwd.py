@@ -9,8 +9,9 @@ log-sum-exp of every row's scaled scores, float32 ``(B, H, S)``.
 One CTA computes a 128-row block of one head's queries (grid ``(ceil(S / 128), H, B)``):
 
 - a *producer* warpgroup, its register budget lowered by ``setmaxnreg`` to 24, whose first thread
-  loads the Q block once and streams K and V blocks of ``BN`` rows (128 at D=64 and D=128; 80 at
-  D=256, FlashAttention-3's 128x80 tiles) into a ring (4 stages at D=64, 2 at D=128 and D=256) of
+  loads the Q block once and streams K and V blocks of ``BN`` rows (FlashAttention-3's: 128 at
+  D=64; at D=128 176 without the causal mask, 128 with it; 80 at D=256; ``key_rows=`` picks
+  another of ``KEY_ROWS[D]``) into a ring (4 stages at D=64, 2 at D=128 and D=256) of
   128B-swizzled shared buffers with TMA (``kfull`` / ``vfull`` barriers per stage, with
   transaction bytes, and ``kfree`` / ``vfree`` ones the consumers release: K as soon as its
   ``Q K^T`` is done, V after its ``P V``);
@@ -18,10 +19,9 @@ One CTA computes a 128-row block of one head's queries (grid ``(ceil(S / 128), H
   ``wgmma.m64n{BN}k16`` from shared memory, the online softmax in registers (row maxima across the
   quad by ``shfl.sync.bfly``, ``ex2.approx`` with the scale folded into log2(e), the running sum
   kept per thread and reduced once at the end), ``O`` rescaled in registers, then ``P`` rounded
-  to a bf16 A fragment in registers and ``O += P V`` with V's MN-major descriptor: at D=64/128
-  ``wgmma.m64n64k16``, one accumulator per 64 columns of D; at D=256 FlashAttention-3's one
-  ``wgmma.m64n256k16`` over V's whole stage (``tiled_swizzle``: the TMA boxes' 64-column chunks
-  one after another);
+  to a bf16 A fragment in registers and ``O += P V`` with V's MN-major descriptor:
+  FlashAttention-3's one ``wgmma.m64n{D}k16`` over V's whole stage into one (64, D) accumulator
+  (``tiled_swizzle``: the TMA boxes' 64-column chunks one after another);
 - ping-pong: the consumers take turns at the tensor cores (named barriers 3 and 4): each issues
   its MMAs in its turn and hands the turn over, so one warpgroup's softmax runs under the
   other's MMAs;
@@ -30,14 +30,17 @@ One CTA computes a 128-row block of one head's queries (grid ``(ceil(S / 128), H
   softmax also runs while this warpgroup's own ``P V`` is in flight (block 0 issues a ``P V``
   whose result block 1's, with ``scale_d`` 0, overwrites: a branch around the MMAs would make
   ptxas serialize them);
-- the epilogue divides by the row sums, stores bf16 pairs with ``stmatrix`` into shared memory
-  and writes them with a TMA store; the LSE goes out with element stores. At D=256 (O is 128
-  registers a thread, S 40) Q's 64 KB and the ring's 160 KB leave no room
-  for an output buffer: each warpgroup stages its rows of O in its own half of Q's buffer, once
-  its MMAs are done, and the TMA store reads them with Q's 128B swizzle.
+- the epilogue divides by the row sums, stores bf16 pairs with ``stmatrix`` into a
+  128B-swizzled shared buffer (bank-conflict free) and writes them with a TMA store; the LSE
+  goes out with element stores. Where Q and the ring leave no room for an output buffer (D=256:
+  64 KB and 160 KB; D=128 with 176-row blocks: 32 KB and 176 KB) each warpgroup stages its rows
+  of O in its own half of Q's buffer, once its MMAs are done.
 
-Not (yet) FlashAttention-3: FA3's wider key blocks (128x176 at D=128, 192x128 at D=64), ``P V``
-as one n=D MMA at D=64/128 and a persistent tile scheduler are missing. The fragment helpers come from
+The score mask is a few statements per register (the kernel's statement budget) and compares
+each register's constant column offset with two per-thread limits: 64-bit column values per
+register, hoisted out of the loop by ptxas, spilled 320 bytes at 176 columns (S 88 registers,
+P 44, O 64). Not (yet) FlashAttention-3: its 192x128 tiles at D=64 (three consumer
+warpgroups) and a persistent tile scheduler are missing. The fragment helpers come from
 ``jittile.fragment_algebra``.
 """
 
@@ -60,19 +63,19 @@ from jittile.fragment_algebra import (
 from jittile.layout import swizzle, tiled_swizzle, wgmma_a, wgmma_accumulator
 
 BM = 128  # query rows per CTA (64 per consumer warpgroup)
-# Per head dimension: key rows per pipeline stage (BN) and K/V ring stages. 128 KB of ring at
-# D=64/128; at D=256 FlashAttention-3's 128x80 tiles: S stays 40 registers beside O's 128, and
-# Q (64 KB) plus 2 stages of 80-row K and V (160 KB) fill the 227 KB.
-KEY_ROWS = {64: 128, 128: 128, 256: 80}
+# Per head dimension: the key rows per pipeline stage (BN) a build may use (FlashAttention-3's
+# block without the causal mask first, its causal one last), and the K/V ring stages. At D=128
+# FA3's 128x176 tiles (S 88 registers beside O's 64; Q's 32 KB and 2 stages of 176-row K and V,
+# 176 KB, leave no room for an O buffer) and, causal, 128x128 (fewer masked scores on the
+# diagonal); at D=256 FA3's 128x80 tiles: S stays 40 registers beside O's 128, and Q (64 KB) plus
+# 2 stages of 80-row K and V (160 KB) fill the shared memory.
+KEY_ROWS = {64: (128,), 128: (176, 128), 256: (80,)}
 RING_STAGES = {64: 4, 128: 2, 256: 2}
-# Columns of O per P V MMA: D=64/128 issue one per 64-column block of V; D=256 one n=256 MMA
-# over V's whole stage (FlashAttention-3's), whose 64-column chunks tiled_swizzle lays out as
-# the TMA boxes fill them.
-PV_COLUMNS = {64: 64, 128: 64, 256: 256}
+SHARED_BYTES = 232448  # the H200's opt-in shared memory per block
 LOAD = "cp.async.bulk.tensor.4d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
 STORE = "cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group"
-QK = {n: f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16" for n in (80, 128)}
-PV = {n: f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16" for n in (64, 256)}
+QK = {n: f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16" for n in (80, 128, 176)}
+PV = {n: f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16" for n in (64, 128, 256)}
 NEG = -1.0e30  # a masked score: exp2 of it (minus any finite row maximum) is 0
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
@@ -82,14 +85,22 @@ PINGPONG = 3  # named barriers 3 and 4: the consumer warpgroups' turns at the te
 
 @jittile.func
 def mask_scores(s_acc, kv0, q0, seq, causal):
-    """Scores of keys at or beyond ``seq`` (and, causal, after the query) become NEG."""
-    for i in T.unroll(s_acc.size):
-        col = kv0 + s_acc.col(i)
-        if col >= seq:
-            s_acc[i] = NEG
-        if causal:
-            if col > q0 + s_acc.row(i):
-                s_acc[i] = NEG
+    """Scores of keys at or beyond ``seq`` (and, causal, after the query) become NEG. Each
+    register is compared by its column's constant offset from the thread's first column (a
+    compare with an immediate) against the thread's two row limits, computed once in 32 bits:
+    per-register 64-bit column values would be hoisted out of the loop, two registers each."""
+    first = T.int32(kv0 + s_acc.col(0))  # the key of the thread's first column
+    top_end = T.int32(seq) - first  # columns at offsets from here on are masked
+    bottom_end = top_end
+    if causal:
+        top_end = min(top_end, T.int32(q0 + s_acc.row(0)) + 1 - first)
+        bottom_end = min(bottom_end, T.int32(q0 + s_acc.row(2)) + 1 - first)
+    for i in T.unroll(s_acc.size // 4):
+        offset = s_acc.col(4 * i) - s_acc.col(0)  # registers 4i, 4i + 1: columns +0, +1
+        s_acc[4 * i] = s_acc[4 * i] if offset < top_end else NEG
+        s_acc[4 * i + 1] = s_acc[4 * i + 1] if offset + 1 < top_end else NEG
+        s_acc[4 * i + 2] = s_acc[4 * i + 2] if offset < bottom_end else NEG
+        s_acc[4 * i + 3] = s_acc[4 * i + 3] if offset + 1 < bottom_end else NEG
 
 
 @jittile.func
@@ -133,16 +144,13 @@ def multiply_qk(s_acc, q_s, k_s, half, stage, DH):
 
 
 @jittile.func
-def multiply_pv(o_lo, o_hi, p_frag, v_s, stage, DH, accumulate):
+def multiply_pv(o_acc, p_frag, v_s, stage, accumulate):
     """``O += P V`` (``O = P V`` unless ``accumulate``) from the bf16 P fragment and V's
-    ``stage``: at D=256 one n=256 MMA into ``o_lo`` (all of O), else 64 columns of D per MMA
-    (``o_hi``: D=128's second half); the caller fences and commits."""
-    if DH == 4:
-        T.cuda.tile.apply(T.ptx[PV[256]], o_lo, p_frag, v_s[stage, 0, 0], scale_d=accumulate)
-    else:
-        T.cuda.tile.apply(T.ptx[PV[64]], o_lo, p_frag, v_s[stage, 0, 0, 0], scale_d=accumulate)
-    if DH == 2:
-        T.cuda.tile.apply(T.ptx[PV[64]], o_hi, p_frag, v_s[stage, 1, 0, 0], scale_d=accumulate)
+    ``stage``: FlashAttention-3's one n=D MMA over the whole stage; the caller fences and
+    commits."""
+    T.cuda.tile.apply(
+        T.ptx[PV[o_acc.shape[1]]], o_acc, p_frag, v_s[stage, 0, 0], scale_d=accumulate
+    )
 
 
 @jittile.func
@@ -180,17 +188,15 @@ def store_rows(o_acc, o_s, d0, half, row, lane, top_inv, bottom_inv):
 
 
 @jittile.func
-def store_output(o_lo, o_hi, o_s, SWIZZLE, out, origin, half, lane, leader, inverse, DH):
-    """Warpgroup ``half``'s 64 rows of O, multiplied by the inverse row sums (``inverse``: top,
-    bottom), into ``o_s[:, half]`` (whose layout has TMA swizzle mode ``SWIZZLE``), then written
-    by one TMA store at ``origin`` (batch, head, first row); the caller waits for the bulk
-    group."""
+def store_output(o_acc, o_s, out, origin, half, lane, leader, inverse, DH):
+    """Warpgroup ``half``'s 64 rows of O (``o_acc``), multiplied by the inverse row sums
+    (``inverse``: top, bottom), into ``o_s[:, half]`` (128B-swizzled: a stmatrix's eight 16-byte
+    rows fall in eight different bank groups), then written by one TMA store at ``origin``
+    (batch, head, first row); the caller waits for the bulk group."""
     top_inv, bottom_inv = inverse
     batch, head, q0 = origin
     row = (T.cuda.warp_id() % 4) * 16 + lane % 8 + 8 * ((lane // 8) % 2)
-    store_rows(o_lo, o_s, 0, half, row, lane, top_inv, bottom_inv)
-    if DH == 2:
-        store_rows(o_hi, o_s, 1, half, row, lane, top_inv, bottom_inv)
+    store_rows(o_acc, o_s, 0, half, row, lane, top_inv, bottom_inv)
     T.ptx.fence.proxy.async_.shared__cta()
     T.ptx.bar.sync(1 + half, 128)
     if leader:
@@ -201,7 +207,7 @@ def store_output(o_lo, o_hi, o_s, SWIZZLE, out, origin, half, lane, leader, inve
             box=(1, 1, 64, 64),
             coords=(batch, head, q0, 0),
             coord_steps=((0, 0, 0, 64),),
-            swizzle=SWIZZLE,
+            swizzle=3,
         )
         T.ptx.cp.async_.bulk.commit_group()
 
@@ -218,12 +224,14 @@ def attention_fwd(
     scale: T.float32,
     D: T.constexpr,
     CAUSAL: T.constexpr,
+    BN: T.constexpr,  # key rows per pipeline stage, one of KEY_ROWS[D]
 ):
     T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=384))
     DH = D // 64  # 64-column blocks of the head dimension (one 128-byte swizzle atom each)
-    BN = KEY_ROWS[D]
     STAGES = RING_STAGES[D]  # K and V blocks in the ring
-    PN = PV_COLUMNS[D]
+    # O staged in Q's buffer (each warpgroup's half, once its MMAs are done) where Q, the ring and
+    # an O buffer would not fit (1 KB left for the barriers)
+    O_IN_Q = 2 * (BM * D * 2) + STAGES * 2 * (BN * D * 2) > SHARED_BYTES - 1024
     tid = T.cuda.thread_idx("x")
     warpgroup = T.cuda.warp_id() // 4
     m0 = T.cuda.block_idx("x") * BM
@@ -241,22 +249,21 @@ def attention_fwd(
         layout=swizzle(3, (STAGES, DH, 1, 1, BN, 64), "bfloat16"),
         align=1024,
     )
-    if PN == 64:  # V's stages as 64-column blocks, one B operand (and TMA box) each
-        V_s = T.alloc_shared(
-            (STAGES, DH, 1, 1, BN, 64),
+    # V's stages as one (BN, D) B operand of the P V MMA: 64-column swizzled chunks one after
+    # another, as the TMA boxes fill them
+    V_s = T.alloc_shared(
+        (STAGES, 1, 1, BN, D),
+        "bfloat16",
+        layout=tiled_swizzle(3, (STAGES, 1, 1, BN, D), "bfloat16"),
+        align=1024,
+    )
+    if not O_IN_Q:
+        O_s = T.alloc_shared(
+            (DH, 2, 1, 1, 64, 64),
             "bfloat16",
-            layout=swizzle(3, (STAGES, DH, 1, 1, BN, 64), "bfloat16"),
+            layout=swizzle(3, (DH, 2, 1, 1, 64, 64), "bfloat16"),  # stmatrix without conflicts
             align=1024,
         )
-    else:  # V's stages as one (BN, D) B operand of 64-column swizzled chunks (the same bytes)
-        V_s = T.alloc_shared(
-            (STAGES, 1, 1, BN, D),
-            "bfloat16",
-            layout=tiled_swizzle(3, (STAGES, 1, 1, BN, D), "bfloat16"),
-            align=1024,
-        )
-    if D != 256:  # at D=256 there is no room for another 64 KB: O is staged in Q's buffer
-        O_s = T.alloc_shared((DH, 2, 1, 1, 64, 64), "bfloat16", align=1024)
     qfull = T.alloc_shared((1,), "uint64")
     kfull = T.alloc_shared((STAGES,), "uint64")
     vfull = T.alloc_shared((STAGES,), "uint64")
@@ -302,21 +309,16 @@ def attention_fwd(
                 T.ptx.mbarrier.arrive.expect_tx.shared.b64(
                     vfull.ptr_to([stage]), T.uint32(BN * D * 2)
                 )
-                if PN == 64:
-                    load_block(
-                        V_s, stage, V, (batch, kv_head, load * BN), vfull.ptr_to([stage]), BN
+                for d in T.unroll(DH):  # one box per 64-column chunk
+                    T.cuda.tile.apply(
+                        T.ptx[LOAD],
+                        V_s[stage, 0:1, 0:1, 0:BN, 64 * d : 64 * d + 64],
+                        V,
+                        box=(1, 1, BN, 64),
+                        coords=(batch, kv_head, load * BN, 64 * d),
+                        swizzle=3,
+                        mbar=vfull.ptr_to([stage]),
                     )
-                else:
-                    for d in T.unroll(DH):  # one box per 64-column chunk
-                        T.cuda.tile.apply(
-                            T.ptx[LOAD],
-                            V_s[stage, 0:1, 0:1, 0:BN, 64 * d : 64 * d + 64],
-                            V,
-                            box=(1, 1, BN, 64),
-                            coords=(batch, kv_head, load * BN, 64 * d),
-                            swizzle=3,
-                            mbar=vfull.ptr_to([stage]),
-                        )
     else:  # consumers: warpgroup 1 owns query rows m0..m0+63, warpgroup 2 the next 64
         T.ptx.setmaxnreg.inc.sync.aligned.u32(240)
         half = warpgroup - 1
@@ -325,8 +327,7 @@ def attention_fwd(
         lane = T.cuda.lane_id()
         s_acc = T.alloc_local((64, BN), "float32", layout=wgmma_accumulator)
         p_frag = T.alloc_local((64, BN), "bfloat16", layout=wgmma_a)
-        o_lo = T.alloc_local((64, PN), "float32", layout=wgmma_accumulator)  # O[:, 0:PN]
-        o_hi = T.alloc_local((64, 64), "float32", layout=wgmma_accumulator)  # O[:, 64:128], D=128
+        o_acc = T.alloc_local((64, D), "float32", layout=wgmma_accumulator)
         if half == 1:
             T.ptx.bar.arrive(PINGPONG, 256)  # warpgroup 1 issues its MMAs first
         T.cuda.mbarrier_wait(qfull.ptr_to([0]), 0)
@@ -347,7 +348,7 @@ def attention_fwd(
             T.ptx.bar.sync(PINGPONG + half, 256)
             T.ptx.wgmma.fence.sync.aligned()
             multiply_qk(s_acc, Q_s, K_s, half, stage, DH)
-            multiply_pv(o_lo, o_hi, p_frag, V_s, previous, DH, block > 1)
+            multiply_pv(o_acc, p_frag, V_s, previous, block > 1)
             T.ptx.wgmma.commit_group.sync.aligned()
             if half == 0 or block + 1 < blocks:
                 T.ptx.bar.arrive(PINGPONG + 1 - half, 256)
@@ -360,24 +361,22 @@ def attention_fwd(
             T.ptx.wgmma.wait_group.sync.aligned(0)
             if leader and block > 0:
                 T.ptx.mbarrier.arrive.shared.b64(vfree.ptr_to([previous]))
-            scale_rows(o_lo, top_alpha, bottom_alpha)  # before the first P V: O is overwritten
-            if DH == 2:
-                scale_rows(o_hi, top_alpha, bottom_alpha)
+            scale_rows(o_acc, top_alpha, bottom_alpha)  # before the first P V: O is overwritten
             to_bf16_a(s_acc, p_frag)
         last = T.int64((blocks - 1) % STAGES)  # 64-bit: it feeds a 64-bit descriptor
         T.cuda.mbarrier_wait(vfull.ptr_to([last]), ((blocks - 1) // STAGES) & 1)
         T.ptx.wgmma.fence.sync.aligned()
-        multiply_pv(o_lo, o_hi, p_frag, V_s, last, DH, blocks > 1)
+        multiply_pv(o_acc, p_frag, V_s, last, blocks > 1)
         T.ptx.wgmma.commit_group.sync.aligned()
         T.ptx.wgmma.wait_group.sync.aligned(0)
         top_sum = quad_sum(top_sum)
         bottom_sum = quad_sum(bottom_sum)
         inverse = (T.rcp(top_sum, approx=True), T.rcp(bottom_sum, approx=True))
-        # the warpgroup's MMAs are done with its half of Q: at D=256 O is staged there
-        if D == 256:
-            store_output(o_lo, o_hi, Q_s, 3, O, (batch, head, q0), half, lane, leader, inverse, DH)
+        # the warpgroup's MMAs are done with its half of Q: O may be staged there
+        if O_IN_Q:
+            store_output(o_acc, Q_s, O, (batch, head, q0), half, lane, leader, inverse, DH)
         else:
-            store_output(o_lo, o_hi, O_s, 0, O, (batch, head, q0), half, lane, leader, inverse, DH)
+            store_output(o_acc, O_s, O, (batch, head, q0), half, lane, leader, inverse, DH)
         if lane % 4 == 0:
             top_row = q0 + s_acc.row(0)
             if top_row < seq:
@@ -402,29 +401,52 @@ def _specs(head_dim: int):
     )
 
 
-def compiled(head_dim: int = 128, causal: bool = False, target: str = "sm_90a"):
+def compiled(
+    head_dim: int = 128,
+    causal: bool = False,
+    target: str = "sm_90a",
+    key_rows: int | None = None,
+):
     """The CompiledKernel of one configuration (PTX, SASS, registers...), without a GPU."""
-    _check_head_dim(head_dim)
-    return attention_fwd.compile(*_specs(head_dim), head_dim, causal, target=target)
+    rows = key_block(head_dim, causal, key_rows)
+    return attention_fwd.compile(*_specs(head_dim), head_dim, causal, rows, target=target)
 
 
-def _check_head_dim(head_dim: int) -> None:
+def key_block(head_dim: int, causal: bool, key_rows: int | None = None) -> int:
+    """The key block of a build: ``key_rows`` if given (one of ``KEY_ROWS[head_dim]``), else
+    FlashAttention-3's (at D=128 128 rows when causal, 176 otherwise)."""
     if head_dim not in HEAD_DIMS:
         raise ValueError(
             f"attention: head dimension {head_dim} is not supported (one of {HEAD_DIMS})"
         )
+    choices = KEY_ROWS[head_dim]
+    if key_rows is None:
+        return choices[-1] if causal else choices[0]
+    if key_rows not in choices:
+        raise ValueError(
+            f"attention: key_rows={key_rows} is not built at head dimension {head_dim} "
+            f"(one of {choices})"
+        )
+    return key_rows
 
 
 def attention(
-    q, k, v, causal: bool = False, sm_scale: float | None = None, return_lse: bool = False
+    q,
+    k,
+    v,
+    causal: bool = False,
+    sm_scale: float | None = None,
+    return_lse: bool = False,
+    key_rows: int | None = None,
 ):
     """``softmax(q @ k.T * sm_scale) @ v`` over (B, H, S, D) bf16 tensors (K/V with H_kv heads,
     H % H_kv == 0); ``sm_scale`` defaults to 1/sqrt(D). torch CUDA tensors launch on the GPU;
     NumPy ``ml_dtypes.bfloat16`` arrays run on the CPU interpreter. Returns ``o`` (and, with
-    ``return_lse``, the float32 (B, H, S) natural log-sum-exp of the scaled scores)."""
+    ``return_lse``, the float32 (B, H, S) natural log-sum-exp of the scaled scores).
+    ``key_rows`` picks another of ``KEY_ROWS[D]`` than FlashAttention-3's key block."""
     batch, heads, seq, head_dim = q.shape
     kv_heads = k.shape[1]
-    _check_head_dim(head_dim)
+    rows = key_block(head_dim, causal, key_rows)
     if tuple(k.shape) != (batch, kv_heads, seq, head_dim) or tuple(v.shape) != tuple(k.shape):
         raise ValueError(
             f"attention: k and v must be (B, H_kv, S, D) = "
@@ -437,7 +459,7 @@ def attention(
         )
     scale = (1.0 / math.sqrt(head_dim) if sm_scale is None else sm_scale) * LOG2E
     grid = (-(-seq // BM), heads, batch)
-    args = (np.int32(seq), np.int32(heads // kv_heads), np.float32(scale), head_dim, causal)
+    args = (np.int32(seq), np.int32(heads // kv_heads), np.float32(scale), head_dim, causal, rows)
     if isinstance(q, np.ndarray):
         o = np.zeros(q.shape, q.dtype)
         lse = np.zeros((batch, heads, seq), np.float32)

@@ -1,6 +1,6 @@
 """examples/attention_fwd.py on the CPU: interpreted within bf16 tolerance of a float32 NumPy
 reference (ragged length, causal and not, grouped-query heads, the log-sum-exp), its argument
-checks, and its sm_90a builds at D=128 and D=256 (setmaxnreg in the SASS, no local memory, no
+checks, and its sm_90a builds at D=64, 128 and 256 (setmaxnreg in the SASS, no local memory, no
 ptxas advisory, the HGMMA forms of each tile shape)."""
 
 import warnings
@@ -20,19 +20,21 @@ def _inputs(heads: int, kv_heads: int, seq: int, head_dim: int, seed: int = 0):
 
 
 @pytest.mark.parametrize(
-    "head_dim, causal, heads, kv_heads, seq",
+    "head_dim, causal, heads, kv_heads, seq, key_rows",
     [
-        (64, False, 2, 1, 200),
-        (64, True, 1, 1, 200),
-        (128, True, 2, 1, 140),
-        (64, True, 1, 1, 520),  # 5 key blocks: D=64's 4-stage ring wraps around
-        (256, False, 1, 1, 100),  # 2 key blocks of 80 rows, the second ragged
-        (256, True, 2, 1, 200),  # 3 key blocks: D=256's 2-stage ring wraps around
+        (64, False, 2, 1, 200, None),
+        (64, True, 1, 1, 200, None),
+        (128, True, 2, 1, 140, None),
+        (64, True, 1, 1, 520, None),  # 5 key blocks: D=64's 4-stage ring wraps around
+        (128, False, 1, 1, 400, None),  # 3 key blocks of 176 rows: the ring wraps, O in Q's buffer
+        (128, True, 1, 1, 300, 176),  # causal 176-row blocks: rows of block 1 wholly masked
+        (256, False, 1, 1, 100, None),  # 2 key blocks of 80 rows, the second ragged
+        (256, True, 2, 1, 200, None),  # 3 key blocks: D=256's 2-stage ring wraps around
     ],
 )
-def test_interpreted_attention_matches_float32(head_dim, causal, heads, kv_heads, seq):
+def test_interpreted_attention_matches_float32(head_dim, causal, heads, kv_heads, seq, key_rows):
     q, k, v = _inputs(heads, kv_heads, seq, head_dim)
-    o, lse = attn.attention(q, k, v, causal=causal, return_lse=True)
+    o, lse = attn.attention(q, k, v, causal=causal, return_lse=True, key_rows=key_rows)
     expected, expected_lse = attn.reference(q, k, v, causal=causal)
     assert o.dtype == ml_dtypes.bfloat16 and o.shape == q.shape
     np.testing.assert_allclose(o.astype(np.float32), expected, atol=2e-2, rtol=2e-2)
@@ -61,29 +63,44 @@ def test_unsupported_shapes_are_refused(shapes, message):
         attn.attention(q, k, k)
 
 
+@pytest.mark.parametrize("head_dim, key_rows", [(64, 176), (128, 80), (256, 128)])
+def test_key_blocks_not_built_are_refused(head_dim, key_rows):
+    q = np.zeros((1, 1, 64, head_dim), ml_dtypes.bfloat16)
+    with pytest.raises(ValueError, match=f"key_rows={key_rows} is not built"):
+        attn.attention(q, q, q, key_rows=key_rows)
+
+
+@pytest.mark.parametrize("head_dim, causal, key_rows", [(128, False, 176), (128, True, 128)])
+def test_default_key_blocks_are_flash_attention_3s(head_dim, causal, key_rows):
+    assert attn.key_block(head_dim, causal, None) == key_rows
+    assert attn.key_block(head_dim, causal, 128) == 128  # the other block, when asked for
+
+
 @pytest.mark.parametrize(
-    "head_dim, qk_form, pv_form, pv_count",
+    "head_dim, causal, hgmma_forms",
     [
-        # P V: A from registers, issued in the loop and once more for the last block: at D=128
-        # 2 halves of D times 128 / 16 k-steps, at D=256 (FlashAttention-3's 128x80 tiles) one
-        # n=256 MMA per 80 / 16 k-steps
-        (128, "HGMMA.64x128x16.F32.BF16", "HGMMA.64x64x16.F32.BF16", 2 * 2 * 8),
-        (256, "HGMMA.64x80x16.F32.BF16", "HGMMA.64x256x16.F32.BF16", 2 * 5),
+        # Q K^T: B from shared, head_dim / 16 k-steps. P V: A from registers, FlashAttention-3's
+        # one n=D MMA, issued in the loop and once more for the last block, one per 16 key rows.
+        # D=64: a 128-row key block (8 k-steps); D=128 causal: the same n=128 form as Q K^T;
+        # D=128 non-causal: FlashAttention-3's 128x176 tiles (11 k-steps); D=256: its 128x80
+        # tiles (5 k-steps)
+        (64, True, {"HGMMA.64x128x16.F32.BF16": 4, "HGMMA.64x64x16.F32.BF16": 2 * 8}),
+        (128, True, {"HGMMA.64x128x16.F32.BF16": 8 + 2 * 8}),
+        (128, False, {"HGMMA.64x176x16.F32.BF16": 8, "HGMMA.64x128x16.F32.BF16": 2 * 11}),
+        (256, True, {"HGMMA.64x80x16.F32.BF16": 16, "HGMMA.64x256x16.F32.BF16": 2 * 5}),
     ],
 )
-def test_the_sm90a_build_sets_register_budgets_without_spilling(
-    head_dim, qk_form, pv_form, pv_count
-):
+def test_the_sm90a_build_sets_register_budgets_without_spilling(head_dim, causal, hgmma_forms):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no ptxas advisory (serialized wgmma, setmaxnreg ignored)
-        ck = attn.compiled(head_dim=head_dim, causal=True, target="sm_90a")
+        ck = attn.compiled(head_dim=head_dim, causal=causal, target="sm_90a")
     assert ck.metadata["local_bytes"] == 0
     assert "STL" not in ck.sass and "LDL" not in ck.sass
     assert ck.metadata["shared_bytes"] <= 232448  # the H200's opt-in shared memory per block
     assert ck.metadata["toolchain"]["linker"].startswith("ptxas")
     assert "USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0xf0" in ck.sass  # consumers: 240
     assert "USETMAXREG.DEALLOC.CTAPOOL 0x18" in ck.sass  # producer: 24
-    assert ck.sass.count(qk_form) == head_dim // 16  # QK^T, B from shared
-    assert ck.sass.count(pv_form) == pv_count
-    assert ck.sass.count("HGMMA.") == head_dim // 16 + pv_count  # no other MMA
+    for form, count in hgmma_forms.items():
+        assert ck.sass.count(form) == count, form
+    assert ck.sass.count("HGMMA.") == sum(hgmma_forms.values())  # no other MMA
     assert "WARPGROUP.DEPBAR.LE gsb0, 0x1" in ck.sass  # the softmax overlaps the in-flight P V

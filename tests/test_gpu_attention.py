@@ -41,6 +41,16 @@ def _reference(torch, q, k, v, causal):
 )
 @pytest.mark.parametrize("causal", [False, True])
 def test_attention_matches_float32(batch, heads, kv_heads, seq, head_dim, causal):
+    _check_against_float32(batch, heads, kv_heads, seq, head_dim, causal, None)
+
+
+@pytest.mark.parametrize("causal, key_rows", [(False, 128), (True, 176)])
+def test_the_other_key_block_matches_float32(causal, key_rows):
+    """D=128's key block that FlashAttention-3 does not pick (bench/attention.py times it)."""
+    _check_against_float32(1, 8, 2, 1000, 128, causal, key_rows)
+
+
+def _check_against_float32(batch, heads, kv_heads, seq, head_dim, causal, key_rows):
     torch = pytest.importorskip("torch")
     torch.manual_seed(seq + head_dim)
     q = torch.randn(batch, heads, seq, head_dim, device="cuda", dtype=torch.bfloat16)
@@ -48,7 +58,7 @@ def test_attention_matches_float32(batch, heads, kv_heads, seq, head_dim, causal
         torch.randn(batch, kv_heads, seq, head_dim, device="cuda", dtype=torch.bfloat16)
         for _ in range(2)
     )
-    o, lse = attn.attention(q, k, v, causal=causal, return_lse=True)
+    o, lse = attn.attention(q, k, v, causal=causal, return_lse=True, key_rows=key_rows)
     expected, expected_lse = _reference(torch, q, k, v, causal)
     error = (o.float() - expected).abs().max().item()
     group = heads // kv_heads
