@@ -49,35 +49,31 @@ _VALUE = reader(int, False)  # the reader of scalars and T.constexpr values: the
 
 
 class TunedLaunch:
-    """One signature's launch: its config, how its positional arguments and the config's values
-    make the kernel's arguments, and its launch shape (callables evaluated per call)."""
+    """One signature's launch: its config and how its positional arguments and the config's
+    values make the kernel's arguments. The launch shape is the call's: a tuning does not depend
+    on it (the tuner keys its choices by key values and device alone), and a grid written as a
+    lambda in the caller's function is a new object on every call."""
 
-    __slots__ = (
-        "config",
-        "arrange",
-        "constants",
-        "free",
-        "grid",
-        "block",
-        "cluster",
-        "kernel",
-        "configured",
-    )
+    __slots__ = ("config", "arrange", "constants", "free", "cluster", "kernel", "configured")
 
-    def __init__(self, tuner: Autotuner, config: Config, count: int, grid, block):
+    def __init__(self, tuner: Autotuner, config: Config, count: int):
         names, free = tuner.parameter_names, tuner.free_names[:count]
         self.config, self.free, self.kernel = config, free, tuner.kernel
         self.constants = tuple(config.kwargs[n] for n in names if n in config.kwargs)
         constant_at = {n: count + i for i, n in enumerate(n for n in names if n in config.kwargs)}
         order = [constant_at[n] if n in constant_at else free.index(n) for n in names]
         self.arrange = _picker(order)
-        self.block = config.block if config.block is not None else block
-        self.grid, self.cluster = grid, config.cluster
-        self.configured: dict = {}  # (grid, block) -> kernel[grid, block]
+        self.cluster = config.cluster
+        self.configured: dict = {}  # (grid, block) -> kernel[grid, block], a few shapes kept
 
-    def __call__(self, args: tuple, prints: list, stream, shared_bytes: int | None) -> None:
-        """Launch for ``args``, whose fingerprints ``prints`` the signature read."""
-        config, grid, block = self.config, self.grid, self.block
+    def __call__(
+        self, args: tuple, prints: list, grid, block, stream, shared_bytes: int | None
+    ) -> None:
+        """Launch for ``args``, whose fingerprints ``prints`` the signature read, with the
+        call's ``grid`` and ``block`` (values, callables of ``meta``, or None)."""
+        config = self.config
+        if config.block is not None:
+            block = config.block
         meta = None
         if config.pre_hook or config.post_hook or callable(grid) or callable(block):
             meta = {**dict(zip(self.free, args)), **config.kwargs}
@@ -96,6 +92,8 @@ class TunedLaunch:
             except TypeError:  # an unhashable shape (a list): made for this call
                 launch = self.kernel[grid, block]
             if launch is None:
+                if len(self.configured) >= KEPT:
+                    self.configured.clear()
                 launch = self.configured[(grid, block)] = self.kernel[grid, block]
             launch.launch_printed(
                 full,
@@ -116,8 +114,11 @@ def _picker(order: list[int]) -> Callable[[tuple], tuple]:
     return itemgetter(*order)
 
 
+KEPT = 1024  # entries a table keeps before it starts again (distinct shapes, not calls)
+
+
 class TunedFastPaths:
-    """A tuned kernel's kept launches: (grid, block, signature) -> TunedLaunch."""
+    """A tuned kernel's kept launches: signature -> TunedLaunch."""
 
     def __init__(self, static_positions: frozenset):
         self.static = static_positions  # positions of free T.constexpr parameters: values
@@ -149,27 +150,23 @@ class TunedFastPaths:
             out.append((read, read is _VALUE))
         return out
 
-    def find(self, grid, block, args: tuple) -> tuple[TunedLaunch, list] | None:
+    def find(self, args: tuple) -> tuple[TunedLaunch, list] | None:
         """The kept launch for ``args`` and their fingerprints, or None."""
         read = self.signature(args)
         if read is None:
             return None
-        try:
-            kept = self.table.get((grid, block, read[0]))
-        except TypeError:  # an unhashable grid or block (a list): the full path
-            return None
+        kept = self.table.get(read[0])
         return None if kept is None else (kept, read[1])
 
-    def keep(self, tuner: Autotuner, config: Config, grid, block, args: tuple) -> None:
+    def keep(self, tuner: Autotuner, config: Config, args: tuple) -> None:
         """Keep the launch the full path just chose for ``args``, where its signature decides
         the choice alone."""
         read = self.signature(args)
         if read is None or not self._device_is_read(args):
             return
-        try:
-            self.table[(grid, block, read[0])] = TunedLaunch(tuner, config, len(args), grid, block)
-        except TypeError:
-            return
+        if len(self.table) >= KEPT:
+            self.table.clear()
+        self.table[read[0]] = TunedLaunch(tuner, config, len(args))
 
     def _device_is_read(self, args: tuple) -> bool:
         """Whether the signature says the launch's device: it does where every array argument's

@@ -266,11 +266,11 @@ class Autotuner:
 
     def _run(self, args, kwargs, grid, block, stream, shared_bytes) -> None:
         if not kwargs:  # a signature seen before: its choice (jittile/tuned_launch.py)
-            found = self._fast.find(grid, block, args)
+            found = self._fast.find(args)
             if found is not None:
                 kept, prints = found
                 self.best_config = kept.config
-                kept(args, prints, stream, shared_bytes)
+                kept(args, prints, grid, block, stream, shared_bytes)
                 return
         named = self._named(args, kwargs)
         device = _launch_device(named)
@@ -281,7 +281,7 @@ class Autotuner:
         self.best_config = config
         self._launch(config, named, grid, block, stream, shared_bytes)
         if not kwargs:
-            self._fast.keep(self, config, grid, block, args)
+            self._fast.keep(self, config, args)
 
     def reset(self) -> None:
         """Forget the choices made in this process (the tuning cache on disk stays): the next

@@ -276,8 +276,29 @@ def test_without_a_device_in_the_fingerprint_several_gpus_take_the_full_path(
 
     fast = TunedFastPaths(frozenset())
     monkeypatch.setattr(driver, "device_count", lambda: 2)
-    fast.keep(tiled_fill, tiled_fill.configs[0], None, None, (NumbaLike(), 3))
+    fast.keep(tiled_fill, tiled_fill.configs[0], (NumbaLike(), 3))
     assert fast.table == {}
     fast.several_devices = False
-    fast.keep(tiled_fill, tiled_fill.configs[0], None, None, (NumbaLike(), 3))
+    fast.keep(tiled_fill, tiled_fill.configs[0], (NumbaLike(), 3))
     assert len(fast.table) == 1
+
+
+def test_a_grid_lambda_made_on_every_call_keeps_the_fast_path_and_is_evaluated_anew(
+    gpu, disk, monkeypatch
+):
+    """``tuned[lambda meta: ..., 256](...)`` inside a function makes a new lambda per call: the
+    choice is kept per signature alone (no entry per lambda), and each call's lambda decides
+    its launch."""
+    tuner = jittile.autotune(
+        configs=[jittile.Config({"PER_THREAD": 1})],
+        key=["n"],
+        do_bench=lambda fn: (fn(), 1.0)[1],
+    )(autotune_kernels.strided_scale.kernel)
+    x, out = CupyLike(0x10000, (1024,)), CupyLike(0x20000, (1024,))
+    for blocks in (4, 2, 3):
+        tuner[lambda meta, blocks=blocks: (blocks,), 256](x, out, 1024)
+        assert gpu[-1][0] == (blocks, 1, 1)
+    assert len(tuner._fast.table) == 1
+    monkeypatch.setattr(tuner, "_key_values", lambda named: pytest.fail("keyed again"))
+    tuner[lambda meta: (5,), 256](x, out, 1024)
+    assert gpu[-1][0] == (5, 1, 1)
