@@ -87,15 +87,19 @@ def time_gpu(fn, repeat: int = 15, warmup: int = 3, batch: int = 10) -> dict:
     }
 
 
-def save(name: str, payload: dict) -> Path:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    payload = {
+def provenance() -> dict:
+    """What every results file starts with: when, the command, the versions, the device."""
+    return {
         "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
         "command": " ".join([Path(sys.executable).name] + sys.argv),
         "versions": versions(),
         "device": device(),
-        **payload,
     }
+
+
+def save(name: str, payload: dict) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    payload = {**provenance(), **payload}
     path = RESULTS / f"{name}.json"
     path.write_text(json.dumps(payload, indent=2, default=str))
     print(json.dumps(payload, indent=2, default=str))

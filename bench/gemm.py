@@ -311,10 +311,7 @@ def main() -> None:
     rows = []
     path = common.RESULTS / f"gemm_run{int(args.run):02d}.json"
     header = {
-        "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-        "command": " ".join(["python3"] + sys.argv),
-        "versions": common.versions(),
-        "device": common.device(),
+        **common.provenance(),
         "samples": args.samples,
         "spin_cycles": SPIN_CYCLES,
     }

@@ -147,10 +147,7 @@ def main() -> None:
 
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     report = {
-        "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-        "command": " ".join(["python3"] + sys.argv),
-        "versions": common.versions(),
-        "device": common.device(),
+        **common.provenance(),
         "samples": args.samples,
         "spin_cycles": SPIN_CYCLES,
         "shapes": [],

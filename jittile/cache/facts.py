@@ -19,25 +19,21 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 
-from .store import disk_cache_requested, resolve_directory
+from .store import replace_file, side_folder
 
 FOLDER = "facts"
 Facts = tuple[str, tuple[tuple[str, ...], ...]]
 
 
 def _path(text: str) -> Path | None:
-    if not disk_cache_requested():
-        return None
-    directory, problem = resolve_directory(os.environ.get("JITTILE_CACHE_DIR"))
-    if problem is not None:
+    folder = side_folder(FOLDER)
+    if folder is None:
         return None
     name = hashlib.sha256(f"{sys.version}\0{text}".encode()).hexdigest()
-    return directory / FOLDER / f"{name}.json"
+    return folder / f"{name}.json"
 
 
 def load(text: str) -> Facts | None:
@@ -64,10 +60,6 @@ def save(text: str, facts: Facts) -> None:
     if path is None:
         return
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        descriptor, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(descriptor, "w") as handle:
-            json.dump({"digest": facts[0], "chains": [list(c) for c in facts[1]]}, handle)
-        os.replace(temporary, path)
+        replace_file(path, json.dumps({"digest": facts[0], "chains": [list(c) for c in facts[1]]}))
     except OSError:
         return

@@ -131,6 +131,15 @@ def resolve_directory(
         return Path(text), f"{what}: cannot make it absolute ({_why(exc)})"
 
 
+def side_folder(name: str) -> Path | None:
+    """``<cache dir>/<name>``, where the tuning records and the facts memo live beside the
+    entries; None when the disk cache is off or its directory is unusable."""
+    if not disk_cache_requested():
+        return None
+    directory, problem = resolve_directory(os.environ.get("JITTILE_CACHE_DIR"))
+    return None if problem is not None else directory / name
+
+
 def disk_cache_requested() -> bool:
     """False when ``JITTILE_CACHE`` turns the disk cache off (``0``, ``false``, ``off``, ``no``)."""
     return os.environ.get("JITTILE_CACHE", "1").strip().lower() not in _DISABLED_VALUES
@@ -338,6 +347,21 @@ def _new_file(parent: Path, prefix: str, suffix: str) -> tuple[int, Path]:
     """A new file with a random name, open for writing, its mode from the umask (``mkstemp``: private)."""
     path = parent / f"{prefix}{secrets.token_hex(8)}{suffix}"
     return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), path
+
+
+def replace_file(path: Path, text: str) -> None:
+    """Write ``text`` to a new file beside ``path`` and rename it into place (its folder made if
+    missing), so readers see the old file, the new one or none, never a part: the tuning records'
+    and the facts memo's writes. ``OSError`` where that cannot be done."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = _new_file(path.parent, _TMP_PREFIX, path.suffix)
+    try:
+        with os.fdopen(handle, "w") as out:
+            out.write(text)
+        os.replace(temporary, path)
+    except OSError:
+        temporary.unlink(missing_ok=True)
+        raise
 
 
 def _sync_directory(path: Path) -> None:

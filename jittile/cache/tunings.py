@@ -17,13 +17,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from .store import disk_cache_requested, resolve_directory
+from .store import replace_file, side_folder
 
 FOLDER = "tunings"
 FORMAT_VERSION = 1
@@ -40,12 +38,7 @@ def record_name(identity: dict) -> str:
 
 def folder() -> Path | None:
     """Where records live; None when the disk cache is off or its directory is unusable."""
-    if not disk_cache_requested():
-        return None
-    directory, problem = resolve_directory(os.environ.get("JITTILE_CACHE_DIR"))
-    if problem is not None:
-        return None
-    return directory / FOLDER
+    return side_folder(FOLDER)
 
 
 def load(identity: dict) -> dict | None:
@@ -78,13 +71,9 @@ def save(identity: dict, best: int, timings: dict, dropped: dict) -> Path | None
         "dropped": dropped,
         "created": time.time(),
     }
+    target = where / record_name(identity)
     try:
-        where.mkdir(parents=True, exist_ok=True)
-        handle, temp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=where)
-        with os.fdopen(handle, "w") as out:
-            out.write(json.dumps(record, indent=1, sort_keys=True))
-        target = where / record_name(identity)
-        os.replace(temp, target)
+        replace_file(target, json.dumps(record, indent=1, sort_keys=True))
         return target
     except OSError:
         return None
