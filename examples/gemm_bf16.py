@@ -57,10 +57,15 @@ from jittile.layout import swizzle, wgmma_accumulator
 SMS = 132  # the H200's SMs: one persistent CTA each
 BM, BN, BK = 128, 256, 64  # gemm_bf16's output tile and the K-slice of one pipeline stage
 STAGES = 4
+CLUSTER_SIZE = 2  # a clustered config's CTAs: two row blocks sharing one multicast B tile
 GROUP_M = 8  # tiles run in bands of 8 row-blocks, so concurrent CTAs share A and B in L2
 ROW_BYTES = 128  # a stage's K-slice is one 128-byte swizzle row: 64 bf16 or 128 fp8 elements
 SHARED_LIMIT = 232448  # the H200's opt-in shared memory per block
 LOAD = "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
+MULTICAST_LOAD = (
+    "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+    ".multicast::cluster"
+)
 STORE = "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"
 REDUCE = "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group"
 # The wgmma forms by N (16, 32, ... 256: index N // 16 - 1). Tuples of strings, not a dict: a
@@ -104,6 +109,37 @@ def split_count(k_tiles, SPLIT):
 
 
 @jittile.func
+def cluster_rank(CLUSTER):
+    """This CTA's rank in its cluster (0 without one)."""
+    rank = T.uint32(0)
+    if CLUSTER > 1:
+        rank = T.uint32(T.cuda.cluster_ctarank())
+    return rank
+
+
+@jittile.func
+def job_origin(job, rank, tiles_m, tiles_n, TILE_M, TILE_N, GROUP, SPLIT, CLUSTER):
+    """(row, column) of the tile a CTA of rank ``rank`` computes for ``job``: a cluster's job is
+    CLUSTER tiles stacked along M (they share their B tile), the CTA of rank r taking the r-th."""
+    pairs_m = (tiles_m + CLUSTER - 1) // CLUSTER
+    m0, n0 = tile_origin(T.uint32(job) // SPLIT, pairs_m, tiles_n, CLUSTER * TILE_M, TILE_N, GROUP)
+    return m0 + rank * TILE_M, n0
+
+
+@jittile.func
+def release(empty, s, CLUSTER):
+    """A consumer warpgroup is done reading stage ``s``: arrive at its ``empty`` barrier in
+    every CTA of the cluster, as each of their producers multicasts into this CTA's stage."""
+    if CLUSTER == 1:
+        T.ptx.mbarrier.arrive.shared.b64(empty.ptr_to([s]))
+    else:
+        for r in T.unroll(CLUSTER):
+            T.ptx.mbarrier.arrive.release.cluster.shared__cluster.b64(
+                T.ptx.mapa.shared__cluster.u32(empty.ptr_to([s]), T.uint32(r))
+            )
+
+
+@jittile.func
 def produce(
     R,
     Q,
@@ -121,12 +157,16 @@ def produce(
     RING,
     GROUP,
     SPLIT,
+    CLUSTER,
 ):
-    """The producer thread: stream each job's K-slices of R and Q into the ring."""
+    """The producer thread: stream each job's K-slices of R and Q into the ring. In a cluster,
+    the CTA of rank r loads rows [r, r + 1) * TILE_N / CLUSTER of the shared Q tile and
+    multicasts them to every CTA of the cluster."""
     loaded = 0
-    job = T.cuda.block_idx("x")
+    rank = cluster_rank(CLUSTER)
+    job = T.cuda.block_idx("x") // CLUSTER
     while job < jobs:
-        m0, n0 = tile_origin(T.uint32(job) // SPLIT, tiles_m, tiles_n, TILE_M, TILE_N, GROUP)
+        m0, n0 = job_origin(job, rank, tiles_m, tiles_n, TILE_M, TILE_N, GROUP, SPLIT, CLUSTER)
         first, count = k_range(job, k_tiles, SPLIT)
         for i in range(count):
             k0 = (first + i) * TILE_K
@@ -156,17 +196,32 @@ def produce(
                     swizzle=3,
                     mbar=full.ptr_to([s]),
                 )
-            T.cuda.tile.apply(
-                T.ptx[LOAD],
-                Q_s[s],
-                Q,
-                box=(TILE_N, TILE_K),
-                coords=(n0, k0),
-                swizzle=3,
-                mbar=full.ptr_to([s]),
-            )
+            if CLUSTER == 1:
+                T.cuda.tile.apply(
+                    T.ptx[LOAD],
+                    Q_s[s],
+                    Q,
+                    box=(TILE_N, TILE_K),
+                    coords=(n0, k0),
+                    swizzle=3,
+                    mbar=full.ptr_to([s]),
+                )
+            else:
+                part = TILE_N // CLUSTER
+                for r in T.unroll(CLUSTER):
+                    if rank == r:
+                        T.cuda.tile.apply(
+                            T.ptx[MULTICAST_LOAD],
+                            Q_s[s, r * part : (r + 1) * part],
+                            Q,
+                            box=(part, TILE_K),
+                            coords=(n0 + r * part, k0),
+                            swizzle=3,
+                            cta_mask=T.uint16((1 << CLUSTER) - 1),
+                            mbar=full.ptr_to([s]),
+                        )
             loaded += 1
-        job += T.cuda.grid_dim("x")
+        job += T.cuda.grid_dim("x") // CLUSTER
 
 
 @jittile.func
@@ -410,6 +465,7 @@ def consume(
     SWAP,
     PROMOTE,
     SCALED,
+    CLUSTER,
 ):
     """A consumer warpgroup's persistent loop: each job's K range into ``acc`` (or with PROMOTE
     each K-stage alone into ``acc``, added into ``total``), then its epilogue (with split-K,
@@ -422,7 +478,8 @@ def consume(
     if PROMOTE:
         total = T.alloc_local((64, TILE_N), "float32", layout=wgmma_accumulator)
     it = 0
-    job = T.cuda.block_idx("x")
+    rank = cluster_rank(CLUSTER)
+    job = T.cuda.block_idx("x") // CLUSTER
     while job < jobs:
         _, count = k_range(job, k_tiles, SPLIT)
         if count > 0:
@@ -438,7 +495,7 @@ def consume(
                     T.ptx.wgmma.commit_group.sync.aligned()
                     T.ptx.wgmma.wait_group.sync.aligned(0)
                     if leader:
-                        T.ptx.mbarrier.arrive.shared.b64(empty.ptr_to([s]))
+                        release(empty, s, CLUSTER)
                     for r in T.unroll(TILE_N // 2):
                         total[r] += acc[r]
                 else:  # pipelined, one wgmma group in flight
@@ -446,10 +503,12 @@ def consume(
                     T.ptx.wgmma.commit_group.sync.aligned()
                     T.ptx.wgmma.wait_group.sync.aligned(1)  # the previous stage's are done
                     if i > 0 and leader:
-                        T.ptx.mbarrier.arrive.shared.b64(empty.ptr_to([(it + RING - 1) % RING]))
+                        release(empty, (it + RING - 1) % RING, CLUSTER)
                 it += 1
             tile = T.uint32(job) // SPLIT
-            row0, col0 = tile_origin(tile, tiles_m, tiles_n, TILE_M, TILE_N, GROUP)
+            row0, col0 = job_origin(
+                job, rank, tiles_m, tiles_n, TILE_M, TILE_N, GROUP, SPLIT, CLUSTER
+            )
             if PROMOTE:
                 epilogue(
                     total,
@@ -470,7 +529,7 @@ def consume(
             else:
                 T.ptx.wgmma.wait_group.sync.aligned(0)
                 if leader:
-                    T.ptx.mbarrier.arrive.shared.b64(empty.ptr_to([(it + RING - 1) % RING]))
+                    release(empty, (it + RING - 1) % RING, CLUSTER)
                 epilogue(
                     acc,
                     C,
@@ -506,7 +565,7 @@ def consume(
                     TILE_N,
                     SWAP,
                 )
-        job += T.cuda.grid_dim("x")
+        job += T.cuda.grid_dim("x") // CLUSTER
     if leader:
         T.ptx.cp.async_.bulk.wait_group(0)
 
@@ -533,12 +592,16 @@ def gemm_body(
     SWAP,
     PROMOTE,
     SCALED,
+    CLUSTER,
 ):
     """The whole kernel over ``R @ Q.T`` (rows x cols): shared ring, barriers, producer and
     consumers. ``C`` (bf16) receives the product, transposed with SWAP; with SPLIT > 1 the
     splits add their partial sums into the fp32 workspace ``W`` (same orientation as C, zero on
     entry and on exit) and count their arrivals per 64-row block of a tile in ``Arrivals``
-    (int32, zero likewise), and the last split of a block writes it into C."""
+    (int32, zero likewise), and the last split of a block writes it into C. With CLUSTER > 1
+    (SPLIT 1, no SWAP; launched in clusters of CLUSTER CTAs along x) the CTAs of a cluster
+    compute CLUSTER tiles stacked along M and multicast their shared Q tile: each stage's
+    ``empty`` barrier then counts the consumers of every CTA of the cluster."""
     consumers = TILE_M // 64
     # a consumer's staged output part: the whole (transposed) tile with SWAP, else 128 bf16 or
     # 64 fp32 columns (one 256-byte row); 64 bf16 where 128 does not divide the tile (N = 192)
@@ -567,14 +630,20 @@ def gemm_body(
     if T.cuda.thread_idx("x") == 0:
         for s in T.unroll(RING):
             T.ptx.mbarrier.init.shared.b64(full.ptr_to([s]), T.uint32(1))
-            T.ptx.mbarrier.init.shared.b64(empty.ptr_to([s]), T.uint32(consumers))
+            T.ptx.mbarrier.init.shared.b64(empty.ptr_to([s]), T.uint32(consumers * CLUSTER))
         for h in T.unroll(consumers):
             T.ptx.mbarrier.init.shared.b64(ready.ptr_to([h]), T.uint32(1))
-        T.ptx.fence.proxy.async_.shared__cta()
-    T.cuda.cta_sync()
+        if CLUSTER == 1:
+            T.ptx.fence.proxy.async_.shared__cta()
+        else:  # the barriers, for the other CTAs' multicasts and arrivals
+            T.ptx.fence.mbarrier_init.release.cluster()
+    if CLUSTER == 1:
+        T.cuda.cta_sync()
+    else:
+        T.cuda.cluster_sync()
     tiles_m = (rows + TILE_M - 1) // TILE_M
     tiles_n = (cols + TILE_N - 1) // TILE_N
-    jobs = tiles_m * tiles_n * SPLIT
+    jobs = (tiles_m + CLUSTER - 1) // CLUSTER * tiles_n * SPLIT  # a cluster's jobs
     k_tiles = (K + TILE_K - 1) // TILE_K
     if T.cuda.warp_id() < 4:  # producer
         if PROMOTE and TILE_N > 128:  # its registers to the consumers' two 64 x N fragments
@@ -597,6 +666,7 @@ def gemm_body(
                 RING,
                 GROUP,
                 SPLIT,
+                CLUSTER,
             )
     else:  # consumer warpgroup w computes rows 64(w-1) .. 64w - 1 of the tile
         if PROMOTE and TILE_N > 128:
@@ -629,7 +699,10 @@ def gemm_body(
             SWAP,
             PROMOTE,
             SCALED,
+            CLUSTER,
         )
+    if CLUSTER > 1:  # no CTA leaves while another may still arrive on its barriers
+        T.cuda.cluster_sync()
 
 
 @jittile.kernel
@@ -664,6 +737,7 @@ def gemm_bf16(
         False,
         False,
         False,
+        1,
     )
 
 
@@ -672,22 +746,34 @@ class Space:
     pruning (docs/gemm.md)."""
 
     def __init__(self, element_bytes: int, tiles: tuple, swap_tiles: tuple, splits: tuple):
-        """``tiles``: (BM, BN, STAGES, GROUP_M, with split-K); ``swap_tiles``: (BM, BN, STAGES)."""
+        """``tiles``: (BM, BN, STAGES, GROUP_M, with split-K, with clusters of CLUSTER_SIZE);
+        ``swap_tiles``: (BM, BN, STAGES)."""
         self.tile_k = ROW_BYTES // element_bytes
         self._chosen: dict[tuple, list] = {}
         self.configs = []
-        for tm, tn, ring, group, splittable in tiles:
+        for tm, tn, ring, group, splittable, clustered in tiles:
             for split in (1,) + (splits if splittable else ()):
                 self.configs.append(self._config(tm, tn, ring, group, split, False))
+            if clustered:
+                self.configs.append(self._config(tm, tn, ring, group, 1, False, CLUSTER_SIZE))
         for tm, tn, ring in swap_tiles:
             for split in (1,) + splits:
                 self.configs.append(self._config(tm, tn, ring, 8, split, True))
 
     @staticmethod
-    def _config(tm, tn, ring, group, split, swap) -> jittile.Config:
+    def _config(tm, tn, ring, group, split, swap, cluster=1) -> jittile.Config:
         return jittile.Config(
-            {"BM": tm, "BN": tn, "STAGES": ring, "GROUP_M": group, "SPLIT": split, "SWAP": swap},
+            {
+                "BM": tm,
+                "BN": tn,
+                "STAGES": ring,
+                "GROUP_M": group,
+                "SPLIT": split,
+                "SWAP": swap,
+                "CLUSTER": cluster,
+            },
             block=128 + 2 * tm,
+            cluster=(cluster, 1, 1) if cluster > 1 else None,
         )
 
     def splits(self, m: int, n: int, k: int) -> bool:
@@ -715,6 +801,8 @@ class Space:
                 fits = 32 < m <= 512
             else:
                 fits = m > 64
+            if v["CLUSTER"] > 1:  # the cluster's tiles stack along M: as many row blocks
+                fits = fits and -(-rows // v["BM"]) >= v["CLUSTER"]
             per = -(-k_tiles // v["SPLIT"])
             if v["SPLIT"] > 1:  # only where the tiles leave SMs idle; every split >= 4 K-tiles
                 fits = fits and tiles * 2 <= sms and tiles * v["SPLIT"] <= 2 * sms and per >= 4
@@ -728,13 +816,13 @@ class Space:
 BF16_SPACE = Space(
     2,
     tiles=(
-        (128, 256, 4, 8, False),
-        (128, 256, 4, 16, False),
-        (128, 256, 3, 8, False),
-        (128, 192, 5, 8, False),
-        (128, 128, 6, 8, True),
-        (64, 256, 5, 8, True),
-        (64, 128, 8, 8, True),
+        (128, 256, 4, 8, False, True),
+        (128, 256, 4, 16, False, False),
+        (128, 256, 3, 8, False, False),
+        (128, 192, 5, 8, False, True),
+        (128, 128, 6, 8, True, True),
+        (64, 256, 5, 8, True, True),
+        (64, 128, 8, 8, True, True),
     ),
     swap_tiles=((128, 16, 8), (128, 32, 8), (128, 64, 8)),
     splits=(2, 4, 8),
@@ -772,10 +860,12 @@ def gemm_bf16_tuned(
     GROUP_M: T.constexpr,
     SPLIT: T.constexpr,
     SWAP: T.constexpr,
+    CLUSTER: T.constexpr,
 ):
     """gemm_bf16 over the tuning space; with SPLIT > 1 the splits add into the fp32 workspace
     W (M, N) and count their arrivals in Arrivals (``arrival_slots``), both zero before and
-    after a launch, and the last split of a block rounds it into C."""
+    after a launch, and the last split of a block rounds it into C; CLUSTER CTAs of a cluster
+    share (multicast) their B tile."""
     if SWAP:
         gemm_body(
             B,
@@ -798,6 +888,7 @@ def gemm_bf16_tuned(
             True,
             False,
             False,
+            CLUSTER,
         )
     else:
         gemm_body(
@@ -821,6 +912,7 @@ def gemm_bf16_tuned(
             False,
             False,
             False,
+            CLUSTER,
         )
 
 
@@ -831,10 +923,26 @@ def persistent_grid(sms: int):
 
     def grid(meta):
         rows, cols = (meta["N"], meta["M"]) if meta["SWAP"] else (meta["M"], meta["N"])
-        jobs = -(-rows // meta["BM"]) * -(-cols // meta["BN"]) * meta["SPLIT"]
-        return (min(sms, jobs),)
+        size = meta["CLUSTER"]
+        jobs = -(-rows // (meta["BM"] * size)) * -(-cols // meta["BN"]) * meta["SPLIT"]
+        return (size * min(resident_clusters(sms, size), jobs),)
 
     return grid
+
+
+@functools.cache
+def resident_clusters(sms: int, size: int) -> int:
+    """How many clusters of ``size`` CTAs a persistent grid launches: at most ``sms // size``,
+    and on a GPU no more than it runs at once (``cuOccupancyMaxActiveClusters``: its GPCs'
+    SM counts need not be multiples of the size, and a cluster that does not fit would run
+    after the others, doubling the time). Every config keeps one CTA per SM (over half its
+    shared memory), so the untuned kernel's count holds for all of them."""
+    from jittile.runtime import driver
+
+    if size == 1 or not driver.available():
+        return sms // size
+    resident = gemm_bf16.compile(target="sm_90a").max_active_clusters((size, 1, 1), 128 + 2 * BM)
+    return min(sms // size, resident)
 
 
 def block_of(meta) -> int:
@@ -921,6 +1029,9 @@ def run_tuned(
     run_config(tuned, config, args, workspace, m, n, k, sms, extra, interpret=True)
 
 
+CONSTANTS = ("BM", "BN", "STAGES", "GROUP_M", "SPLIT", "SWAP", "CLUSTER")  # the tuned kernels'
+
+
 def run_config(
     tuned,
     config: jittile.Config,
@@ -944,7 +1055,8 @@ def run_config(
         n,
         k,
         *extra,
-        *(config.kwargs[name] for name in ("BM", "BN", "STAGES", "GROUP_M", "SPLIT", "SWAP")),
+        *(config.kwargs[name] for name in CONSTANTS),
+        cluster=config.cluster,
     )
 
 

@@ -27,10 +27,10 @@ BK = ROW_BYTES  # e4m3: 128 elements per stage
 FP8_SPACE = Space(
     1,
     tiles=(
-        (128, 128, 6, 8, False),
-        (128, 128, 6, 16, False),
-        (128, 192, 5, 8, False),
-        (64, 128, 8, 8, True),
+        (128, 128, 6, 8, False, True),
+        (128, 128, 6, 16, False, False),
+        (128, 192, 5, 8, False, True),
+        (64, 128, 8, 8, True, True),
     ),
     swap_tiles=((128, 16, 8), (128, 32, 8), (128, 64, 8)),
     splits=(2, 4, 8),
@@ -71,6 +71,7 @@ def gemm_fp8(
         False,
         True,
         True,
+        1,
     )
 
 
@@ -97,6 +98,7 @@ def gemm_fp8_tuned(
     GROUP_M: T.constexpr,
     SPLIT: T.constexpr,
     SWAP: T.constexpr,
+    CLUSTER: T.constexpr,
 ):
     """gemm_fp8 over the tuning space (split-K: see gemm_bf16_tuned)."""
     if SWAP:
@@ -121,6 +123,7 @@ def gemm_fp8_tuned(
             True,
             True,
             True,
+            CLUSTER,
         )
     else:
         gemm_body(
@@ -144,6 +147,7 @@ def gemm_fp8_tuned(
             False,
             True,
             True,
+            CLUSTER,
         )
 
 

@@ -11,7 +11,7 @@ import threading
 from dataclasses import dataclass, field
 
 from .frontend.source import KernelSource
-from .ir import KernelIR, Plan
+from .ir import KernelIR, Plan, launch_dims
 from .stages import pack_text
 from .targets import Target
 
@@ -101,6 +101,24 @@ class CompiledKernel:
                     )
             launcher = self._threads.launcher = Launcher(self.ir, self._loaded, self.param_layout)
         return launcher
+
+    def max_active_clusters(
+        self, cluster, block, shared_bytes: int | None = None, device: int = 0
+    ) -> int:
+        """How many clusters of shape ``cluster`` (an int or an (x, y, z) tuple) of ``block``
+        threads each this kernel keeps resident at once on GPU ``device``: the most a
+        persistent grid should launch, as a GPC's SM count need not be a multiple of the
+        cluster size. ``shared_bytes``: dynamic shared memory, by default the kernel's."""
+        from .runtime import driver
+
+        launcher = self.launcher()
+        previous = launcher.bind(device)
+        try:
+            return launcher.max_active_clusters(
+                launch_dims(cluster, "cluster"), launch_dims(block, "block"), shared_bytes
+            )
+        finally:
+            driver.restore_context(previous)
 
 
 _LOADING = threading.Lock()  # one LoadedCubin per CompiledKernel however many threads launch

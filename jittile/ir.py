@@ -665,7 +665,8 @@ class ArgumentAlignment:
 # --------------------------------------------------------------------------------- launch
 
 
-def _dims(value, what: str) -> tuple[int, int, int]:
+def launch_dims(value, what: str) -> tuple[int, int, int]:
+    """A grid, block or cluster shape (an int or 1-3 positive ints) as (x, y, z)."""
     if isinstance(value, int) and not isinstance(value, bool):
         value = (value,)
     try:
@@ -695,9 +696,11 @@ class LaunchConfig:
     cluster: tuple | None = None
 
     def __init__(self, grid=1, block=1, cluster=None):
-        object.__setattr__(self, "grid", _dims(grid, "grid"))
-        object.__setattr__(self, "block", _dims(block, "block"))
-        object.__setattr__(self, "cluster", None if cluster is None else _dims(cluster, "cluster"))
+        object.__setattr__(self, "grid", launch_dims(grid, "grid"))
+        object.__setattr__(self, "block", launch_dims(block, "block"))
+        object.__setattr__(
+            self, "cluster", None if cluster is None else launch_dims(cluster, "cluster")
+        )
         object.__setattr__(self, "_hash", hash((self.grid, self.block, self.cluster)))
 
     def __hash__(self) -> int:  # launches look configs up in a dict: hash once

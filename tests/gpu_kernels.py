@@ -250,6 +250,29 @@ def tma_multicast(A, Out, CLUSTER: T.constexpr):
 
 
 @jittile.kernel
+def cluster_arrivals(Out, CLUSTER: T.constexpr):
+    """Rank 0 arrives on the mbarrier of every CTA of its cluster through ``mapa`` (its own
+    included); each CTA waits on its own barrier, then writes rank + 1. An arrival that stayed
+    in rank 0 would over-arrive its barrier and leave the other CTAs waiting."""
+    T.device_entry(launch=T.cuda.LaunchConfig(grid=CLUSTER, block=32, cluster=(CLUSTER, 1, 1)))
+    tid = T.cuda.thread_idx("x")
+    rank = T.cuda.cluster_ctarank()
+    mbar = T.alloc_shared((1,), "uint64")
+    if tid == 0:
+        T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), T.uint32(1))
+        T.ptx.fence.mbarrier_init.release.cluster()
+    T.cuda.cluster_sync()
+    if tid == 0 and rank == 0:
+        for r in range(CLUSTER):
+            T.ptx.mbarrier.arrive.release.cluster.shared__cluster.b64(
+                T.ptx.mapa.shared__cluster.u32(mbar.ptr_to([0]), T.uint32(r))
+            )
+    T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
+    Out[T.cuda.block_idx("x"), tid] = rank + 1
+    T.cuda.cluster_sync()
+
+
+@jittile.kernel
 def tma_predicated(A, Out, P):
     """A load gated by a runtime predicate; shared memory is pre-filled with -1."""
     T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))

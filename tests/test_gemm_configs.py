@@ -20,6 +20,7 @@ def _operands(m, n, k, dtype, seed=0):
 
 
 def _config(space, **values):
+    values = {"CLUSTER": 1, **values}
     (config,) = [c for c in space.configs if all(c.kwargs[k] == v for k, v in values.items())]
     return config
 
@@ -41,16 +42,22 @@ def _product(a, b, scale=1.0):
         (70, 264, 520, dict(BM=64, BN=256, SPLIT=2, SWAP=False)),  # 4 parts, 3 past N
         (64, 136, 200, dict(BM=128, BN=64, SPLIT=1, SWAP=True)),
         (130, 200, 136, dict(BM=128, BN=192, SPLIT=1, SWAP=False)),  # 64-column epilogue parts
+        # clusters of two CTAs multicasting B: four jobs on two clusters, the rings wrapping
+        (390, 136, 200, dict(BM=128, BN=128, SPLIT=1, SWAP=False, CLUSTER=2, sms=4)),
+        # three row blocks: the second job's rank-1 tile lies wholly past M (one cluster)
+        (260, 136, 136, dict(BM=128, BN=128, SPLIT=1, SWAP=False, CLUSTER=2)),
+        (130, 264, 136, dict(BM=64, BN=256, SPLIT=1, SWAP=False, CLUSTER=2)),
     ],
 )
 def test_bf16_configs_interpreted_are_exact(m, n, k, values):
     import gemm_bf16
 
     a, b, c = _operands(m, n, k, ml_dtypes.bfloat16)
+    sms = values.pop("sms", 2)
     config = _config(gemm_bf16.BF16_SPACE, GROUP_M=8, **values)
     workspace = gemm_bf16.new_workspace(c, m, n)
     gemm_bf16.run_config(
-        gemm_bf16.gemm_bf16_tuned, config, (a, b, c), workspace, m, n, k, sms=2, interpret=True
+        gemm_bf16.gemm_bf16_tuned, config, (a, b, c), workspace, m, n, k, sms, interpret=True
     )
     np.testing.assert_array_equal(c.astype(np.float32), _product(a, b))
     _assert_zero(workspace)  # as the next launch needs it
@@ -125,15 +132,17 @@ def test_an_fp8_config_with_one_consumer_and_split_k_interpreted_is_exact():
     _assert_zero(w)
 
 
-def test_the_fp8_128x192_config_with_register_budgets_interpreted_is_exact():
+@pytest.mark.parametrize("cluster", [1, 2])
+def test_the_fp8_128x192_config_with_register_budgets_interpreted_is_exact(cluster):
     """128x192 tiles: two 64 x 192 fp32 fragments per consumer, which the setmaxnreg budgets
-    (producer 40, consumers 232) make room for; N ragged, three K-stages."""
+    (producer 40, consumers 232) make room for; N ragged, three K-stages; in clusters of two,
+    the CTAs multicast halves of B's 192 rows."""
     import gemm_fp8
     from gemm_bf16 import new_workspace, run_config
 
     m, n, k = 130, 200, 272
     a, b, c = _operands(m, n, k, ml_dtypes.float8_e4m3fn, seed=7)
-    config = _config(gemm_fp8.FP8_SPACE, BM=128, BN=192, SPLIT=1, SWAP=False)
+    config = _config(gemm_fp8.FP8_SPACE, BM=128, BN=192, SPLIT=1, SWAP=False, CLUSTER=cluster)
     w = new_workspace(c, 1, 4)  # the placeholder of shapes without split-K
     run_config(
         gemm_fp8.gemm_fp8_tuned,
@@ -182,3 +191,17 @@ def test_pruning_keeps_the_shapes_configs(m, n, k, expect):
         assert all(c.kwargs["SPLIT"] == 1 and not c.kwargs["SWAP"] for c in kept)
     if m <= 32:
         assert all(c.kwargs["SWAP"] for c in kept)
+
+
+@pytest.mark.parametrize("m", [64, 100, 128, 129, 4096])
+def test_clustered_candidates_need_a_row_block_per_cta(m):
+    """A cluster's CTAs take stacked row blocks: clustered configs are kept only where M has
+    as many row blocks of their tile, never with split-K or swap-AB."""
+    import gemm_bf16
+
+    kept = gemm_bf16.BF16_SPACE.candidates(m, 4096, 4096)
+    clustered = [c for c in kept if c.kwargs["CLUSTER"] > 1]
+    for config in clustered:
+        assert config.cluster == (2, 1, 1) and config.kwargs["SPLIT"] == 1
+        assert not config.kwargs["SWAP"] and -(-m // config.kwargs["BM"]) >= 2
+    assert bool(clustered) == (m > 64)  # 65..128 rows: two 64-row blocks

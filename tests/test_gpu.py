@@ -187,6 +187,13 @@ def test_tma_multicast(cluster):
         np.testing.assert_array_equal(out[r], a[16:32])
 
 
+@pytest.mark.parametrize("cluster", [2, 4])
+def test_remote_mbarrier_arrivals_through_mapa(cluster):
+    out = np.zeros((cluster, 32), np.int32)
+    _kernels().cluster_arrivals(out, cluster)
+    np.testing.assert_array_equal(out, np.arange(1, cluster + 1)[:, None].repeat(32, 1))
+
+
 def test_tma_cache_policy():
     a = _rand((32, 32))
     out = np.full((8, 32), np.nan, np.float32)

@@ -25,6 +25,9 @@ FORCED = [
     dict(BM=128, BN=128, SPLIT=2, SWAP=False),
     dict(BM=128, BN=16, SPLIT=1, SWAP=True),
     dict(BM=128, BN=32, SPLIT=8, SWAP=True),
+    dict(BM=128, BN=256, SPLIT=1, SWAP=False, CLUSTER=2),
+    dict(BM=128, BN=128, SPLIT=1, SWAP=False, CLUSTER=2),
+    dict(BM=64, BN=256, SPLIT=1, SWAP=False, CLUSTER=2),
 ]
 
 
@@ -60,6 +63,9 @@ def test_each_kind_of_bf16_config_matches_torch(values):
     import gemm_bf16
 
     m, n, k = (24, 1000, 1096) if values["SWAP"] else (200, 1032, 1096)
+    if values.get("CLUSTER", 1) > 1:  # 5 row blocks of 128: 3 cluster jobs per column, 1 partial
+        m = 600
+    values = {"CLUSTER": 1, **values}
     (config,) = [
         c
         for c in gemm_bf16.BF16_SPACE.configs
@@ -73,6 +79,18 @@ def test_each_kind_of_bf16_config_matches_torch(values):
         _check_bf16(torch, a, b, c)
     sums, arrivals = workspace
     assert not sums.any().item() and not arrivals.any().item()  # split-K left them zero
+
+
+def test_clusters_resident_at_once_fill_the_gpu():
+    """The persistent grid of a clustered config: as many 2-CTA clusters as the H200 runs at
+    once (cuOccupancyMaxActiveClusters), which its 132 SMs nearly fill."""
+    torch = pytest.importorskip("torch")
+    import gemm_bf16
+
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    resident = gemm_bf16.resident_clusters(sms, 2)
+    print(f"resident 2-CTA clusters: {resident} of {sms} SMs")
+    assert 0.9 * sms / 2 <= resident <= sms // 2
 
 
 @pytest.mark.parametrize("m, n, k", [(2048, 2048, 2048), (300, 520, 208), (16, 2048, 4096)])
@@ -94,6 +112,44 @@ def test_tuned_fp8_matches_torch_scaled_mm(m, n, k):
     cublas = padded_scaled_mm(torch, a, b, sa, sb)
     ours = (c.float() - exact).abs().max().item()
     theirs = (cublas.float() - exact).abs().max().item()
+    assert ours <= theirs * 1.05 + exact.abs().max().item() * 2**-8, (ours, theirs)
+
+
+@pytest.mark.parametrize("cluster", [1, 2])
+def test_fp8_128x192_config_matches_scaled_mm(cluster):
+    """The 128x192 config with its setmaxnreg budgets, alone and in clusters of two (B's 192
+    rows multicast in halves), over 5 row blocks and a ragged N: cuBLAS's error or less."""
+    torch = pytest.importorskip("torch")
+    import gemm_bf16
+    import gemm_fp8
+    from gemm import padded_scaled_mm
+
+    m, n, k = 600, 1000, 1152
+    torch.manual_seed(cluster)
+    a = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
+    b = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn)
+    sa, sb = torch.tensor(0.5, device="cuda"), torch.tensor(2.0, device="cuda")
+    (config,) = [
+        c
+        for c in gemm_fp8.FP8_SPACE.configs
+        if (c.kwargs["BM"], c.kwargs["BN"], c.kwargs["SPLIT"], c.kwargs["CLUSTER"])
+        == (128, 192, 1, cluster)
+    ]
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+    workspace = gemm_bf16.new_workspace(c, 1, 4)
+    gemm_bf16.run_config(
+        gemm_fp8.gemm_fp8_tuned,
+        config,
+        (a, b, c),
+        workspace,
+        m,
+        n,
+        k,
+        extra=(gemm_fp8.scale_array(sa, c), gemm_fp8.scale_array(sb, c)),
+    )
+    exact = (a.float() @ b.float().T) * (sa * sb)
+    ours = (c.float() - exact).abs().max().item()
+    theirs = (padded_scaled_mm(torch, a, b, sa, sb).float() - exact).abs().max().item()
     assert ours <= theirs * 1.05 + exact.abs().max().item() * 2**-8, (ours, theirs)
 
 

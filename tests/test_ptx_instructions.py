@@ -397,6 +397,8 @@ REQUIRED = [
     "fence.proxy.async.shared::cta",
     "fence.proxy.async.global",
     "fence.mbarrier_init.release.cluster",
+    "mapa.shared::cluster.u32",
+    "mbarrier.arrive.release.cluster.shared::cluster.b64",
     "cp.async.bulk.commit_group",
     "cp.async.bulk.wait_group",
     "cp.async.bulk.wait_group.read",
@@ -513,6 +515,8 @@ def test_operand_kinds_of_key_entries() -> None:
     assert INSTRUCTIONS[f"{commit}.shared::cluster.b64"].inputs == (sa,)
     assert INSTRUCTIONS[f"{commit}.b64"].inputs == (gp,)  # generic addressing without a space
     assert INSTRUCTIONS[f"{commit}.shared::cluster.multicast::cluster.b64"].inputs == (sa, u16)
+    assert INSTRUCTIONS["mapa.shared::cluster.u32"].inputs == (sa, u32)
+    assert INSTRUCTIONS["mapa.shared::cluster.u32"].outputs == (u32,)
 
 
 def test_requirements_follow_the_isa() -> None:
@@ -524,6 +528,7 @@ def test_requirements_follow_the_isa() -> None:
         "fence.proxy.async.shared::cta": ((8, 0), "sm_90"),
         "barrier.cluster.wait": ((7, 8), "sm_90"),
         "barrier.cluster.arrive.relaxed.aligned": ((8, 0), "sm_90"),
+        "mapa.shared::cluster.u32": ((7, 8), "sm_90"),
         "tcgen05.fence::after_thread_sync": ((8, 6), "sm_100a"),
         "tcgen05.ld.sync.aligned.32x32b.x1.b32": ((8, 6), "sm_100a"),
     }

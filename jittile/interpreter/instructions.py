@@ -107,10 +107,12 @@ def _mbarrier_init(machine, thread, opcode, values, name):
 
 
 def _mbarrier_arrive(machine, thread, opcode, values, name):
-    address = values[0]
+    cta, address = thread.cta, values[0]
+    if ".shared::cluster" in opcode:
+        cta, address = _cluster_target(machine, thread, address)
     if ".expect_tx" in opcode:
-        barrier_at(thread.cta, address).tx += values[1]
-    arrive(machine, thread.cta, address)
+        barrier_at(cta, address).tx += values[1]
+    arrive(machine, cta, address)
 
 
 def _mbarrier_expect_tx(machine, thread, opcode, values, name):
@@ -185,6 +187,27 @@ def _policy(machine, thread, opcode, values, name):
 
 def _cluster_rank(machine, thread, opcode, values, name):
     return thread.cta.cluster_rank
+
+
+# A shared::cluster address as the interpreter writes it: the CTA's cluster rank + 1 above the
+# 24 bits of a CTA's shared window (228 KB at most); without them, as a shared::cta address, it
+# is the issuing CTA's own (the PTX ISA: the shared::cta window lies in the shared::cluster one).
+_RANK_SHIFT = 24
+
+
+def _mapa(machine, thread, opcode, values, name):
+    """``mapa.shared::cluster.u32 d, a, rank``: variable ``a`` of this CTA in CTA ``rank``."""
+    address, rank = values
+    machine.cta_of_rank(rank)  # a rank outside the cluster faults here, not at the use
+    return (rank + 1) << _RANK_SHIFT | address & ((1 << _RANK_SHIFT) - 1)
+
+
+def _cluster_target(machine, thread, address: int):
+    """The CTA and its shared::cta address that a shared::cluster ``address`` names."""
+    rank = address >> _RANK_SHIFT
+    if rank == 0:
+        return thread.cta, address
+    return machine.cta_of_rank(rank - 1), address & ((1 << _RANK_SHIFT) - 1)
 
 
 @_blocking
@@ -353,6 +376,7 @@ RAW = [
     ("mbarrier.try_wait", _mbarrier_wait),
     ("T.cuda.mbarrier_wait", _mbarrier_wait),
     ("T.cuda.cluster_ctarank", _cluster_rank),
+    ("mapa", _mapa),
     ("T.cuda.cluster_sync", _cluster_barrier),
     ("barrier.cluster", _cluster_barrier),
     ("fence.proxy.async", _proxy_fence),

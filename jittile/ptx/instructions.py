@@ -219,6 +219,16 @@ def _fences_and_groups() -> None:
             proxy=None if space == "global" else ASYNC_SHARED_FENCE,
         )
     _add("fence.mbarrier_init.release.cluster", "{op};", ptx=(8, 0), target="sm_90")
+    # mapa: the shared::cluster address of the variable at a shared::cta address in the CTA of
+    # a cluster rank (for a remote mbarrier arrive, say). PTX 7.8, sm_90.
+    _add(
+        "mapa.shared::cluster.u32",
+        "{op} $0, $1, $2;",
+        [("addr", _SA), ("rank", _U32)],
+        [_U32],
+        ptx=(7, 8),
+        target="sm_90",
+    )
     _add("prefetch.tensormap", "{op} [$0];", [("tensormap", _GP)], ptx=(8, 0), target="sm_90")
     # createpolicy.fractional (fraction 1.0 by default): the 64-bit L2 cache-policy operand of
     # .L2::cache_hint forms. PTX 7.4, sm_80.

@@ -333,18 +333,35 @@ class Launcher:
         self.params.put_bytes(slot, data)
 
     def _launch_cluster(self, function, grid, block, shared: int, stream: int, cluster):
-        drv = driver.bindings()
-        config = drv.CUlaunchConfig()
-        config.gridDimX, config.gridDimY, config.gridDimZ = grid
-        config.blockDimX, config.blockDimY, config.blockDimZ = block
-        config.sharedMemBytes = shared
-        config.hStream = stream
-        attr = drv.CUlaunchAttribute()
-        attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-        attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
-        config.attrs = [attr]
-        config.numAttrs = 1
-        return drv.cuLaunchKernelEx(config, function, self.params.address, 0)
+        config = _cluster_config(grid, block, shared, stream, cluster)
+        return driver.bindings().cuLaunchKernelEx(config, function, self.params.address, 0)
+
+    def max_active_clusters(self, cluster, block, shared_bytes: int | None = None) -> int:
+        """How many clusters of shape ``cluster`` (blocks of ``block`` threads, ``shared_bytes``
+        of dynamic shared memory, by default the kernel's) the device runs at the same time, in
+        the context last bound (``cuOccupancyMaxActiveClusters``)."""
+        dynamic = self.dynamic_shared if shared_bytes is None else shared_bytes
+        config = _cluster_config(cluster, block, dynamic, 0, cluster)
+        return driver.check(
+            driver.bindings().cuOccupancyMaxActiveClusters(self._function, config),
+            f"cuOccupancyMaxActiveClusters of {self.ir.name}",
+        )
+
+
+def _cluster_config(grid, block, shared: int, stream: int, cluster):
+    """A ``CUlaunchConfig`` with the cluster-dimension attribute (x, y, z tuples)."""
+    drv = driver.bindings()
+    config = drv.CUlaunchConfig()
+    config.gridDimX, config.gridDimY, config.gridDimZ = grid
+    config.blockDimX, config.blockDimY, config.blockDimZ = block
+    config.sharedMemBytes = shared
+    config.hStream = stream
+    attr = drv.CUlaunchAttribute()
+    attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+    attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
+    config.attrs = [attr]
+    config.numAttrs = 1
+    return config
 
 
 def check_device(built: Target | None, capability: tuple[int, int] | None, name: str) -> None:
