@@ -128,7 +128,9 @@ def host_us(torch, fn, calls: int = 200) -> float:
     return elapsed
 
 
-def median_ms(contenders: dict, repeat: int = 20, warmup: int = 3, cycles: int = SPIN_CYCLES) -> dict:
+def median_ms(
+    contenders: dict, repeat: int = 20, warmup: int = 3, cycles: int = SPIN_CYCLES
+) -> dict:
     """Median device milliseconds per contender. Samples alternate between the contenders (one
     call of each per round), so clock and thermal drift during the run reaches all of them
     alike. Each sample is gated behind a GPU spin of ``cycles`` clocks (:func:`spin`): the host

@@ -13,12 +13,11 @@ from __future__ import annotations
 import json
 import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
-import common  # noqa: E402
+import common
 
 SHAPES = [(1024, 1024, 1024), (16, 4096, 4096), (512, 4096, 4096), (128, 8192, 8192)]
 SPINS = {"spin_100us": common.SPIN_CYCLES, "spin_2ms": 20 * common.SPIN_CYCLES}
