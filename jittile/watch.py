@@ -141,18 +141,22 @@ class GlobalsWatch:
 
     def _record(self, values: tuple) -> None:
         """Keep ``values`` (equal to the compiled ones) for the fast test: their identities, the
-        snapshots of the containers that have one, whether any other can change in place."""
-        self._values = values
-        self._snapshots: list[tuple[int, tuple]] = []
-        self._in_place = False
+        snapshots of the containers that have one, whether any other can change in place. Made
+        aside and set with ``_in_place`` up meanwhile: another thread's check then takes the text
+        path, never a half-set fast test."""
+        snapshots: list[tuple[int, tuple]] = []
+        in_place = False
         for i, (value, text) in enumerate(zip(values, self._texts)):
             if text is None or _immutable(value):
                 continue
             snapshot = _snapshot(value)
             if snapshot is None:
-                self._in_place = True
+                in_place = True
             else:
-                self._snapshots.append((i, snapshot))
+                snapshots.append((i, snapshot))
+        self._in_place = True
+        self._snapshots, self._values = snapshots, values
+        self._in_place = in_place
 
     def changed(self) -> bool:
         """Whether a value read differs from the recorded one: by identity first (and a snapshot's
