@@ -1,8 +1,11 @@
 """Attention forward on the H200: jittile's examples/attention_fwd.py vs torch SDPA's cuDNN and
 flash (FlashAttention-2) backends (and FlashAttention-3's ``flash_attn_interface`` where
 installed), bf16 (B, H, S, D), causal and not. TFLOP/s from the median of CUDA-event timings,
-the contenders' samples interleaved (causal counts half the FLOPs); every output's max error
-against a float32 reference (on the first batch entry's heads, to keep the reference small).
+the contenders' samples interleaved (causal counts half the FLOPs), each sample gated behind a
+GPU spin (``common.median_ms``) so that the events see device time only; every contender's host
+microseconds per call, with the GPU kept busy (``common.host_us``), beside it (``host_us``: what
+an ungated short shape would add); every output's max error against a float32 reference (on
+the first batch entry's heads, to keep the reference small).
 ``jittile_other_block`` is jittile with the key block FlashAttention-3 does not pick (D=128: 128
 rows non-causal, 176 causal), timed beside it.
 
@@ -34,6 +37,10 @@ SHAPES = (
     (2, 32, 8, 4096, 128),
 )
 REFERENCE_HEADS = 4
+# ~400 us: longer than any contender's host time per call (each row's host_us), so that every
+# sample's events see device time only
+SPIN_CYCLES = 4 * common.SPIN_CYCLES
+HOST_CALLS = 20  # calls per host-time sample: queued behind its spin even at the longest shapes
 
 
 def contenders(torch):
@@ -120,8 +127,9 @@ def measure(torch, shape, causal: bool, found: dict) -> dict:
         error = (out[:1, :heads_checked].float() - expected).abs().max().item()
         row[name] = {"max_abs_error": error}
         calls[name] = (lambda fn: lambda: fn(q, k, v, causal))(fn)  # noqa: B023
-    for name, ms in common.median_ms(calls).items():
-        row[name].update(ms=ms, tflops=flops / ms / 1e9)
+    for name, ms in common.median_ms(calls, cycles=SPIN_CYCLES).items():
+        host = common.host_us(torch, calls[name], HOST_CALLS)
+        row[name].update(ms=ms, tflops=flops / ms / 1e9, host_us=host)
     for name in calls:
         for base in ("sdpa_cudnn", "sdpa_flash"):
             if "tflops" in row.get(base, {}):
@@ -147,6 +155,7 @@ def main() -> None:
                     f"{name} "
                     + (
                         f"{row[name]['tflops']:.0f} TFLOP/s err {row[name]['max_abs_error']:.2g}"
+                        f" host {row[name]['host_us']:.0f} us"
                         if "tflops" in row[name]
                         else row[name]["error"][:60]
                     )
@@ -180,7 +189,10 @@ def main() -> None:
                 ],
                 "sass_hgmma": ck.sass.count("HGMMA."),
             }
-    common.save(f"attention_run{run}", {"kernels": kernels, "results": results})
+    common.save(
+        f"attention_run{run}",
+        {"spin_cycles": SPIN_CYCLES, "kernels": kernels, "results": results},
+    )
 
 
 if __name__ == "__main__":

@@ -106,9 +106,37 @@ def save(name: str, payload: dict) -> Path:
     return path
 
 
-def median_ms(contenders: dict, repeat: int = 20, warmup: int = 3) -> dict:
-    """Median milliseconds per contender. Samples alternate between the contenders (one call of
-    each per round), so clock and thermal drift during the run reaches all of them alike."""
+SPIN_CYCLES = 200_000  # ~100 us at the H200's clock: longer than a contender's host cost
+
+
+def spin(torch, cycles: int = SPIN_CYCLES) -> None:
+    """Keep the GPU busy for ``cycles`` clocks (``torch.cuda._sleep``) so that the host enqueues
+    what follows while the GPU runs: CUDA events recorded after it then time the device work of
+    the call between them, not the host time to issue it."""
+    torch.cuda._sleep(cycles)
+
+
+def host_us(torch, fn, calls: int = 200) -> float:
+    """Host microseconds per call of ``fn`` with the GPU busy (a ~25 ms spin queued first,
+    longer than the calls take to issue), so that no call waits on the GPU."""
+    spin(torch, 50_000_000)
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    elapsed = (time.perf_counter() - start) / calls * 1e6
+    torch.cuda.synchronize()
+    return elapsed
+
+
+def median_ms(
+    contenders: dict, repeat: int = 20, warmup: int = 3, cycles: int = SPIN_CYCLES
+) -> dict:
+    """Median device milliseconds per contender. Samples alternate between the contenders (one
+    call of each per round), so clock and thermal drift during the run reaches all of them
+    alike. Each sample is gated behind a GPU spin of ``cycles`` clocks (:func:`spin`): the host
+    issues the start event, the call and the stop event while the GPU is busy, so the events
+    see the call's device time; on an idle GPU they would also count the host time to issue
+    the call (:func:`host_us` measures that separately), a short kernel's largest part."""
     import torch
 
     for fn in contenders.values():
@@ -119,6 +147,7 @@ def median_ms(contenders: dict, repeat: int = 20, warmup: int = 3) -> dict:
         for name, fn in contenders.items():
             start = torch.cuda.Event(enable_timing=True)
             stop = torch.cuda.Event(enable_timing=True)
+            spin(torch, cycles)
             start.record()
             fn()
             stop.record()

@@ -47,7 +47,6 @@ SHAPES = {
     "ragged": [(4097, 4104, 4096), (3000, 5000, 2000)],
 }
 L2_BYTES = 50 * 2**20
-SPIN_CYCLES = 200_000  # ~100 us at the H200's clock: longer than any contender's host cost
 
 
 def triton_persistent_matmul():
@@ -231,7 +230,7 @@ def measure(torch, kind, shape, contenders, samples, warmup=3) -> dict:
             i = step % copies
             start = torch.cuda.Event(enable_timing=True)
             stop = torch.cuda.Event(enable_timing=True)
-            torch.cuda._sleep(SPIN_CYCLES)
+            common.spin(torch)
             start.record()
             fn(*sets[i], outputs[name][i])
             stop.record()
@@ -313,7 +312,7 @@ def main() -> None:
     header = {
         **common.provenance(),
         "samples": args.samples,
-        "spin_cycles": SPIN_CYCLES,
+        "spin_cycles": common.SPIN_CYCLES,
     }
     for kind in ("bf16", "fp8"):
         if args.only and kind != args.only:

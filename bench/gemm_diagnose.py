@@ -13,24 +13,14 @@ from __future__ import annotations
 import json
 import statistics
 import sys
-import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+import common
 
 SHAPES = [(1024, 1024, 1024), (16, 4096, 4096), (512, 4096, 4096), (128, 8192, 8192)]
-SPINS = {"spin_100us": 200_000, "spin_2ms": 4_000_000}
-
-
-def host_us(torch, fn, calls: int = 200) -> float:
-    """Host time per call with the GPU busy, so no call waits on it."""
-    torch.cuda._sleep(50_000_000)  # ~25 ms: longer than the calls take to queue
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    elapsed = (time.perf_counter() - start) / calls * 1e6
-    torch.cuda.synchronize()
-    return elapsed
+SPINS = {"spin_100us": common.SPIN_CYCLES, "spin_2ms": 20 * common.SPIN_CYCLES}
 
 
 def device_us(torch, fn_of, copies: int, spin: int, samples: int = 10) -> float:
@@ -38,7 +28,7 @@ def device_us(torch, fn_of, copies: int, spin: int, samples: int = 10) -> float:
     warm = max(3, copies)  # every copy seen once before the samples (kept TensorMaps)
     for step in range(warm + samples):
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(spin)
+        common.spin(torch, spin)
         start.record()
         fn_of(step % copies)()
         stop.record()
@@ -76,7 +66,10 @@ def main() -> None:
         row = {
             "shape": f"{m}x{n}x{k}",
             "config": repr(gemm_bf16.gemm_bf16_tuned.best_config),
-            "host_us": {"jittile": host_us(torch, jittile(0)), "cublas": host_us(torch, cublas(0))},
+            "host_us": {
+                "jittile": common.host_us(torch, jittile(0)),
+                "cublas": common.host_us(torch, cublas(0)),
+            },
         }
         for name, fn_of in (("jittile", jittile), ("cublas", cublas)):
             for copies in (1, 8):

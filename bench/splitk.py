@@ -29,7 +29,6 @@ import common  # noqa: E402
 
 SHAPES = [(1024, 1024, 1024), (16, 4096, 4096), (64, 4096, 4096), (512, 4096, 4096)]
 SHAPES += [(256, 8192, 8192)]
-SPIN_CYCLES = 200_000  # ~100 us: longer than a launch's host work
 L2_BYTES = 50 * 2**20
 TILES = [(128, 128), (64, 256), (64, 128)]  # the split-capable tiles (GROUP_M 8)
 
@@ -103,7 +102,7 @@ def measure(torch, gemm_bf16, shape, samples: int, sms: int) -> dict:
             a, b = sets[step % copies]
             start = torch.cuda.Event(enable_timing=True)
             stop = torch.cuda.Event(enable_timing=True)
-            torch.cuda._sleep(SPIN_CYCLES)
+            common.spin(torch)
             start.record()
             fn(a, b, outputs[name])
             stop.record()
@@ -149,7 +148,7 @@ def main() -> None:
     report = {
         **common.provenance(),
         "samples": args.samples,
-        "spin_cycles": SPIN_CYCLES,
+        "spin_cycles": common.SPIN_CYCLES,
         "shapes": [],
     }
     for shape in shapes:

@@ -64,18 +64,19 @@ from jittile.layout import swizzle, tiled_swizzle, wgmma_a, wgmma_accumulator
 
 BM = 128  # query rows per CTA (64 per consumer warpgroup)
 # Per head dimension: the key rows per pipeline stage (BN) a build may use (FlashAttention-3's
-# block without the causal mask first, its causal one last), and the K/V ring stages. At D=128
-# FA3's 128x176 tiles (S 88 registers beside O's 64; Q's 32 KB and 2 stages of 176-row K and V,
-# 176 KB, leave no room for an O buffer) and, causal, 128x128 (fewer masked scores on the
-# diagonal); at D=256 FA3's 128x80 tiles: S stays 40 registers beside O's 128, and Q (64 KB) plus
-# 2 stages of 80-row K and V (160 KB) fill the shared memory.
+# block without the causal mask first, its causal one last); the K/V ring has 4 stages at D=64,
+# 2 at D=128 and D=256. At D=128 FA3's 128x176 tiles (S 88 registers beside O's 64; Q's 32 KB
+# and 2 stages of 176-row K and V, 176 KB, leave no room for an O buffer) and, causal, 128x128
+# (fewer masked scores on the diagonal); at D=256 FA3's 128x80 tiles: S stays 40 registers
+# beside O's 128, and Q (64 KB) plus 2 stages of 80-row K and V (160 KB) fill the shared memory.
+# KEY_ROWS is the host's (key_block, the benchmark): the kernel reads only immutable globals,
+# since one that reads a mutable global has it re-checked on every launch (jittile/watch.py).
 KEY_ROWS = {64: (128,), 128: (176, 128), 256: (80,)}
-RING_STAGES = {64: 4, 128: 2, 256: 2}
 SHARED_BYTES = 232448  # the H200's opt-in shared memory per block
 LOAD = "cp.async.bulk.tensor.4d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
 STORE = "cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group"
-QK = {n: f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16" for n in (80, 128, 176)}
-PV = {n: f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16" for n in (64, 128, 256)}
+# The bf16 wgmma forms by N (8, 16, ... 256: index N // 8 - 1): Q K^T's n=BN, P V's n=D.
+MMA = tuple(f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16" for n in range(8, 257, 8))
 NEG = -1.0e30  # a masked score: exp2 of it (minus any finite row maximum) is 0
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
@@ -134,7 +135,7 @@ def multiply_qk(s_acc, q_s, k_s, half, stage, DH):
     fences)."""
     for d in T.unroll(DH):
         T.cuda.tile.apply(
-            T.ptx[QK[s_acc.shape[1]]],
+            T.ptx[MMA[s_acc.shape[1] // 8 - 1]],
             s_acc,
             q_s[d, half, 0, 0],
             k_s[stage, d, 0, 0].T,
@@ -149,7 +150,7 @@ def multiply_pv(o_acc, p_frag, v_s, stage, accumulate):
     ``stage``: FlashAttention-3's one n=D MMA over the whole stage; the caller fences and
     commits."""
     T.cuda.tile.apply(
-        T.ptx[PV[o_acc.shape[1]]], o_acc, p_frag, v_s[stage, 0, 0], scale_d=accumulate
+        T.ptx[MMA[o_acc.shape[1] // 8 - 1]], o_acc, p_frag, v_s[stage, 0, 0], scale_d=accumulate
     )
 
 
@@ -228,7 +229,7 @@ def attention_fwd(
 ):
     T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=384))
     DH = D // 64  # 64-column blocks of the head dimension (one 128-byte swizzle atom each)
-    STAGES = RING_STAGES[D]  # K and V blocks in the ring
+    STAGES = 4 if D == 64 else 2  # K and V blocks in the ring
     # O staged in Q's buffer (each warpgroup's half, once its MMAs are done) where Q, the ring and
     # an O buffer would not fit (1 KB left for the barriers)
     O_IN_Q = 2 * (BM * D * 2) + STAGES * 2 * (BN * D * 2) > SHARED_BYTES - 1024

@@ -28,7 +28,14 @@ from .frontend.checks import definition_problem
 from .frontend.source import KernelSource, load_source
 from .keying import source_digest, toolchain_versions
 from .language.cuda import LaunchConfig
-from .launch import Configured, FastPaths, launch_failure, launch_kernel
+from .launch import (
+    CONFIGURED_KEPT,
+    Configured,
+    FastPaths,
+    launch_failure,
+    launch_kernel,
+    plain_dimensions,
+)
 from .specialize import Specializer, resolve_target
 from .stages import always_compile
 from .targets import SUPPORTED_TARGETS, Target
@@ -70,6 +77,7 @@ class Kernel:
         self._memory: dict = {}
         self.prepared: dict = {}
         self.fast_paths = FastPaths()
+        self._configured: dict = {}  # kernel[grid, block] items of plain ints -> Configured
         self.watch: GlobalsWatch | None = None  # made with the first specialization
         self._lock = threading.Lock()
 
@@ -164,9 +172,19 @@ class Kernel:
         ]
 
     def __getitem__(self, config) -> Configured:
-        if not isinstance(config, tuple) or len(config) != 2:
-            raise LaunchError("launch with kernel[grid, block](...)")
-        return Configured(self, LaunchConfig(grid=config[0], block=config[1]))
+        """``k[grid, block]``; the Configured of plain int dimensions is kept (a repeated launch
+        shape makes no LaunchConfig: a few microseconds of every such launch's host time)."""
+        plain = plain_dimensions(config)
+        found = self._configured.get(config) if plain else None
+        if found is None:
+            if not isinstance(config, tuple) or len(config) != 2:
+                raise LaunchError("launch with kernel[grid, block](...)")
+            found = Configured(self, LaunchConfig(grid=config[0], block=config[1]))
+            if plain:
+                if len(self._configured) >= CONFIGURED_KEPT:
+                    self._configured.clear()
+                self._configured[config] = found
+        return found
 
     def __call__(self, *args, stream=None, cluster=None, shared_bytes=None, **kwargs) -> None:
         fast = None if kwargs else self.fast_paths.table.get((None, cluster))

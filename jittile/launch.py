@@ -76,6 +76,25 @@ def _streams():
 INTERPRET = os.environ.get("JITTILE_INTERPRET", "") not in ("", "0")
 
 
+CONFIGURED_KEPT = 64  # launch dimensions whose Configured a kernel keeps (then it starts over)
+
+
+def plain_dimensions(config) -> bool:
+    """Whether ``kernel[grid, block]``'s item is a grid and a block of exact ints or tuples of
+    them: the only items whose Configured a kernel keeps (by equality ``True`` would be ``1``
+    and ``2.0`` would be ``2``, which LaunchConfig rejects)."""
+    if type(config) is not tuple or len(config) != 2:
+        return False
+    for dims in config:
+        kind = type(dims)
+        if kind is tuple:
+            if tuple(map(type, dims)).count(int) != len(dims):
+                return False
+        elif kind is not int:
+            return False
+    return True
+
+
 class Configured:
     """``kernel[grid, block]``: a kernel with its launch dimensions, called to launch."""
 

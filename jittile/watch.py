@@ -6,8 +6,11 @@ The disk key records those reads as text (jittile/cache/components.py); making t
 launch would cost too much, so a watch keeps the objects read and compares identities, in C: one
 ``operator.attrgetter`` call reads them all, ``map(operator.is_, ...)`` compares. Only where an
 identity differs are texts compared, so rebinding a name to an equal value (a new ``(8, 8)``)
-keeps the compiled code. Values that can change in place (lists, arrays, plain objects) are
-compared by text on every check. Attributes of the kernel language (``T.cuda.lane_id``) and of
+keeps the compiled code. A dict, list or set whose keys and items are all immutable keeps a
+shallow snapshot of them: it is unchanged in place while its items are those very objects, in
+order (``map(operator.is_, ...)``, in C; ``==`` would take ``1`` for ``True`` and ``0.0`` for
+``-0.0``, whose texts differ). Other values that can change in place (a list of lists, arrays,
+plain objects) are compared by text on every check. Attributes of the kernel language (``T.cuda.lane_id``) and of
 jittile's modules are jittile's code, not watched.
 """
 
@@ -53,6 +56,27 @@ def _immutable(value) -> bool:
     ):
         return all(_immutable(getattr(value, f.name)) for f in dataclasses.fields(value))
     return False
+
+
+def _snapshot(value) -> tuple | None:
+    """The items of a dict, list or set (exact types) whose keys and items are all immutable, as
+    they are now (a dict's keys and values); None for anything else."""
+    kind = type(value)
+    if kind is dict:
+        if all(map(_immutable, value)) and all(map(_immutable, value.values())):
+            return tuple(value), tuple(value.values())
+    elif (kind is list or kind is set) and all(map(_immutable, value)):
+        return (tuple(value),)
+    return None
+
+
+def _same_items(value, snapshot: tuple) -> bool:
+    """Whether ``value`` holds the very objects of ``snapshot`` (:func:`_snapshot`), in order."""
+    if len(value) != len(snapshot[0]):
+        return False
+    if len(snapshot) == 2:
+        return all(map(_is, value, snapshot[0])) and all(map(_is, value.values(), snapshot[1]))
+    return all(map(_is, value, snapshot[0]))
 
 
 def _equal(a, b) -> bool:
@@ -111,20 +135,41 @@ class GlobalsWatch:
                     pending.append(value.source)
         self._scope = types.SimpleNamespace(**objects)
         self._read = _reader(list(names))
-        self._values = self._read(self._scope)
-        self._texts = tuple(value_text(v) for v in self._values)
-        self._in_place = any(
-            t is not None and not _immutable(v) for v, t in zip(self._values, self._texts)
-        )
+        values = self._read(self._scope)
+        self._texts = tuple(value_text(v) for v in values)
+        self._record(values)
+
+    def _record(self, values: tuple) -> None:
+        """Keep ``values`` (equal to the compiled ones) for the fast test: their identities, the
+        snapshots of the containers that have one, whether any other can change in place. Made
+        aside and set with ``_in_place`` up meanwhile: another thread's check then takes the text
+        path, never a half-set fast test."""
+        snapshots: list[tuple[int, tuple]] = []
+        in_place = False
+        for i, (value, text) in enumerate(zip(values, self._texts)):
+            if text is None or _immutable(value):
+                continue
+            snapshot = _snapshot(value)
+            if snapshot is None:
+                in_place = True
+            else:
+                snapshots.append((i, snapshot))
+        self._in_place = True
+        self._snapshots, self._values = snapshots, values
+        self._in_place = in_place
 
     def changed(self) -> bool:
-        """Whether a value read differs from the recorded one: by identity first, then by text
-        (for code, by equality)."""
+        """Whether a value read differs from the recorded one: by identity first (and a snapshot's
+        items by identity), then by text (for code, by equality)."""
         try:
             current = self._read(self._scope)
         except Exception:  # a global deleted, an attribute gone, a cell emptied
             return True
-        if not self._in_place and all(map(_is, current, self._values)):
+        if (
+            not self._in_place
+            and all(map(_is, current, self._values))
+            and all(_same_items(current[i], snapshot) for i, snapshot in self._snapshots)
+        ):
             return False
         for now, then, text in zip(current, self._values, self._texts):
             if text is None:
@@ -133,5 +178,5 @@ class GlobalsWatch:
                 same = (now is then and _immutable(now)) or value_text(now) == text
             if not same:
                 return True
-        self._values = current  # equal values under new identities: the fast test holds again
+        self._record(current)  # equal values under new identities: the fast test holds again
         return False

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import importlib
 import itertools
+import re
 import types
 
 import pytest
 
+from jittile import watch
+from jittile.cache.components import value_text
 from jittile.dtypes import dtype
 from jittile.entry import CompiledKernel
 from jittile.runtime.arrays import DeviceView
@@ -24,6 +27,9 @@ from {helpers} import store_rows
 ROWS = 8
 SHAPE = (8, 16)
 LIMITS = [8]
+TABLE = {{8: 1}}
+SIZES = [2]
+NESTED = {{"rows": [4]}}
 
 
 class Cfg:
@@ -40,6 +46,18 @@ def fill(Out: T.Tensor((None,), "uint32")):
     i = T.cuda.thread_idx("x")
     if i < ROWS:
         Out[i] = T.uint32(SHAPE[1] + LIMITS[0] + cfg.TILE)
+
+
+@jittile.kernel
+def tabled(Out: T.Tensor((None,), "uint32")):
+    T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))
+    Out[T.cuda.thread_idx("x")] = T.uint32(100 * TABLE[8] + 10 * SIZES[0])
+
+
+@jittile.kernel
+def nested(Out: T.Tensor((None,), "uint32")):
+    T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))
+    Out[T.cuda.thread_idx("x")] = T.uint32(NESTED["rows"][0])
 
 
 @jittile.kernel
@@ -199,3 +217,75 @@ def test_the_interpreter_runs_the_current_globals(modules):
     assert run(closed) == [8] * 8
     set_n(3)
     assert run(closed) == [3] * 3 + [0] * 5
+
+
+def _stored(ck: CompiledKernel) -> int:
+    """The constant a one-store kernel stores, from its lowered source."""
+    (value,) = re.findall(r"__jt_t_uint32\((\d+)\)", ck.lowered_source)
+    return int(value)
+
+
+@pytest.mark.parametrize(
+    "edit, kernel, stored",
+    [
+        ("dict value", "tabled", 520),
+        ("dict key added", "tabled", 120),
+        ("list item", "tabled", 130),
+        ("list appended", "tabled", 120),
+        ("inner list of a dict", "nested", 9),
+    ],
+)
+def test_containers_changed_in_place_recompile(modules, edit, kernel, stored):
+    kernels, _ = modules
+    kernel = getattr(kernels, kernel)
+    old = kernel.compile()
+    assert _stored(old) == (4 if kernel is kernels.nested else 120)
+    if edit == "dict value":
+        kernels.TABLE[8] = 5
+    elif edit == "dict key added":
+        kernels.TABLE[9] = 7
+    elif edit == "list item":
+        kernels.SIZES[0] = 3
+    elif edit == "list appended":
+        kernels.SIZES.append(7)
+    else:
+        kernels.NESTED["rows"][0] = 9
+    new = kernel.compile()
+    assert new is not old and _stored(new) == stored
+    assert kernel.compile() is new
+
+
+def test_an_equal_value_of_another_type_in_place_recompiles(modules):
+    """``True == 1``, but its text differs: the snapshot compares the items by identity."""
+    kernels, _ = modules
+    old = kernels.tabled.compile()
+    kernels.TABLE[8] = True
+    new = kernels.tabled.compile()
+    assert new is not old and new.metadata["key_components"]["globals"]["TABLE"] == "{8: True}"
+
+
+def _texts_made(monkeypatch) -> list:
+    texts = []
+    monkeypatch.setattr(watch, "value_text", lambda v: texts.append(v) or value_text(v))
+    return texts
+
+
+def test_unchanged_containers_keep_the_compiled_kernel_without_texts(modules, monkeypatch):
+    """A dict and a list of immutable items are checked against their snapshots: no text is
+    made while they are unchanged; rebinding one to an equal copy keeps the compiled code."""
+    kernels, _ = modules
+    old = kernels.tabled.compile()
+    texts = _texts_made(monkeypatch)
+    assert kernels.tabled.compile() is old and kernels.tabled.compile() is old
+    assert texts == []
+    kernels.TABLE, kernels.SIZES = dict(kernels.TABLE), list(kernels.SIZES)
+    assert kernels.tabled.compile() is old and kernels.TABLE in texts and kernels.SIZES in texts
+    texts.clear()
+    assert kernels.tabled.compile() is old and texts == []
+
+
+def test_a_dict_holding_a_list_is_compared_by_text(modules, monkeypatch):
+    kernels, _ = modules
+    old = kernels.nested.compile()
+    texts = _texts_made(monkeypatch)
+    assert kernels.nested.compile() is old and any(t is kernels.NESTED for t in texts)

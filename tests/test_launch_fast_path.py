@@ -329,3 +329,14 @@ def test_launches_call_cupys_wrapper_only_where_cupy_is_imported(monkeypatch):
     )
     monkeypatch.setitem(sys.modules, "cupy_backends.cuda.api.driver", wrapper)
     assert driver._cupy_launch() is wrapper.launchKernel
+
+
+def test_plain_launch_dimensions_keep_their_configured():
+    """``k[grid, block]`` of exact ints makes its LaunchConfig once; ``True`` and ``1.0`` equal
+    ``1`` but are not launch dimensions, so a kept ``(1, 1)`` does not let them through."""
+    kept = tma_rows[(1, 1), 32]
+    assert tma_rows[(1, 1), 32] is kept and kept.config == T.cuda.LaunchConfig((1, 1), 32)
+    assert tma_rows[[1, 1], 32] is not tma_rows[[1, 1], 32]  # a list: made anew each time
+    for bad in ((True, 1), (1.0, 1), (0, 1)):
+        with pytest.raises(jittile.JittileError, match="positive int"):
+            tma_rows[bad, 32]
