@@ -222,6 +222,11 @@ def produce(
                         )
             loaded += 1
         job += T.cuda.grid_dim("x") // CLUSTER
+    if CLUSTER > 1:  # every stage released by every consumer of the cluster (CUTLASS's tail):
+        for i in T.unroll(RING):  # no other CTA arrives at this CTA's barriers after this
+            T.cuda.mbarrier_wait(
+                empty.ptr_to([(loaded + i) % RING]), (((loaded + i) // RING) & 1) ^ 1
+            )
 
 
 @jittile.func
@@ -601,7 +606,9 @@ def gemm_body(
     (int32, zero likewise), and the last split of a block writes it into C. With CLUSTER > 1
     (SPLIT 1, no SWAP; launched in clusters of CLUSTER CTAs along x) the CTAs of a cluster
     compute CLUSTER tiles stacked along M and multicast their shared Q tile: each stage's
-    ``empty`` barrier then counts the consumers of every CTA of the cluster."""
+    ``empty`` barrier then counts the consumers of every CTA of the cluster, and the producer
+    waits for every stage's release before its CTA may leave (an aligned cluster barrier at the
+    end hung on the H200, run 60)."""
     consumers = TILE_M // 64
     # a consumer's staged output part: the whole (transposed) tile with SWAP, else 128 bf16 or
     # 64 fp32 columns (one 256-byte row); 64 bf16 where 128 does not divide the tile (N = 192)
@@ -701,8 +708,6 @@ def gemm_body(
             SCALED,
             CLUSTER,
         )
-    if CLUSTER > 1:  # no CTA leaves while another may still arrive on its barriers
-        T.cuda.cluster_sync()
 
 
 @jittile.kernel
