@@ -11,6 +11,7 @@ run=${2:?run number}
 mkdir -p "$out"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 JITTILE_AUTOTUNE_JOBS=${JITTILE_AUTOTUNE_JOBS:-16}
 export JITTILE_CACHE_DIR=${JITTILE_CACHE_DIR:-/tmp/jittile-device-cache}
+export JITTILE_PRINT_AUTOTUNING=1  # where each tuning's time goes, in the benchmark's log
 log="$out/device_run$run.log"
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; date -u; } > "$log" 2>&1
 timeout 60 python3 -c "import sys; sys.path.insert(0, 'examples'); import gemm_bf16; \

@@ -169,6 +169,7 @@ class Autotuner:
         self.best_config: Config | None = None
         self.dropped: dict[Config, JittileError] = {}  # of the last compile of the configs
         self.timings: dict[Config, float] = {}  # milliseconds, of the last tuning
+        self.compile_workers = 1  # worker processes the last compile of the configs used
         self._chosen: dict[tuple, Config] = {}
         specializer = kernel.specializer
         self.parameter_names = self._names = specializer.names
@@ -360,36 +361,49 @@ class Autotuner:
             )
         candidates = self._pruned(named)
         target = launch_target(self.kernel, device)
+        compiling = time.perf_counter()
         compiled = self._compile(candidates, named, grid, block, target)
+        compiling = time.perf_counter() - compiling
         runnable = [c for c in candidates if not isinstance(compiled[c], JittileError)]
         if not runnable:
             reasons = "; ".join(f"{c!r}: {compiled[c].message}" for c in candidates)
             raise LaunchError(f"{self.__name__}: no config compiles for these arguments: {reasons}")
         progress = _Progress(self.__name__, len(runnable), started)
-        timings = {}
+        timings, spent = {}, {}  # device ms per config; host seconds its timing took
         saved = _Saved(named, self.restore_value, launch_stream)
         try:
             for config in runnable:
+                timing = time.perf_counter()
                 timings[config] = self._time(config, named, grid, block, stream, saved)
+                spent[config] = time.perf_counter() - timing
                 progress.step()
         finally:
             saved.restore()
             progress.done()
         chosen = min(runnable, key=lambda c: timings[c])
         self.timings = timings
+        seconds = {
+            "compiling": round(compiling, 3),
+            "compile_workers": self.compile_workers,
+            "timing": {repr(c): round(t, 3) for c, t in spent.items()},
+        }
         tunings.save(
             identity,
             self.configs.index(chosen),
             {repr(c): round(t, 6) for c, t in timings.items()},
             {repr(c): compiled[c].message for c in candidates if c not in timings},
+            seconds,
         )
+        slowest = max(spent, key=spent.get)
         _report(
             self,
             chosen,
             identity,
             f"{len(timings)} configs timed, "
             f"{len(candidates) - len(timings)} dropped, "
-            f"{time.perf_counter() - started:.2f} s",
+            f"{time.perf_counter() - started:.2f} s: compiling {compiling:.2f} s "
+            f"({self.compile_workers} worker processes), timing {sum(spent.values()):.2f} s "
+            f"(longest {spent[slowest]:.2f} s, {slowest!r})",
             timings[chosen],
         )
         return chosen
@@ -420,7 +434,7 @@ class Autotuner:
 
     def _compile(self, configs: list[Config], named: dict, grid, block, target) -> dict:
         """Each config's CompiledKernel, or the JittileError that drops it."""
-        jobs = _worker_count(self.kernel, len(configs))
+        jobs = self.compile_workers = _worker_count(self.kernel, len(configs))
         if jobs > 1:
             _compile_in_workers(self, configs, named, grid, block, target, jobs)
         result = {}

@@ -5,6 +5,7 @@ go through stand-ins of the driver; the H200 tunes for real in bench/gemm.py."""
 from __future__ import annotations
 
 import json
+import re
 import types
 
 import autotune_kernels
@@ -103,6 +104,22 @@ def test_the_fastest_config_is_chosen_per_key_and_kept(gpu, disk, monkeypatch):
     (record,) = [r for r in tunings.records() if r["identity"]["key_values"] == [10]]
     assert record["identity"]["device"] == "Stand-in GPU 0"
     assert record["dropped"] == {repr(WIDE): tiled_fill.dropped[WIDE].message}
+
+
+def test_a_tuning_says_where_its_time_went(gpu, disk, monkeypatch, capsys):
+    """The record and the printed line split a tuning into compiling (and its worker count)
+    and the host seconds each config's timing took: what a slow first launch spent."""
+    _timed(monkeypatch, {32: 2.0, 64: 1.0})
+    monkeypatch.setenv("JITTILE_PRINT_AUTOTUNING", "1")
+    tiled_fill(CupyLike(0x10000, (64,)), 11)
+    (record,) = [r for r in tunings.records() if r["identity"]["key_values"] == [11]]
+    seconds = record["seconds"]
+    assert seconds["compiling"] >= 0 and seconds["compile_workers"] == tiled_fill.compile_workers
+    assert sorted(seconds["timing"]) == sorted(record["timings_ms"])  # one per timed config
+    assert all(t >= 0 for t in seconds["timing"].values())
+    line = capsys.readouterr().err
+    assert re.search(r"compiling [0-9.]+ s \(\d+ worker processes\), timing [0-9.]+ s", line)
+    assert "longest" in line and "WIDTH=" in line
 
 
 def test_a_first_tuning_inside_a_graph_capture_is_a_launch_error_and_a_tuned_key_launches(

@@ -4,7 +4,9 @@ Layout: ``<cache dir>/tunings/<sha256>.json``, one file per (kernel code, its co
 key values, device name), the file name being the SHA-256 of those. A record holds them in the
 clear (``kernel``, ``qualname``, ``source_file``, ``key``, ``key_values``, ``device``,
 ``configs``), the winner (``best``, an index into ``configs``), the median milliseconds of each
-timed config and why the others were dropped, and ``created``.
+timed config and why the others were dropped, where the tuning's time went (``seconds``:
+compiling, the worker processes it used, and the host seconds timing each config took), and
+``created``.
 
 Guarantees: a record is written whole to a temporary file and renamed into place, so readers see
 a complete record or none; a record that does not parse, or whose fields do not say what its name
@@ -58,8 +60,11 @@ def load(identity: dict) -> dict | None:
     return record
 
 
-def save(identity: dict, best: int, timings: dict, dropped: dict) -> Path | None:
-    """Write the record of a tuning (atomically); None where the cache cannot be written."""
+def save(
+    identity: dict, best: int, timings: dict, dropped: dict, seconds: dict | None = None
+) -> Path | None:
+    """Write the record of a tuning (atomically); None where the cache cannot be written.
+    ``seconds``: where the tuning's time went (compiling, and timing each config)."""
     where = folder()
     if where is None:
         return None
@@ -69,6 +74,7 @@ def save(identity: dict, best: int, timings: dict, dropped: dict) -> Path | None
         "best": best,
         "timings_ms": timings,
         "dropped": dropped,
+        "seconds": seconds or {},
         "created": time.time(),
     }
     target = where / record_name(identity)
