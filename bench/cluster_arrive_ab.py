@@ -72,7 +72,7 @@ def main() -> None:
                 stop.synchronize()
                 if step >= 3:
                     samples[name].append(start.elapsed_time(stop) * 1e3)
-        for name, (module, config, c, w) in runs.items():
+        for name, (_, _, c, _) in runs.items():
             error = ((c.float() - exact).abs().max() / exact.abs().max()).item()
             us = statistics.median(samples[name])
             print(
