@@ -99,6 +99,23 @@ def test_work_that_waits_for_its_stream_is_released_by_the_watchdog(stand_in, mo
     assert timing.event_median(lambda: None, synchronizing_launch, 0, 2, 0) == 0.5
 
 
+def test_after_the_watchdog_opened_a_gate_the_config_times_ungated(stand_in, monkeypatch):
+    """Work that waits for its stream would cost every gated sample the timeout: after the
+    first, the remaining samples are not gated."""
+    monkeypatch.setattr(timing, "GATE_TIMEOUT_S", 0.05)
+    opened = []
+
+    def synchronizing_launch():
+        while stand_in.word.value == 0:
+            time.sleep(0.001)
+        opened.append(True)
+
+    started = time.monotonic()
+    assert timing.event_median(lambda: None, synchronizing_launch, 0, 6, 3) == 0.5
+    assert stand_in.log.count(("wait", 3)) == 1 and len(opened) == 6
+    assert time.monotonic() - started < 6 * 0.05
+
+
 def test_without_stream_memory_operations_the_events_time_ungated(stand_in):
     stand_in.waits_supported = False
     seen = []
