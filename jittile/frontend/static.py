@@ -21,6 +21,7 @@ import types as pytypes
 
 import numpy as np
 
+from .. import scalars
 from ..errors import JittileError as _JittileError
 
 MAX_INT_BITS = 4096  # the largest compile-time integer: 2**4096
@@ -161,10 +162,18 @@ def evaluate(node: ast.AST, scope: StaticScope):
         if left is RUNTIME or right is RUNTIME:
             return RUNTIME
         _check_binop(node, left, right)
-        return _apply(node, _BINOPS[type(node.op)], left, right)
+        op = _BINOPS[type(node.op)]
+        if _numpy_number(left) or _numpy_number(right):  # as numba's code computes it
+            return _apply(node, scalars.binop, op, left, right)
+        return _apply(node, op, left, right)
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
         operand = evaluate(node.operand, scope)
-        return RUNTIME if operand is RUNTIME else _apply(node, _UNARY[type(node.op)], operand)
+        if operand is RUNTIME:
+            return RUNTIME
+        op = _UNARY[type(node.op)]
+        if _numpy_number(operand) and op is not operator.not_:
+            return _apply(node, scalars.unop, op, operand)
+        return _apply(node, op, operand)
     if isinstance(node, ast.Compare):
         return _compare(node, scope)
     if isinstance(node, ast.BoolOp):
@@ -180,6 +189,12 @@ def evaluate(node: ast.AST, scope: StaticScope):
     if isinstance(node, ast.Call):
         return _call(node, scope)
     return RUNTIME
+
+
+def _numpy_number(value) -> bool:
+    """A NumPy scalar (a typed ``T.uint32(...)`` constant), whose arithmetic follows numba's
+    types (jittile/scalars.py); plain Python numbers fold as Python computes them."""
+    return isinstance(value, (np.number, np.bool_))
 
 
 def _compare(node: ast.Compare, scope: StaticScope):

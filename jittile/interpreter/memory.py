@@ -122,6 +122,7 @@ class SharedMemory:
         self.cta = cta
         self.generic = np.zeros(max(size, 1), dtype=np.int64)  # 0: visible to the async proxy
         self.unfenced = False  # whether any byte holds an unfenced generic write
+        self.low, self.high = self.size, 0  # the bytes [low, high) hold every unfenced write
         self.reader: AsyncReader | None = None  # the async-proxy instruction reading now
 
     def check(self, address: int, nbytes: int) -> int:
@@ -142,14 +143,21 @@ class SharedMemory:
             syncs << _SYNC_SHIFT | line << _LINE_SHIFT | thread + 1
         )
         self.unfenced = True
+        if address < self.low:
+            self.low = address
+        if address + nbytes > self.high:
+            self.high = address + nbytes
 
     def proxy_fence(self, thread: int, syncs: int) -> None:
         """``fence.proxy.async`` by ``thread``: its generic writes, and every write made before
         the last of the CTA's ``syncs`` synchronizations, become visible to the async proxy."""
-        if self.unfenced:
-            own = (self.generic & _THREAD_MASK) == thread + 1
-            self.generic[own | (self.generic >> _SYNC_SHIFT < syncs)] = 0
-            self.unfenced = bool(self.generic.any())
+        if self.unfenced:  # only the span the unfenced writes lie in (a staging buffer, say)
+            span = self.generic[self.low : self.high]
+            own = (span & _THREAD_MASK) == thread + 1
+            span[own | (span >> _SYNC_SHIFT < syncs)] = 0
+            self.unfenced = bool(span.any())
+            if not self.unfenced:
+                self.low, self.high = self.size, 0
 
     def async_write(self, address: int, nbytes: int) -> None:
         """Bytes an async-proxy write replaced: no generic write is pending on them."""

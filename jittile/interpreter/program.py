@@ -16,6 +16,8 @@ import types
 import weakref
 from dataclasses import dataclass
 
+from .. import scalars as arithmetic
+
 SYNC = "__jt_syncthreads"
 
 
@@ -47,10 +49,71 @@ class _Yields(ast.NodeTransformer):
         return ast.copy_location(ast.Yield(value=request), node)
 
 
+class _Arithmetic(ast.NodeTransformer):
+    """Arithmetic operators -> calls of :func:`.arithmetic.binop` / ``unop``, which compute
+    with numba's result types (NumPy's differ: ``int32 * int32`` stays 32-bit there); an
+    augmented assignment evaluates its target's object and index once, as Python does."""
+
+    def visit_BinOp(self, node: ast.BinOp):
+        self.generic_visit(node)
+        name = type(node.op).__name__
+        if name not in arithmetic.BINARY:
+            return node
+        return ast.copy_location(_call(arithmetic.BINOP, name, node.left, node.right), node)
+
+    def visit_UnaryOp(self, node: ast.UnaryOp):
+        self.generic_visit(node)
+        name = type(node.op).__name__
+        if name not in arithmetic.UNARY:
+            return node
+        return ast.copy_location(_call(arithmetic.UNOP, name, node.operand), node)
+
+    def visit_AugAssign(self, node: ast.AugAssign):
+        self.generic_visit(node)
+        name = type(node.op).__name__
+        if name not in arithmetic.BINARY:
+            return node
+        target = node.target
+        if isinstance(target, ast.Name):
+            value = _call(
+                arithmetic.BINOP, name, ast.Name(id=target.id, ctx=ast.Load()), node.value
+            )
+            return ast.copy_location(ast.Assign(targets=[target], value=value), node)
+        # o[i] op= v (or o.a op= v): o and i into temporaries first
+        held = [ast.Assign(targets=[_store(_OBJECT)], value=target.value)]
+        if isinstance(target, ast.Subscript):
+            held.append(ast.Assign(targets=[_store(_INDEX)], value=target.slice))
+            place = lambda ctx: ast.Subscript(value=_load(_OBJECT), slice=_load(_INDEX), ctx=ctx)  # noqa: E731
+        else:
+            place = lambda ctx: ast.Attribute(value=_load(_OBJECT), attr=target.attr, ctx=ctx)  # noqa: E731
+        value = _call(arithmetic.BINOP, name, place(ast.Load()), node.value)
+        held.append(ast.Assign(targets=[place(ast.Store())], value=value))
+        return [ast.copy_location(statement, node) for statement in held]
+
+
+_OBJECT, _INDEX = "__jt_aug_object", "__jt_aug_index"
+
+
+def _load(name: str) -> ast.Name:
+    return ast.Name(id=name, ctx=ast.Load())
+
+
+def _store(name: str) -> ast.Name:
+    return ast.Name(id=name, ctx=ast.Store())
+
+
+def _call(helper: str, operator_name: str, *operands: ast.expr) -> ast.Call:
+    """``helper(<operator>, *operands)``."""
+    op = _load(arithmetic.operator_global(operator_name))
+    return ast.Call(func=_load(helper), args=[op, *operands], keywords=[])
+
+
 def thread_program(function: ast.FunctionDef, yielding: set[str], filename: str, cuda: str):
-    """The code object of the kernel as a generator function: every call of an instruction
-    global in ``yielding`` and every CTA barrier yields."""
-    tree = _Yields(yielding, cuda).visit(_copy(function))
+    """The code object of the kernel as a generator function: its arithmetic typed as numba
+    types it, and every call of an instruction global in ``yielding`` and every CTA barrier
+    a yield."""
+    tree = _Arithmetic().visit(_copy(function))
+    tree = _Yields(yielding, cuda).visit(tree)
     # a kernel that issues nothing must still be a generator
     tree.body.append(ast.copy_location(ast.Expr(value=ast.Yield(value=None)), tree.body[-1]))
     ast.fix_missing_locations(tree)

@@ -17,6 +17,7 @@ import numpy as np
 from ..dtypes import convert
 from ..errors import InterpreterError
 from ..frontend.emit import CUDA, GLOBAL_ADDRESS, SHARED_ADDRESS
+from ..scalars import GLOBALS as ARITHMETIC
 from .floats import conversion
 from .machine import Fault, Machine
 from .memory import storage_dtype
@@ -106,7 +107,7 @@ def globals_factory(lowered, launch, direct: list[str]):
     per_cta: dict = {}
 
     def cta_globals(machine: Machine, cta) -> dict:
-        base = {"__builtins__": builtins, **casts}
+        base = {"__builtins__": builtins, **ARITHMETIC, **casts}
         for name, buf in buffers.items():
             count = buf.nbytes // buf.dtype.bytes
             raw = cta.smem.data[buf.offset : buf.offset + buf.nbytes]
