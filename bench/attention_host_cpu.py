@@ -114,9 +114,7 @@ def main() -> None:
         "driver_calls": calls,
         "python": sys.version.split()[0],
     }
-    print(json.dumps(payload, indent=2))
-    if options.json:
-        Path(options.json).write_text(json.dumps(payload, indent=2))
+    launch_host_cpu.emit(payload, options.json)
 
 
 if __name__ == "__main__":

@@ -148,9 +148,14 @@ def main() -> None:
         "driver_calls": calls,
         "python": sys.version.split()[0],
     }
+    emit(payload, options.json)
+
+
+def emit(payload: dict, path: str | None) -> None:
+    """Print a CPU benchmark's results, and write them to ``path`` where given."""
     print(json.dumps(payload, indent=2))
-    if options.json:
-        Path(options.json).write_text(json.dumps(payload, indent=2))
+    if path:
+        Path(path).write_text(json.dumps(payload, indent=2))
 
 
 if __name__ == "__main__":
