@@ -30,10 +30,16 @@ from .tmem import tensor_memory
 
 def execute(machine, thread, name: str, args: tuple):
     """Carry out instruction global ``name`` for ``thread`` with operand ``args``."""
+    return handler(machine, name)(machine, thread, args)
+
+
+def handler(machine, name: str):
+    """``run(machine, thread, args)`` for instruction global ``name``, resolved once per launch
+    (a thread that calls it directly skips the lookup)."""
     run = machine.handlers.get(name)
     if run is None:
         run = machine.handlers[name] = _handler(machine, name)
-    return run(machine, thread, args)
+    return run
 
 
 def blocks(ir, namespace: dict, name: str) -> bool:
@@ -308,6 +314,9 @@ def _cvt_packed(machine, thread, opcode, values, name):
         return hi << 16 | lo
     hi, lo = _PAIR_BITS.unpack(_PAIR.pack(hi, lo))
     return _bfloat16(hi) << 16 | _bfloat16(lo)
+
+
+_cvt_packed.typed = True  # float operands: nothing for _plain to convert
 
 
 def _bfloat16(bits: int) -> int:

@@ -19,6 +19,7 @@ from ..errors import InterpreterError
 from ..frontend.emit import CUDA, GLOBAL_ADDRESS, SHARED_ADDRESS
 from ..scalars import GLOBALS as ARITHMETIC
 from .floats import conversion
+from .instructions import handler
 from .machine import Fault, Machine
 from .memory import storage_dtype
 
@@ -133,7 +134,8 @@ def globals_factory(lowered, launch, direct: list[str]):
 
 
 def _instruction(machine: Machine, thread, name: str):
-    return lambda *args: machine.execute(machine, thread, name, args)
+    run = handler(machine, name)  # resolved once per launch, bound once per thread
+    return lambda *args: run(machine, thread, args)
 
 
 def _shared_address(view: SharedView, index) -> int:
