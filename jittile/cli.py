@@ -265,6 +265,14 @@ def _cache_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _tuning_took(seconds: dict) -> str:
+    """A record's tuning time, compiling and timing apart ("-" for records that predate it)."""
+    if "compiling" not in seconds:
+        return "-"
+    timing = sum(seconds.get("timing", {}).values())
+    return f"{seconds['compiling'] + timing:.1f} s ({seconds['compiling']:.1f} compiling)"
+
+
 def _cache_tunings(args: argparse.Namespace) -> int:
     """The autotuner's records (jittile/cache/tunings.py), of one kernel if named."""
     from .cache import tunings
@@ -294,11 +302,12 @@ def _cache_tunings(args: argparse.Namespace) -> int:
                 identity["device"],
                 _statics(best["kwargs"]),
                 f"{len(record['timings_ms'])}/{len(identity['configs'])}",
+                _tuning_took(record.get("seconds") or {}),
                 _when(record.get("created", 0)),
                 identity["source_file"],
             ]
         )
-    print(_table(["KERNEL", "KEY", "DEVICE", "BEST", "TIMED", "TUNED", "SOURCE"], rows))
+    print(_table(["KERNEL", "KEY", "DEVICE", "BEST", "TIMED", "TOOK", "TUNED", "SOURCE"], rows))
     print(f"\n{_count(len(found), 'tuning')} in {tunings.folder()}")
     return 0
 

@@ -218,6 +218,7 @@ def test_jittile_cache_lists_the_tunings(gpu, disk, monkeypatch, capsys):
     text = capsys.readouterr().out
     assert "tiled_fill" in text and "n=12" in text and "WIDTH=64" in text
     assert "Stand-in GPU 0" in text and "2/3" in text  # two timed of three configs
+    assert re.search(r"\d+\.\d s \(\d+\.\d compiling\)", text)  # where the tuning's time went
     assert cli.main(["cache", "tunings", "other_kernel", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["tunings"] == []
 
