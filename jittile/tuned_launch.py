@@ -54,7 +54,7 @@ class TunedLaunch:
     on it (the tuner keys its choices by key values and device alone), and a grid written as a
     lambda in the caller's function is a new object on every call."""
 
-    __slots__ = ("config", "arrange", "constants", "free", "cluster", "kernel", "configured")
+    __slots__ = ("config", "arrange", "constants", "free", "cluster", "kernel")
 
     def __init__(self, tuner: Autotuner, config: Config, count: int):
         names, free = tuner.parameter_names, tuner.free_names[:count]
@@ -64,7 +64,6 @@ class TunedLaunch:
         order = [constant_at[n] if n in constant_at else free.index(n) for n in names]
         self.arrange = _picker(order)
         self.cluster = config.cluster
-        self.configured: dict = {}  # (grid, block) -> kernel[grid, block], a few shapes kept
 
     def __call__(
         self, args: tuple, prints: list, grid, block, stream, shared_bytes: int | None
@@ -87,14 +86,7 @@ class TunedLaunch:
         if grid is None and block is None:
             self.kernel(*full, stream=stream, cluster=self.cluster, shared_bytes=shared_bytes)
         else:
-            try:
-                launch = self.configured.get((grid, block))
-            except TypeError:  # an unhashable shape (a list): made for this call
-                launch = self.kernel[grid, block]
-            if launch is None:
-                if len(self.configured) >= KEPT:
-                    self.configured.clear()
-                launch = self.configured[(grid, block)] = self.kernel[grid, block]
+            launch = self.kernel[grid, block]  # kept by the kernel for plain int shapes
             launch.launch_printed(
                 full,
                 list(self.arrange((*prints, *self.constants))),
