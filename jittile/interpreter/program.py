@@ -16,7 +16,7 @@ import types
 import weakref
 from dataclasses import dataclass
 
-from .. import scalars as arithmetic
+from .. import scalars
 
 SYNC = "__jt_syncthreads"
 
@@ -50,34 +50,32 @@ class _Yields(ast.NodeTransformer):
 
 
 class _Arithmetic(ast.NodeTransformer):
-    """Arithmetic operators -> calls of :func:`.arithmetic.binop` / ``unop``, which compute
+    """Arithmetic operators -> calls of :func:`jittile.scalars.binop` / ``unop``, which compute
     with numba's result types (NumPy's differ: ``int32 * int32`` stays 32-bit there); an
     augmented assignment evaluates its target's object and index once, as Python does."""
 
     def visit_BinOp(self, node: ast.BinOp):
         self.generic_visit(node)
         name = type(node.op).__name__
-        if name not in arithmetic.BINARY:
+        if name not in scalars.BINARY:
             return node
-        return ast.copy_location(_call(arithmetic.BINOP, name, node.left, node.right), node)
+        return ast.copy_location(_call(scalars.BINOP, name, node.left, node.right), node)
 
     def visit_UnaryOp(self, node: ast.UnaryOp):
         self.generic_visit(node)
         name = type(node.op).__name__
-        if name not in arithmetic.UNARY:
+        if name not in scalars.UNARY:
             return node
-        return ast.copy_location(_call(arithmetic.UNOP, name, node.operand), node)
+        return ast.copy_location(_call(scalars.UNOP, name, node.operand), node)
 
     def visit_AugAssign(self, node: ast.AugAssign):
         self.generic_visit(node)
         name = type(node.op).__name__
-        if name not in arithmetic.BINARY:
+        if name not in scalars.BINARY:
             return node
         target = node.target
         if isinstance(target, ast.Name):
-            value = _call(
-                arithmetic.BINOP, name, ast.Name(id=target.id, ctx=ast.Load()), node.value
-            )
+            value = _call(scalars.BINOP, name, ast.Name(id=target.id, ctx=ast.Load()), node.value)
             return ast.copy_location(ast.Assign(targets=[target], value=value), node)
         # o[i] op= v (or o.a op= v): o and i into temporaries first
         held = [ast.Assign(targets=[_store(_OBJECT)], value=target.value)]
@@ -86,7 +84,7 @@ class _Arithmetic(ast.NodeTransformer):
             place = lambda ctx: ast.Subscript(value=_load(_OBJECT), slice=_load(_INDEX), ctx=ctx)  # noqa: E731
         else:
             place = lambda ctx: ast.Attribute(value=_load(_OBJECT), attr=target.attr, ctx=ctx)  # noqa: E731
-        value = _call(arithmetic.BINOP, name, place(ast.Load()), node.value)
+        value = _call(scalars.BINOP, name, place(ast.Load()), node.value)
         held.append(ast.Assign(targets=[place(ast.Store())], value=value))
         return [ast.copy_location(statement, node) for statement in held]
 
@@ -104,7 +102,7 @@ def _store(name: str) -> ast.Name:
 
 def _call(helper: str, operator_name: str, *operands: ast.expr) -> ast.Call:
     """``helper(<operator>, *operands)``."""
-    op = _load(arithmetic.operator_global(operator_name))
+    op = _load(scalars.operator_global(operator_name))
     return ast.Call(func=_load(helper), args=[op, *operands], keywords=[])
 
 
