@@ -129,12 +129,15 @@ def job_origin(job, rank, tiles_m, tiles_n, TILE_M, TILE_N, GROUP, SPLIT, CLUSTE
 @jittile.func
 def release(empty, s, CLUSTER):
     """A consumer warpgroup is done reading stage ``s``: arrive at its ``empty`` barrier in
-    every CTA of the cluster, as each of their producers multicasts into this CTA's stage."""
+    every CTA of the cluster, as each of their producers multicasts into this CTA's stage. The
+    arrivals follow ``wgmma.wait_group``, so the stage's reads are complete: the default
+    ``.release.cta`` form (CUTLASS's ClusterBarrier::arrive) suffices, a lone SYNCS.ARRIVE,
+    where ``.release.cluster`` would put a MEMBAR.ALL.GPU before each."""
     if CLUSTER == 1:
         T.ptx.mbarrier.arrive.shared.b64(empty.ptr_to([s]))
     else:
         for r in T.unroll(CLUSTER):
-            T.ptx.mbarrier.arrive.release.cluster.shared__cluster.b64(
+            T.ptx.mbarrier.arrive.shared__cluster.b64(
                 T.ptx.mapa.shared__cluster.u32(empty.ptr_to([s]), T.uint32(r))
             )
 

@@ -183,12 +183,56 @@ def test_min_ptx_versions_are_needed_for_new_spellings() -> None:
         "mbarrier.arrive.relaxed.cta.shared::cta.b64",
         "barrier.cluster.arrive.release",
         "mbarrier.try_wait.parity.acquire.cta.shared.b64",
+        "mbarrier.arrive.shared::cluster.b64",
     ]
     for op in samples:
         spec = INSTRUCTIONS[op]
         major, minor = spec.min_ptx
         below = f"{major}.{minor - 1}" if minor else f"{major - 1}.8"
         assert op in assemble("sm_90", {op: instantiate(spec.asm())}, below), op
+
+
+@pytest.mark.parametrize(
+    ("semantics", "membars"),
+    [
+        ("", []),
+        ("release.cta", []),
+        ("relaxed.cluster", []),
+        ("release.cluster", ["MEMBAR.ALL.CTA", "MEMBAR.ALL.GPU"]),
+    ],
+)
+def test_remote_arrive_fences_in_sass(semantics: str, membars: list) -> None:
+    """What a remote arrive (through mapa) costs in SASS: the default .release.cta form (CUTLASS's
+    ClusterBarrier::arrive) and .relaxed are a lone SYNCS.ARRIVE; .release.cluster puts two
+    membars before it, twice per pipeline stage in a clustered GEMM (examples/gemm_bf16.py)."""
+    from jittile.backend import toolchain
+    from jittile.targets import Target
+
+    arrive = ".".join(w for w in ("mbarrier.arrive", semantics, "shared::cluster.b64") if w)
+    ptx = "\n".join(
+        [
+            ".version 8.6",
+            ".target sm_90a",
+            ".address_size 64",
+            ".visible .entry remote_arrive(.param .u32 rank)",
+            "{",
+            ".reg .b32 %r<4>;",
+            ".shared .align 8 .b64 bar;",
+            "ld.param.u32 %r1, [rank];",
+            "mov.u32 %r2, bar;",
+            "mapa.shared::cluster.u32 %r3, %r2, %r1;",
+            INSTRUCTIONS[arrive].template.replace("$0", "%r3"),
+            "ret;",
+            "}",
+        ]
+    )
+    cubin, _ = toolchain.link_cubin(ptx, Target.parse("sm_90a"), "remote_arrive")
+    opcodes = [
+        line.split("*/")[-1].split()[0]
+        for line in toolchain.disassemble(cubin).splitlines()
+        if "MEMBAR" in line or "SYNCS.ARRIVE" in line
+    ]
+    assert opcodes == [*membars, "SYNCS.ARRIVE.TRANS64.RED.A1T0"]
 
 
 # -- ptxas: parsed tile opcodes ------------------------------------------------------------------
@@ -399,6 +443,7 @@ REQUIRED = [
     "fence.mbarrier_init.release.cluster",
     "mapa.shared::cluster.u32",
     "mbarrier.arrive.release.cluster.shared::cluster.b64",
+    "mbarrier.arrive.shared::cluster.b64",
     "cp.async.bulk.commit_group",
     "cp.async.bulk.wait_group",
     "cp.async.bulk.wait_group.read",
@@ -529,6 +574,8 @@ def test_requirements_follow_the_isa() -> None:
         "barrier.cluster.wait": ((7, 8), "sm_90"),
         "barrier.cluster.arrive.relaxed.aligned": ((8, 0), "sm_90"),
         "mapa.shared::cluster.u32": ((7, 8), "sm_90"),
+        "mbarrier.arrive.shared::cluster.b64": ((8, 0), "sm_90"),
+        "mbarrier.arrive.shared.b64": ((7, 8), "sm_80"),
         "tcgen05.fence::after_thread_sync": ((8, 6), "sm_100a"),
         "tcgen05.ld.sync.aligned.32x32b.x1.b32": ((8, 6), "sm_100a"),
     }

@@ -161,21 +161,21 @@ def _mbarrier() -> None:
         )
         _add(f"mbarrier.inval.{space}.b64", "{op} [$0];", [("addr", _SA)], ptx=ptx, target="sm_80")
     # arrive: the state result is discarded with the sink '_' (PTX 7.8). .release/.cta/.cluster
-    # need PTX 8.0 and sm_90, .relaxed PTX 8.6; .shared::cluster (remote barriers) only at cluster
-    # scope. arrive.expect_tx needs PTX 8.0 and sm_90 in every form.
-    local = product(
-        ("", "release.cta", "release.cluster", "relaxed.cta", "relaxed.cluster"),
-        ("shared", "shared::cta"),
-    )
-    remote = product(("release.cluster", "relaxed.cluster"), ("shared::cluster",))
-    for sem, space in (*local, *remote):
-        ptx = (8, 6) if sem.startswith("relaxed") else (8, 0) if sem else (7, 8)
+    # and .shared::cluster (a remote barrier, through mapa) need PTX 8.0 and sm_90, .relaxed PTX
+    # 8.6. arrive.expect_tx needs PTX 8.0 and sm_90 in every form. The semantics default to
+    # .release.cta: a remote arrive in that form (CUTLASS's ClusterBarrier::arrive) assembles,
+    # like .relaxed, to a lone SYNCS.ARRIVE, where .release.cluster puts a MEMBAR.ALL.GPU before
+    # it (ptxas of nvJitLink 13, sm_90a; tests/test_instructions.py reads the SASS).
+    semantics = ("", "release.cta", "release.cluster", "relaxed.cta", "relaxed.cluster")
+    for sem, space in product(semantics, ("shared", "shared::cta", "shared::cluster")):
+        remote = space == "shared::cluster"
+        ptx = (8, 6) if sem.startswith("relaxed") else (8, 0) if sem or remote else (7, 8)
         _add(
             _dotted("mbarrier.arrive", sem, space, "b64"),
             "{op} _, [$0];",
             [("addr", _SA)],
             ptx=ptx,
-            target="sm_90" if sem else "sm_80",
+            target="sm_90" if sem or remote else "sm_80",
         )
         _add(
             _dotted("mbarrier.arrive.expect_tx", sem, space, "b64"),
