@@ -1,8 +1,9 @@
-"""Per shape, three kernels side by side on the H200: a config without a cluster, the same tile
+"""Per shape, four kernels side by side on the H200: a config without a cluster, the same tile
 in clusters of two with the stages released by remote arrivals in the default ``.release.cta``
 form (``mbarrier.arrive.shared::cluster``, what the examples issue: a lone SYNCS.ARRIVE in
 SASS), and with ``mbarrier.arrive.release.cluster`` arrivals (a copy of examples/gemm_bf16.py
-with that one name changed: ptxas puts a ``MEMBAR.ALL.GPU`` before each). Samples interleaved,
+with that one name changed: ptxas puts a ``MEMBAR.ALL.GPU`` before each), and in clusters of
+four (each CTA multicasting a quarter of the B tile). Samples interleaved,
 each behind a GPU spin; errors against an fp32 product.
 
     PYTHONPATH=$PWD python3 bench/cluster_arrive_ab.py [MxNxK:BMxBN ...]
@@ -44,12 +45,16 @@ def compare(torch, common, variants, shape: tuple, tile: tuple) -> None:
     exact = a.float() @ b.float().T
     runs = {}
     for name, module, cluster in variants:
-        (config,) = [
+        base = next(
             c
             for c in module.BF16_SPACE.configs
             if (c.kwargs["BM"], c.kwargs["BN"], c.kwargs["SPLIT"], c.kwargs["CLUSTER"])
-            == (*tile, 1, cluster)
-        ]
+            == (*tile, 1, 1)
+        )
+        v = base.kwargs  # the same tile in clusters of ``cluster`` (4: not in the tuned space)
+        config = module.Space._config(
+            v["BM"], v["BN"], v["STAGES"], v["GROUP_M"], 1, False, cluster
+        )
         c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
         runs[name] = (module, config, c, module.new_workspace(c, 1, 4))
     samples = {name: [] for name in runs}
@@ -84,6 +89,7 @@ def main() -> None:
             ("no cluster", gemm_bf16, 1),
             ("cluster, .release.cta arrivals", gemm_bf16, 2),
             ("cluster, .release.cluster arrivals", release_cluster_copy(folder), 2),
+            ("cluster of 4, .release.cta arrivals", gemm_bf16, 4),
         )
         for spec in sys.argv[1:] or DEFAULT:
             shape, tile = spec.split(":")

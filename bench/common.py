@@ -106,7 +106,10 @@ def save(name: str, payload: dict) -> Path:
     return path
 
 
-SPIN_CYCLES = 200_000  # ~100 us at the H200's clock: longer than a contender's host cost
+# ~1 ms at the H200's clock: longer than any contender's host cost per call (a tuned launch's
+# first sight of new arrays took 77-92 us on the H200 host, run 55; behind run 61's 100 us spin
+# 1024^3 measured 67.5 us for jittile and 68.9 for Triton, their device time about 15)
+SPIN_CYCLES = 2_000_000
 
 
 def spin(torch, cycles: int = SPIN_CYCLES) -> None:

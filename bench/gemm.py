@@ -8,9 +8,10 @@
 
 Shapes: squares, LLM projections, skinny (M <= 512) and ragged ones (``SHAPES``). Each contender's
 first call tunes (untimed); then ``--samples`` rounds (default 10, after 3 warm-ups) each time
-one call of every contender, interleaved, with CUDA events. Before each sample a 100 us GPU spin
+one call of every contender, interleaved, with CUDA events. Before each sample a 1 ms GPU spin
 (``torch.cuda._sleep``) lets the host enqueue the call while the GPU is busy, so the events see
-device time. Inputs rotate over copies that together exceed the 50 MB L2. Every output is checked
+device time; each contender's host microseconds per call are reported apart (``host_us``).
+Inputs rotate over copies that together exceed the 50 MB L2. Every output is checked
 against an fp32 product of the same inputs (max |error| / max |reference|). TFLOP/s, ratios to
 cuBLAS and Triton, geometric means; ``bench/results/gemm_runNN.json``.
 
@@ -20,6 +21,7 @@ cuBLAS and Triton, geometric means; ``bench/results/gemm_runNN.json``.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -239,7 +241,9 @@ def measure(torch, kind, shape, contenders, samples, warmup=3) -> dict:
                 samples_ms[name].append(start.elapsed_time(stop))
     for name, values in samples_ms.items():
         ms = statistics.median(values)
-        row[name].update(ms=ms, tflops=2 * m * n * k / ms / 1e9)
+        call = functools.partial(contenders[name], *sets[0], outputs[name][0])
+        host = common.host_us(torch, call, 20)
+        row[name].update(ms=ms, tflops=2 * m * n * k / ms / 1e9, host_us=host)
     base = row["cublas"]["relative_error"]
     for name in contenders:
         row[name]["vs_cublas"] = row[name]["tflops"] / row["cublas"]["tflops"]
