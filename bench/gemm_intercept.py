@@ -37,13 +37,13 @@ def main() -> None:
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     configs = {}
     for tm, tn, cluster in TILES:
-        (config,) = [
+        config = next(  # the space's first (deepest-ring) config of this tile
             c
             for c in gemm_bf16.BF16_SPACE.configs
             if (c.kwargs["BM"], c.kwargs["BN"], c.kwargs["SPLIT"], c.kwargs["CLUSTER"])
             == (tm, tn, 1, cluster)
             and c.kwargs["GROUP_M"] == 8
-        ]
+        )
         configs[f"{tm}x{tn}" + (f" cluster {cluster}" if cluster > 1 else "")] = config
     rows = []
     for k in DEPTHS:
