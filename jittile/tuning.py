@@ -28,6 +28,7 @@ import os
 import pickle
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
@@ -170,6 +171,11 @@ class Autotuner:
         self.dropped: dict[Config, JittileError] = {}  # of the last compile of the configs
         self.timings: dict[Config, float] = {}  # milliseconds, of the last tuning
         self.compile_workers = 1  # worker processes the last compile of the configs used
+        # of that compile: the configs this process compiled itself (a worker's cubin missed)
+        # and what the workers that failed wrote last
+        self.compiled_here = 0
+        self.worker_failures: list[str] = []
+        self.compile_seconds: dict[Config, float] = {}  # in its worker, then here
         self._chosen: dict[tuple, Config] = {}
         specializer = kernel.specializer
         self.parameter_names = self._names = specializer.names
@@ -385,6 +391,9 @@ class Autotuner:
         seconds = {
             "compiling": round(compiling, 3),
             "compile_workers": self.compile_workers,
+            "compiled_here": self.compiled_here,
+            "worker_failures": self.worker_failures,
+            "compile": {repr(c): t for c, t in self.compile_seconds.items()},
             "timing": {repr(c): round(t, 3) for c, t in spent.items()},
         }
         tunings.save(
@@ -402,7 +411,9 @@ class Autotuner:
             f"{len(timings)} configs timed, "
             f"{len(candidates) - len(timings)} dropped, "
             f"{time.perf_counter() - started:.2f} s: compiling {compiling:.2f} s "
-            f"({self.compile_workers} worker processes), timing {sum(spent.values()):.2f} s "
+            f"({self.compile_workers} worker processes, {self.compiled_here} configs compiled "
+            f"here, longest {max(self.compile_seconds.values(), default=0):.2f} s"
+            f"{_failures(self.worker_failures)}), timing {sum(spent.values()):.2f} s "
             f"(longest {spent[slowest]:.2f} s, {slowest!r})",
             timings[chosen],
         )
@@ -435,14 +446,26 @@ class Autotuner:
     def _compile(self, configs: list[Config], named: dict, grid, block, target) -> dict:
         """Each config's CompiledKernel, or the JittileError that drops it."""
         jobs = self.compile_workers = _worker_count(self.kernel, len(configs))
+        self.worker_failures = []
+        self.compile_seconds = {}
         if jobs > 1:
-            _compile_in_workers(self, configs, named, grid, block, target, jobs)
+            self.worker_failures = _compile_in_workers(
+                self, configs, named, grid, block, target, jobs, self.compile_seconds
+            )
         result = {}
         for config in configs:
+            started = time.perf_counter()
             try:
                 result[config] = self._compile_one(config, named, grid, block, target)
             except JittileError as error:
                 result[config] = error
+            here = time.perf_counter() - started
+            self.compile_seconds[config] = round(self.compile_seconds.get(config, 0) + here, 3)
+        self.compiled_here = sum(
+            1
+            for c in result.values()
+            if not isinstance(c, JittileError) and c.metadata.get("cache") in ("stored", "off")
+        )
         self.dropped = {c: e for c, e in result.items() if isinstance(e, JittileError)}
         return result
 
@@ -651,12 +674,20 @@ def _worker_count(kernel: Kernel, configs: int) -> int:
     return min(jobs, configs)
 
 
-def _compile_in_workers(tuner: Autotuner, configs, named, grid, block, target, jobs: int) -> None:
+def _failures(failures: list[str]) -> str:
+    return f"; {len(failures)} workers failed: {failures[0]}" if failures else ""
+
+
+def _compile_in_workers(
+    tuner: Autotuner, configs, named, grid, block, target, jobs: int, seconds: dict
+) -> list[str]:
     """Compile ``configs`` in ``jobs`` fresh interpreters, each importing the kernel's file; their
     cubins land in the disk cache, where this process's compiles find them. What fails there
-    fails again here, where it is reported. The workers are plain subprocesses, not
-    multiprocessing's: those re-run the parent's ``__main__``, which a script read from stdin
-    (``python -``) or a REPL does not have as a file."""
+    fails again here, where it is reported; a worker that dies (not a config that fails to
+    compile) leaves its configs to this process, and the last line of its error output is
+    returned, one per such worker. ``seconds`` gets each config's compile time in its worker. The workers are plain subprocesses, not multiprocessing's:
+    those re-run the parent's ``__main__``, which a script read from stdin (``python -``) or a
+    REPL does not have as a file."""
     specs = tuner.kernel.specializer
     tasks = []
     for config in configs:
@@ -681,32 +712,49 @@ def _compile_in_workers(tuner: Autotuner, configs, named, grid, block, target, j
     workers = []
     for share in range(jobs):
         payload = pickle.dumps({"path": list(sys.path), "tasks": tasks[share::jobs]})
+        errors = tempfile.TemporaryFile()
         worker = subprocess.Popen(
             [sys.executable, "-c", _WORKER_MAIN],
             stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=errors,
             env=env,
         )
-        workers.append((worker, payload))
-    for worker, payload in workers:
+        workers.append((worker, payload, errors))
+    failures = []
+    for share, (worker, payload, errors) in enumerate(workers):
         try:
-            worker.communicate(payload)
+            report, _ = worker.communicate(payload)
         except OSError:  # a worker that died early: its configs compile here instead
+            report = b""
             worker.wait()
+        with errors:
+            if worker.returncode != 0:
+                errors.seek(0)
+                lines = errors.read().decode(errors="replace").strip().splitlines()
+                failures.append(lines[-1] if lines else f"exit status {worker.returncode}")
+        if worker.returncode == 0 and report:
+            for config, took in zip(configs[share::jobs], pickle.loads(report)):
+                seconds[config] = took
+    return failures
 
 
 _WORKER_MAIN = (
     "import pickle, sys; from jittile.tuning import _compile_tasks; "
-    "_compile_tasks(pickle.load(sys.stdin.buffer))"
+    "_compile_tasks(pickle.load(sys.stdin.buffer), sys.stdout.buffer)"
 )
 
 
-def _compile_tasks(payload: dict) -> None:
-    """A worker's whole life: the parent's import path, then its share of the configs."""
+def _compile_tasks(payload: dict, report) -> None:
+    """A worker's whole life: the parent's import path, then its share of the configs; the
+    seconds each took (its first with the worker's imports) go back pickled on ``report``."""
     sys.path[:] = payload["path"]
+    seconds = []
     for task in payload["tasks"]:
+        started = time.perf_counter()
         _compile_task(task)
+        seconds.append(round(time.perf_counter() - started, 3))
+    pickle.dump(seconds, report)
 
 
 _WORKER_MODULES: dict[str, Any] = {}

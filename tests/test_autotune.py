@@ -15,7 +15,7 @@ from autotune_kernels import tiled_fill
 
 import jittile
 from bench.launch_host_cpu import CupyLike, driver_stand_ins
-from jittile import JittileError, LaunchError, T
+from jittile import JittileError, LaunchError, T, tuning
 from jittile.cache import tunings
 from jittile.runtime import driver
 
@@ -117,9 +117,31 @@ def test_a_tuning_says_where_its_time_went(gpu, disk, monkeypatch, capsys):
     assert seconds["compiling"] >= 0 and seconds["compile_workers"] == tiled_fill.compile_workers
     assert sorted(seconds["timing"]) == sorted(record["timings_ms"])  # one per timed config
     assert all(t >= 0 for t in seconds["timing"].values())
+    assert seconds["compiled_here"] == tiled_fill.compiled_here
+    assert seconds["worker_failures"] == []
+    compiled = {**record["timings_ms"], **record["dropped"]}  # each candidate's compile time
+    assert sorted(seconds["compile"]) == sorted(compiled)
     line = capsys.readouterr().err
-    assert re.search(r"compiling [0-9.]+ s \(\d+ worker processes\), timing [0-9.]+ s", line)
+    assert re.search(
+        r"compiling [0-9.]+ s \(\d+ worker processes, \d+ configs compiled here, "
+        r"longest [0-9.]+ s\), "
+        r"timing [0-9.]+ s",
+        line,
+    )
     assert "longest" in line and "WIDTH=" in line
+
+
+def test_a_worker_that_dies_is_reported_and_its_configs_compile_here(gpu, disk, monkeypatch):
+    """A compile worker that cannot even start (here: exits at once) leaves its configs to the
+    tuning process, which compiles them all and records what the worker wrote last."""
+    _timed(monkeypatch, {32: 2.0, 64: 1.0})
+    monkeypatch.setenv("JITTILE_AUTOTUNE_JOBS", "2")
+    monkeypatch.setattr(tuning, "_WORKER_MAIN", "import sys; sys.exit('no compiler here')")
+    tiled_fill(CupyLike(0x10000, (64,)), 12)
+    (record,) = [r for r in tunings.records() if r["identity"]["key_values"] == [12]]
+    assert record["seconds"]["compile_workers"] == 2
+    assert record["seconds"]["worker_failures"] == ["no compiler here"] * 2
+    assert record["seconds"]["compiled_here"] == len(record["timings_ms"]) == 2
 
 
 def test_a_first_tuning_inside_a_graph_capture_is_a_launch_error_and_a_tuned_key_launches(

@@ -5,7 +5,8 @@ key values, device name), the file name being the SHA-256 of those. A record hol
 clear (``kernel``, ``qualname``, ``source_file``, ``key``, ``key_values``, ``device``,
 ``configs``), the winner (``best``, an index into ``configs``), the median milliseconds of each
 timed config and why the others were dropped, where the tuning's time went (``seconds``:
-compiling, the worker processes it used, and the host seconds timing each config took), and
+compiling, the worker processes it used, the configs it compiled itself, what dead workers
+last wrote, each config's compile seconds, and the host seconds timing each config took), and
 ``created``.
 
 Guarantees: a record is written whole to a temporary file and renamed into place, so readers see
