@@ -280,15 +280,16 @@ def bf16_pair(frag, r, scale, SCALED):
 def stage_f32(frag, S_s, scale, part, half, lane, WIDTH, SWAP, SCALED):
     """The fragment's fp32 columns [part*WIDTH, +WIDTH) into ``S_s[half]`` (transposed with
     SWAP): registers 4g, 4g+1 hold row lane/4, columns 8g + 2(lane%4) + 0/1; 4g+2, 4g+3 row +8."""
-    row = (T.cuda.warp_id() % 4) * 16 + lane // 4
+    rows = ((T.cuda.warp_id() % 4) * 16 + lane // 4, (T.cuda.warp_id() % 4) * 16 + lane // 4 + 8)
+    col = 2 * (lane % 4)  # the index parts that vary by thread, once: 128 stores follow
     for g in T.unroll(WIDTH // 8):
         r = 4 * (part * WIDTH // 8 + g)
         for e in T.unroll(4):
             value = frag[r + e] * scale if SCALED else frag[r + e]
             if SWAP:
-                S_s[half, 8 * g + 2 * (lane % 4) + e % 2, row + 8 * (e // 2)] = value
+                S_s[half, col + (8 * g + e % 2), rows[e // 2]] = value
             else:
-                S_s[half, row + 8 * (e // 2), 8 * g + 2 * (lane % 4) + e % 2] = value
+                S_s[half, rows[e // 2], col + (8 * g + e % 2)] = value
 
 
 @jittile.func

@@ -229,3 +229,26 @@ def test_the_python_stage_is_the_same_on_a_fresh_compile_and_a_hit_that_lowers_a
     assert lowered.namespace == names
     compile_lowered(lowered, Target.parse("sm_90a"))
     assert ast.dump(lowered.function, include_attributes=True) == before
+
+
+@jittile.kernel
+def _chosen_scale(
+    out: T.Tensor((32,), "float32"), a: T.Tensor((32,), "float32"), SCALED: T.constexpr
+):
+    T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))
+    i = T.cuda.thread_idx("x")
+    out[i] = a[i] * 3.0 if SCALED else a[i] + 1.0
+
+
+@pytest.mark.parametrize("scaled", [True, False])
+def test_a_conditional_expression_on_a_constant_lowers_only_its_branch(scaled):
+    """``x if CONSTANT else y`` is decided at compile time, as an ``if`` statement on one is:
+    numba-cuda gets only the chosen branch to type, and the kernel computes it."""
+    spec = T.Tensor((32,), "float32")
+    source = _chosen_scale.compile(spec, spec, scaled, target="sm_90a").lowered_source
+    assert (" * 3.0" in source, " + 1.0" in source) == (scaled, not scaled)
+    assert " if " not in source.split("out[", 1)[1].split("\n", 1)[0]
+    a = np.arange(32, dtype=np.float32)
+    out = np.zeros_like(a)
+    _chosen_scale.interpret(out, a, scaled)
+    np.testing.assert_array_equal(out, a * 3 if scaled else a + 1)

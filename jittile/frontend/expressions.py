@@ -86,6 +86,9 @@ class ExpressionLowering:
                 comparators=[self.expr(c) for c in node.comparators],
             )
         if isinstance(node, ast.IfExp):
+            test = self.static(node.test)
+            if test is not RUNTIME:  # a choice made at compile time: only its branch is lowered
+                return self.expr(node.body if test else node.orelse)
             return ast.IfExp(
                 test=self.expr(node.test), body=self.expr(node.body), orelse=self.expr(node.orelse)
             )
