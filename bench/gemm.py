@@ -322,7 +322,9 @@ def main() -> None:
         if args.only and kind != args.only:
             continue
         contenders = (bf16_contenders if kind == "bf16" else fp8_contenders)(torch, sms)
+        tuned = gemm_bf16.gemm_bf16_tuned if kind == "bf16" else gemm_fp8.gemm_fp8_tuned
         for shape in shapes:
+            tuned.timings = {}  # filled again only if this shape's first call tunes
             try:
                 row = measure(torch, kind, shape, contenders, args.samples)
             except Exception as exc:  # one shape failing must not lose the others' results
@@ -331,9 +333,11 @@ def main() -> None:
                     {"kind": kind, "M": shape[0], "N": shape[1], "K": shape[2], "failed": repr(exc)}
                 )
                 continue
-            tuned = gemm_bf16.gemm_bf16_tuned if kind == "bf16" else gemm_fp8.gemm_fp8_tuned
             if "failed" not in row["jittile"]:
                 row["jittile"]["config"] = repr(tuned.best_config)
+                # every candidate's time as the tuner measured it (empty when the tuning was
+                # cached): which tiles lose where
+                row["jittile"]["tuning_ms"] = {repr(c): t for c, t in tuned.timings.items()}
             rows.append(row)
             print_row(row, contenders)
             save(path, header, rows)  # after every shape: a run cut short keeps its results
