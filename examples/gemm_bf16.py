@@ -36,9 +36,10 @@ The tuning space (``BF16_SPACE``; ``jittile.autotune`` keyed on M, N, K, see doc
 about a dozen, so a new shape tunes within seconds.
 
 Registers: the 384-thread block gives every thread 168 registers, and the consumers' 128-float
-accumulator plus their loop state fit in them (0 bytes of local memory), so the kernel needs no
-``setmaxnreg`` (examples/attention_fwd.py uses it: jittile then assembles the kernel with a
-standalone ptxas, as nvJitLink's ignores it). Its index arithmetic
+accumulator plus their loop state fit in them (0 bytes of local memory). A 128x256 split-K
+config's fp32 staging does not (208 bytes of spill), nor fp8's promoted pair of fragments: those
+configs move registers from the producer to the consumers with ``setmaxnreg`` (40 and 232;
+jittile then assembles the kernel with a standalone ptxas, as nvJitLink's ignores it). Its index arithmetic
 stays 32-bit: a 64-bit division is a call, and a call makes ptxas serialize every wgmma (C7509).
 
 M, N and K need not be multiples of the tile: TMA loads fill out-of-bounds elements with zeros
@@ -657,7 +658,9 @@ def gemm_body(
     jobs = (tiles_m + CLUSTER - 1) // CLUSTER * tiles_n * SPLIT  # a cluster's jobs
     k_tiles = (K + TILE_K - 1) // TILE_K
     if T.cuda.warp_id() < 4:  # producer
-        if PROMOTE and TILE_N > 128:  # its registers to the consumers' two 64 x N fragments
+        # its registers to the consumers' two 64 x N fragments (PROMOTE), or to their fp32
+        # split-K staging of a wide tile (168 registers would spill 208 bytes at 128x256)
+        if (PROMOTE or SPLIT > 1) and TILE_M == 128 and TILE_N > 128:
             T.ptx.setmaxnreg.dec.sync.aligned.u32(40)
         if T.cuda.thread_idx("x") == 0:
             produce(
@@ -680,7 +683,7 @@ def gemm_body(
                 CLUSTER,
             )
     else:  # consumer warpgroup w computes rows 64(w-1) .. 64w - 1 of the tile
-        if PROMOTE and TILE_N > 128:
+        if (PROMOTE or SPLIT > 1) and TILE_M == 128 and TILE_N > 128:
             T.ptx.setmaxnreg.inc.sync.aligned.u32(232)
         consume(
             R_s,
@@ -755,13 +758,13 @@ class Space:
     pruning (docs/gemm.md)."""
 
     def __init__(self, element_bytes: int, tiles: tuple, swap_tiles: tuple, splits: tuple):
-        """``tiles``: (BM, BN, STAGES, GROUP_M, with split-K, with clusters of CLUSTER_SIZE);
-        ``swap_tiles``: (BM, BN, STAGES)."""
+        """``tiles``: (BM, BN, STAGES, GROUP_M, its SPLIT values, with clusters of
+        CLUSTER_SIZE); ``swap_tiles``: (BM, BN, STAGES), each with SPLIT 1 and ``splits``."""
         self.tile_k = ROW_BYTES // element_bytes
         self._chosen: dict[tuple, list] = {}
         self.configs = []
-        for tm, tn, ring, group, splittable, clustered in tiles:
-            for split in (1,) + (splits if splittable else ()):
+        for tm, tn, ring, group, tile_splits, clustered in tiles:
+            for split in tile_splits:
                 self.configs.append(self._config(tm, tn, ring, group, split, False))
             if clustered:
                 self.configs.append(self._config(tm, tn, ring, group, 1, False, CLUSTER_SIZE))
@@ -806,12 +809,14 @@ class Space:
             tiles = -(-rows // v["BM"]) * -(-cols // v["BN"])
             if v["SWAP"]:
                 fits = m <= 64 and v["BN"] == min(b for b in (16, 32, 64) if b >= m)
-            elif v["BM"] == 64:
-                fits = 32 < m <= 512
+            elif v["BM"] == 64:  # small M, or where 128-row tiles of this width leave SMs idle
+                fits = 32 < m <= 512 or (m > 512 and -(-m // 128) * -(-n // v["BN"]) < sms)
             else:
                 fits = m > 64
-            if v["CLUSTER"] > 1:  # the cluster's tiles stack along M: as many row blocks
-                fits = fits and -(-rows // v["BM"]) >= v["CLUSTER"]
+            if v["CLUSTER"] > 1:  # the cluster's tiles stack along M: as many row blocks;
+                # over a wave of tiles at least (multicast saves L2 bandwidth, which a partial
+                # wave has to spare: run 62)
+                fits = fits and -(-rows // v["BM"]) >= v["CLUSTER"] and tiles >= sms
             per = -(-k_tiles // v["SPLIT"])
             if v["SPLIT"] > 1:  # only where the tiles leave SMs idle; every split >= 4 K-tiles
                 fits = fits and tiles * 2 <= sms and tiles * v["SPLIT"] <= 2 * sms and per >= 4
@@ -822,16 +827,18 @@ class Space:
         return out
 
 
+UNSPLIT, ANY_SPLIT = (1,), (1, 2, 4, 8)  # a tile's SPLIT values in a Space
+
 BF16_SPACE = Space(
     2,
     tiles=(
-        (128, 256, 4, 8, False, True),
-        (128, 256, 4, 16, False, False),
-        (128, 256, 3, 8, False, False),
-        (128, 192, 5, 8, False, True),
-        (128, 128, 6, 8, True, True),
-        (64, 256, 5, 8, True, True),
-        (64, 128, 8, 8, True, True),
+        (128, 256, 4, 8, UNSPLIT, True),
+        (128, 256, 4, 16, UNSPLIT, False),
+        (128, 256, 3, 8, (2, 4, 8), False),  # 3 stages leave room for the fp32 staging
+        (128, 192, 5, 8, UNSPLIT, True),
+        (128, 128, 6, 8, ANY_SPLIT, True),
+        (64, 256, 5, 8, ANY_SPLIT, True),
+        (64, 128, 8, 8, ANY_SPLIT, True),
     ),
     swap_tiles=((128, 16, 8), (128, 32, 8), (128, 64, 8)),
     splits=(2, 4, 8),

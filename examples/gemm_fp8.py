@@ -18,7 +18,17 @@ workspace; the last split of a block rounds them into C), swap-AB for M <= 64.
 """
 
 import numpy as np
-from gemm_bf16 import E4M3_MMA, ROW_BYTES, SMS, Space, gemm_body, prune, run_tuned
+from gemm_bf16 import (
+    ANY_SPLIT,
+    E4M3_MMA,
+    ROW_BYTES,
+    SMS,
+    UNSPLIT,
+    Space,
+    gemm_body,
+    prune,
+    run_tuned,
+)
 
 import jittile
 from jittile import T
@@ -27,10 +37,10 @@ BK = ROW_BYTES  # e4m3: 128 elements per stage
 FP8_SPACE = Space(
     1,
     tiles=(
-        (128, 128, 6, 8, False, True),
-        (128, 128, 6, 16, False, False),
-        (128, 192, 5, 8, False, True),
-        (64, 128, 8, 8, True, True),
+        (128, 128, 6, 8, UNSPLIT, True),
+        (128, 128, 6, 16, UNSPLIT, False),
+        (128, 192, 5, 8, UNSPLIT, True),
+        (64, 128, 8, 8, ANY_SPLIT, True),
     ),
     swap_tiles=((128, 16, 8), (128, 32, 8), (128, 64, 8)),
     splits=(2, 4, 8),

@@ -23,6 +23,7 @@ FORCED = [
     dict(BM=64, BN=128, SPLIT=1, SWAP=False),
     dict(BM=64, BN=256, SPLIT=4, SWAP=False),
     dict(BM=128, BN=128, SPLIT=2, SWAP=False),
+    dict(BM=128, BN=256, SPLIT=2, SWAP=False),  # setmaxnreg budgets for the fp32 staging
     dict(BM=128, BN=16, SPLIT=1, SWAP=True),
     dict(BM=128, BN=32, SPLIT=8, SWAP=True),
     dict(BM=128, BN=256, SPLIT=1, SWAP=False, CLUSTER=2),
