@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Issue #23 on the H200, one call within 9 minutes: the wgmma rate without loads
+# (bench/wgmma_rate.py), bench/gemm.py over every bf16 shape with the widened tuning space
+# (128x256 split-K, 64-row tiles past M = 512; its lines say where each tuning's time went),
+# and the GEMM GPU tests. At most 6 files into $OUT.
+# Usage (on the GPU machine, from the project root): bash bench/run_space_device.sh "$OUT" RUN
+set -u
+out=${1:?output folder}
+run=${2:?run number}
+mkdir -p "$out"
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 JITTILE_AUTOTUNE_JOBS=${JITTILE_AUTOTUNE_JOBS:-16}
+export JITTILE_CACHE_DIR=${JITTILE_CACHE_DIR:-/tmp/jittile-device-cache}
+export JITTILE_PRINT_AUTOTUNING=1
+log="$out/device_run$run.log"
+{ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; date -u; } > "$log" 2>&1
+timeout 90 python3 bench/wgmma_rate.py "$run" 2>&1 | grep -v '^ \|^{\|^}' >> "$log"
+echo "wgmma rate rc=$? $(date -u +%T)" >> "$log"
+timeout 240 python3 bench/gemm.py "$run" --samples 10 --only "${GEMM_KIND:-bf16}" \
+  > "$out/gemm_bench_run$run.log" 2>&1
+echo "gemm bench rc=$? $(date -u +%T)" >> "$log"
+timeout 150 python3 -m pytest -m gpu -q -p no:cacheprovider -rf --tb=short --durations=8 \
+  tests/test_gpu_gemm.py > "$out/gemm_tests_run$run.log" 2>&1
+echo "gemm tests rc=$? $(date -u +%T)" >> "$log"
+printf -v file "bench/results/gemm_run%02d.json" "$run"
+printf -v rate "bench/results/wgmma_rate_run%02d.json" "$run"
+cp "$file" "$rate" "$out/" 2>> "$log"
+date -u >> "$log"
