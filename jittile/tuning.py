@@ -22,6 +22,7 @@ processes (1: compile in this process).
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import math
 import os
@@ -720,14 +721,19 @@ def _compile_in_workers(
             stderr=errors,
             env=env,
         )
-        workers.append((worker, payload, errors))
+        workers.append((worker, errors))
+        # every worker gets its share before any is waited for, so they compile at once (each
+        # used to get it only once the one before had finished); a worker that died early
+        # refuses it, and its configs compile here instead
+        with contextlib.suppress(OSError):
+            worker.stdin.write(payload)
+        with contextlib.suppress(OSError):
+            worker.stdin.close()
     failures = []
-    for share, (worker, payload, errors) in enumerate(workers):
-        try:
-            report, _ = worker.communicate(payload)
-        except OSError:  # a worker that died early: its configs compile here instead
-            report = b""
-            worker.wait()
+    for share, (worker, errors) in enumerate(workers):
+        report = worker.stdout.read()  # a few bytes, written as the worker ends
+        worker.stdout.close()
+        worker.wait()
         with errors:
             if worker.returncode != 0:
                 errors.seek(0)
