@@ -354,6 +354,7 @@ def settle(
     cols,
     leader,
     TILE_N,
+    WIDTH,
     SWAP,
 ):
     """After a split's reduce-adds into W: count its arrival at its 64-row block of the tile
@@ -391,8 +392,8 @@ def settle(
             loads = round_block(
                 C, W, S_s, ready, loads, col0, row0 + 64 * half, cols, rows, leader, TILE_N, 64
             )
-        else:  # parts of 64 columns (one 256-byte row of S_s)
-            for p in T.unroll(TILE_N // 64):
+        else:  # parts of WIDTH columns (one row of S_s)
+            for p in T.unroll(TILE_N // WIDTH):
                 loads = round_block(
                     C,
                     W,
@@ -400,12 +401,12 @@ def settle(
                     ready,
                     loads,
                     row0 + 64 * half,
-                    col0 + 64 * p,
+                    col0 + WIDTH * p,
                     rows,
                     cols,
                     leader,
                     64,
-                    64,
+                    WIDTH,
                 )
         if leader:
             Arrivals[slot] = 0
@@ -573,6 +574,7 @@ def consume(
                     cols,
                     leader,
                     TILE_N,
+                    WIDTH,
                     SWAP,
                 )
         job += T.cuda.grid_dim("x") // CLUSTER
@@ -616,8 +618,18 @@ def gemm_body(
     end hung on the H200, run 60)."""
     consumers = TILE_M // 64
     # a consumer's staged output part: the whole (transposed) tile with SWAP, else 128 bf16 or
-    # 64 fp32 columns (one 256-byte row); 64 bf16 where 128 does not divide the tile (N = 192)
-    width = TILE_N if SWAP else (128 if SPLIT == 1 and TILE_N % 128 == 0 else 64)
+    # 64 fp32 columns (one 256-byte row); 64 bf16 where 128 does not divide the tile (N = 192);
+    # 32 fp32 columns for 128x256 split-K (16 KB, so that 4 stages fit: with 3 the ring hid too
+    # little of the loads' latency, run 64)
+    width = (
+        TILE_N
+        if SWAP
+        else 128
+        if SPLIT == 1 and TILE_N % 128 == 0
+        else 32
+        if TILE_M == 128 and TILE_N == 256
+        else 64
+    )
     R_s = T.alloc_shared(
         (RING, consumers, 64, TILE_K),
         ELEMENT,
@@ -832,9 +844,8 @@ UNSPLIT, ANY_SPLIT = (1,), (1, 2, 4, 8)  # a tile's SPLIT values in a Space
 BF16_SPACE = Space(
     2,
     tiles=(
-        (128, 256, 4, 8, UNSPLIT, True),
+        (128, 256, 4, 8, ANY_SPLIT, True),
         (128, 256, 4, 16, UNSPLIT, False),
-        (128, 256, 3, 8, (2, 4, 8), False),  # 3 stages leave room for the fp32 staging
         (128, 192, 5, 8, UNSPLIT, True),
         (128, 128, 6, 8, ANY_SPLIT, True),
         (64, 256, 5, 8, ANY_SPLIT, True),
