@@ -7,15 +7,8 @@
 # cache lives in a fixed /tmp folder, so a second call on the still-warm machine reuses it.
 # At most 6 files into $OUT.
 # Usage (on the GPU machine, from the project root): bash bench/run_cluster_device.sh "$OUT" RUN
-set -u
-out=${1:?output folder}
-run=${2:?run number}
-mkdir -p "$out"
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 JITTILE_AUTOTUNE_JOBS=${JITTILE_AUTOTUNE_JOBS:-16}
-export JITTILE_CACHE_DIR=${JITTILE_CACHE_DIR:-/tmp/jittile-device-cache}
-export JITTILE_PRINT_AUTOTUNING=1  # where each tuning's time goes, in the benchmark's log
-log="$out/device_run$run.log"
-{ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; date -u; } > "$log" 2>&1
+export JITTILE_CACHE_DIR=${JITTILE_CACHE_DIR:-/tmp/jittile-device-cache}  # kept across calls
+source bench/device_env.sh "$@"
 timeout 150 python3 bench/cluster_arrive_ab.py 512x4096x4096:64x256 256x8192x8192:64x256 \
   4096x4096x4096:128x256 >> "$log" 2>&1
 echo "arrive A/B rc=$? $(date -u +%T)" >> "$log"

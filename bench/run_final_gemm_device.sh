@@ -2,15 +2,7 @@
 # Issue #23 on the H200, one call within 8 minutes: bench/gemm.py over every bf16 shape (cold
 # tunings in parallel workers), then the GEMM GPU tests on the compile cache it left.
 # Usage (on the GPU machine, from the project root): bash bench/run_final_gemm_device.sh "$OUT" RUN
-set -u
-out=${1:?output folder}
-run=${2:?run number}
-mkdir -p "$out"
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 JITTILE_AUTOTUNE_JOBS=${JITTILE_AUTOTUNE_JOBS:-16}
-export JITTILE_CACHE_DIR=${JITTILE_CACHE_DIR:-/tmp/jittile-device-cache-$run}
-export JITTILE_PRINT_AUTOTUNING=1
-log="$out/device_run$run.log"
-{ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; date -u; } > "$log" 2>&1
+source bench/device_env.sh "$@"
 timeout 230 python3 bench/gemm.py "$run" --samples 10 --only bf16 > "$out/gemm_bench_run$run.log" 2>&1
 echo "bf16 bench rc=$? $(date -u +%T)" >> "$log"
 printf -v file "bench/results/gemm_run%02d.json" "$run"

@@ -4,15 +4,8 @@
 # (128x256 split-K, 64-row tiles past M = 512; its lines say where each tuning's time went),
 # and the GEMM GPU tests. At most 6 files into $OUT.
 # Usage (on the GPU machine, from the project root): bash bench/run_space_device.sh "$OUT" RUN
-set -u
-out=${1:?output folder}
-run=${2:?run number}
-mkdir -p "$out"
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 JITTILE_AUTOTUNE_JOBS=${JITTILE_AUTOTUNE_JOBS:-16}
-export JITTILE_CACHE_DIR=${JITTILE_CACHE_DIR:-/tmp/jittile-device-cache}
-export JITTILE_PRINT_AUTOTUNING=1
-log="$out/device_run$run.log"
-{ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; date -u; } > "$log" 2>&1
+export JITTILE_CACHE_DIR=${JITTILE_CACHE_DIR:-/tmp/jittile-device-cache}  # kept across calls
+source bench/device_env.sh "$@"
 timeout 90 python3 bench/wgmma_rate.py "$run" 2>&1 | grep -v '^ \|^{\|^}' >> "$log"
 echo "wgmma rate rc=$? $(date -u +%T)" >> "$log"
 timeout 240 python3 bench/gemm.py "$run" --samples 10 --only "${GEMM_KIND:-bf16}" \

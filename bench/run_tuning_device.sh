@@ -3,15 +3,7 @@
 # compile cache: bench/gemm.py bf16 over the square and skinny shapes (each first call is a
 # fresh tuning: its line gives compiling vs timing), then fp8 over the squares and projections.
 # Usage (on the GPU machine, from the project root): bash bench/run_tuning_device.sh "$OUT" RUN
-set -u
-out=${1:?output folder}
-run=${2:?run number}
-mkdir -p "$out"
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 JITTILE_AUTOTUNE_JOBS=${JITTILE_AUTOTUNE_JOBS:-16}
-export JITTILE_CACHE_DIR=${JITTILE_CACHE_DIR:-/tmp/jittile-device-cache-$run}
-export JITTILE_PRINT_AUTOTUNING=1
-log="$out/device_run$run.log"
-{ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; nproc; date -u; } > "$log" 2>&1
+source bench/device_env.sh "$@"
 timeout 200 python3 bench/gemm.py "$run" --samples 10 --only bf16 --shapes square,skinny \
   > "$out/gemm_bench_run$run.log" 2>&1
 echo "bf16 bench rc=$? $(date -u +%T)" >> "$log"
