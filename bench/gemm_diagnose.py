@@ -1,9 +1,9 @@
 """Why short GEMMs lose on the H200 (run 48: 1024^3 took 207 us, M <= 64 about 40 us): for a few
 shapes, the host microseconds of one tuned ``gemm_bf16.launch`` (queued behind a long GPU spin,
 so nothing waits for the GPU), and the event-timed device time behind a 100 us spin (as
-bench/gemm.py) and a 2 ms spin (no host leak possible), with one input copy and with eight
-rotating copies. A 100 us time above the 2 ms one is host work leaking into the events; eight
-copies slower than one is the inputs leaving L2 or per-pointer work.
+bench/gemm.py's before run 62) and a 2 ms spin (no host leak possible), with one input copy and
+with eight rotating copies. A 100 us time above the 2 ms one is host work leaking into the
+events; eight copies slower than one is the inputs leaving L2 or per-pointer work.
 
     PYTHONPATH=$PWD python3 bench/gemm_diagnose.py [--json FILE]
 """

@@ -1,7 +1,7 @@
 """Host microseconds one ``gemm_bf16.launch`` costs on a machine without a GPU, the tuning
 already chosen: the driver calls are bench/launch_host_cpu.py's stand-ins, so what is timed is
 jittile's and the example's own Python work per call (the tuned key lookup, the workspace, the
-argument packing). bench/gemm.py hides up to ~100 us of host work behind a GPU spin; more
+argument packing). bench/gemm.py hides up to ~1 ms of host work behind a GPU spin; more
 than that would show up as device time.
 
     PYTHONPATH=$PWD python3 bench/gemm_host_cpu.py

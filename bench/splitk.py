@@ -2,7 +2,7 @@
 space at SPLIT 1, 2, 4 and 8, forced (untuned, pruning ignored), against the tuned launch and
 cuBLAS (``torch.matmul``), on the small-output shapes where split-K matters.
 
-Each sample is one call between CUDA events after a 100 us GPU spin (``torch.cuda._sleep``), so
+Each sample is one call between CUDA events after a GPU spin (``common.SPIN_CYCLES``, ``torch.cuda._sleep``), so
 the host's launch cost is hidden; contenders are interleaved round by round; medians. Inputs
 rotate over copies that together exceed the 50 MB L2. Every output is checked against an fp32
 product (max |error| / max |reference|), and the split-K workspace must be zero after all the
