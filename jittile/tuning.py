@@ -447,11 +447,10 @@ class Autotuner:
     def _compile(self, configs: list[Config], named: dict, grid, block, target) -> dict:
         """Each config's CompiledKernel, or the JittileError that drops it."""
         jobs = self.compile_workers = _worker_count(self.kernel, len(configs))
-        self.worker_failures = []
-        self.compile_seconds = {}
+        self.worker_failures, self.compile_seconds = [], {}
         if jobs > 1:
-            self.worker_failures = _compile_in_workers(
-                self, configs, named, grid, block, target, jobs, self.compile_seconds
+            self.worker_failures, self.compile_seconds = _compile_in_workers(
+                self, configs, named, grid, block, target, jobs
             )
         result = {}
         for config in configs:
@@ -680,15 +679,15 @@ def _failures(failures: list[str]) -> str:
 
 
 def _compile_in_workers(
-    tuner: Autotuner, configs, named, grid, block, target, jobs: int, seconds: dict
-) -> list[str]:
+    tuner: Autotuner, configs, named, grid, block, target, jobs: int
+) -> tuple[list[str], dict]:
     """Compile ``configs`` in ``jobs`` fresh interpreters, each importing the kernel's file; their
     cubins land in the disk cache, where this process's compiles find them. What fails there
     fails again here, where it is reported; a worker that dies (not a config that fails to
-    compile) leaves its configs to this process, and the last line of its error output is
-    returned, one per such worker. ``seconds`` gets each config's compile time in its worker. The workers are plain subprocesses, not multiprocessing's:
-    those re-run the parent's ``__main__``, which a script read from stdin (``python -``) or a
-    REPL does not have as a file."""
+    compile) leaves its configs to this process. Returns the last line of each dead worker's
+    error output, and each config's compile seconds in its worker. The workers are plain
+    subprocesses, not multiprocessing's: those re-run the parent's ``__main__``, which a script
+    read from stdin (``python -``) or a REPL does not have as a file."""
     specs = tuner.kernel.specializer
     tasks = []
     for config in configs:
@@ -729,7 +728,7 @@ def _compile_in_workers(
             worker.stdin.write(payload)
         with contextlib.suppress(OSError):
             worker.stdin.close()
-    failures = []
+    failures, seconds = [], {}
     for share, (worker, errors) in enumerate(workers):
         report = worker.stdout.read()  # a few bytes, written as the worker ends
         worker.stdout.close()
@@ -742,7 +741,7 @@ def _compile_in_workers(
         if worker.returncode == 0 and report:
             for config, took in zip(configs[share::jobs], pickle.loads(report)):
                 seconds[config] = took
-    return failures
+    return failures, seconds
 
 
 _WORKER_MAIN = (
@@ -753,7 +752,8 @@ _WORKER_MAIN = (
 
 def _compile_tasks(payload: dict, report) -> None:
     """A worker's whole life: the parent's import path, then its share of the configs; the
-    seconds each took (its first with the worker's imports) go back pickled on ``report``."""
+    seconds each took (the first with the kernel module's import) go back pickled on
+    ``report``."""
     sys.path[:] = payload["path"]
     seconds = []
     for task in payload["tasks"]:

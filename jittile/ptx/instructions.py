@@ -165,7 +165,7 @@ def _mbarrier() -> None:
     # 8.6. arrive.expect_tx needs PTX 8.0 and sm_90 in every form. The semantics default to
     # .release.cta: a remote arrive in that form (CUTLASS's ClusterBarrier::arrive) assembles,
     # like .relaxed, to a lone SYNCS.ARRIVE, where .release.cluster puts a MEMBAR.ALL.GPU before
-    # it (ptxas of nvJitLink 13, sm_90a; tests/test_instructions.py reads the SASS).
+    # it (ptxas of nvJitLink 13, sm_90a; tests/test_ptx_instructions.py reads the SASS).
     semantics = ("", "release.cta", "release.cluster", "relaxed.cta", "relaxed.cluster")
     for sem, space in product(semantics, ("shared", "shared::cta", "shared::cluster")):
         remote = space == "shared::cluster"
