@@ -29,6 +29,17 @@ def variant(folder: str, name: str, replacements: dict):
     return module
 
 
+def first_config(space, tm: int, tn: int, split: int = 1, cluster: int = 1):
+    """The space's first config of a BM x BN tile with this SPLIT and CLUSTER (its deepest ring,
+    GROUP_M 8)."""
+    return next(
+        c
+        for c in space.configs
+        if (c.kwargs["BM"], c.kwargs["BN"], c.kwargs["SPLIT"], c.kwargs["CLUSTER"])
+        == (tm, tn, split, cluster)
+    )
+
+
 def compare(variants, spec: str) -> None:
     """Time ``variants`` ((label, module, cluster size) each) on one ``MxNxK:BMxBN`` spec: the
     space's first unsplit config of that tile, in clusters of the given size, per variant."""
@@ -43,13 +54,9 @@ def compare(variants, spec: str) -> None:
     exact = a.float() @ b.float().T
     calls, outputs = {}, {}
     for label, module, cluster in variants:
-        base = next(
-            c
-            for c in module.BF16_SPACE.configs
-            if (c.kwargs["BM"], c.kwargs["BN"], c.kwargs["SPLIT"], c.kwargs["CLUSTER"])
-            == (tm, tn, 1, 1)
-        )
-        v = base.kwargs  # the same tile in clusters of ``cluster`` (4: not in the tuned space)
+        v = first_config(
+            module.BF16_SPACE, tm, tn
+        ).kwargs  # the same tile in clusters of ``cluster`` (4: not in the tuned space)
         config = module.Space._config(tm, tn, v["STAGES"], v["GROUP_M"], 1, False, cluster)
         c = outputs[label] = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
         w = module.new_workspace(c, 1, 4)

@@ -16,6 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 import common
+from gemm_ab import first_config
 
 DEPTHS = (64, 256, 1024, 4096)
 TILES = ((128, 128, 1), (128, 128, 2), (64, 128, 1), (128, 256, 1))  # BM, BN, CLUSTER
@@ -37,13 +38,7 @@ def main() -> None:
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     configs = {}
     for tm, tn, cluster in TILES:
-        config = next(  # the space's first (deepest-ring) config of this tile
-            c
-            for c in gemm_bf16.BF16_SPACE.configs
-            if (c.kwargs["BM"], c.kwargs["BN"], c.kwargs["SPLIT"], c.kwargs["CLUSTER"])
-            == (tm, tn, 1, cluster)
-            and c.kwargs["GROUP_M"] == 8
-        )
+        config = first_config(gemm_bf16.BF16_SPACE, tm, tn, cluster=cluster)
         configs[f"{tm}x{tn}" + (f" cluster {cluster}" if cluster > 1 else "")] = config
     rows = []
     for k in DEPTHS:

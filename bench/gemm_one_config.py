@@ -16,15 +16,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 def main() -> None:
     import gemm_bf16
     import torch
+    from gemm_ab import first_config
 
     m, n, k, tm, tn = (int(x) for x in sys.argv[1:6])
     split, cluster = (int(x) for x in (sys.argv[6:8] + ["1", "1"])[:2])
-    config = next(
-        c
-        for c in gemm_bf16.BF16_SPACE.configs
-        if (c.kwargs["BM"], c.kwargs["BN"], c.kwargs["SPLIT"], c.kwargs["CLUSTER"])
-        == (tm, tn, split, cluster)
-    )
+    config = first_config(gemm_bf16.BF16_SPACE, tm, tn, split, cluster)
     a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
     c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
