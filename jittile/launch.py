@@ -85,11 +85,12 @@ def plain_dimensions(config) -> bool:
     and ``2.0`` would be ``2``, which LaunchConfig rejects)."""
     if type(config) is not tuple or len(config) != 2:
         return False
-    for dims in config:
+    for dims in config:  # plain loops: this runs on every such launch
         kind = type(dims)
         if kind is tuple:
-            if tuple(map(type, dims)).count(int) != len(dims):
-                return False
+            for extent in dims:
+                if type(extent) is not int:
+                    return False
         elif kind is not int:
             return False
     return True

@@ -54,7 +54,7 @@ class TunedLaunch:
     on it (the tuner keys its choices by key values and device alone), and a grid written as a
     lambda in the caller's function is a new object on every call."""
 
-    __slots__ = ("config", "arrange", "constants", "free", "cluster", "kernel")
+    __slots__ = ("config", "arrange", "constants", "free", "cluster", "kernel", "hooked")
 
     def __init__(self, tuner: Autotuner, config: Config, count: int):
         names, free = tuner.parameter_names, tuner.free_names[:count]
@@ -62,8 +62,11 @@ class TunedLaunch:
         self.constants = tuple(config.kwargs[n] for n in names if n in config.kwargs)
         constant_at = {n: count + i for i, n in enumerate(n for n in names if n in config.kwargs)}
         order = [constant_at[n] if n in constant_at else free.index(n) for n in names]
-        self.arrange = _picker(order)
+        # None where the call's arguments and then the config's values are the parameters' order
+        # (T.constexpr parameters last, as usual): nothing to rearrange
+        self.arrange = None if order == list(range(len(order))) else _picker(order)
         self.cluster = config.cluster
+        self.hooked = config.pre_hook is not None or config.post_hook is not None
 
     def __call__(
         self, args: tuple, prints: list, grid, block, stream, shared_bytes: int | None
@@ -74,25 +77,27 @@ class TunedLaunch:
         if config.block is not None:
             block = config.block
         meta = None
-        if config.pre_hook or config.post_hook or callable(grid) or callable(block):
-            meta = {**dict(zip(self.free, args)), **config.kwargs}
-        if callable(grid):
-            grid = grid(meta)
-        if callable(block):
-            block = block(meta)
-        if config.pre_hook is not None:
-            config.pre_hook(meta)
-        full = self.arrange(args + self.constants)
+        if self.hooked or callable(grid) or callable(block):
+            meta = dict(zip(self.free, args))
+            meta.update(config.kwargs)
+            if callable(grid):
+                grid = grid(meta)
+            if callable(block):
+                block = block(meta)
+            if config.pre_hook is not None:
+                config.pre_hook(meta)
+        full = args + self.constants
+        if self.arrange is not None:
+            full = self.arrange(full)
         if grid is None and block is None:
             self.kernel(*full, stream=stream, cluster=self.cluster, shared_bytes=shared_bytes)
         else:
-            launch = self.kernel[grid, block]  # kept by the kernel for plain int shapes
-            launch.launch_printed(
-                full,
-                list(self.arrange((*prints, *self.constants))),
-                stream,
-                self.cluster,
-                shared_bytes,
+            prints.extend(self.constants)
+            if self.arrange is not None:
+                prints = list(self.arrange(prints))
+            # kept by the kernel for plain int shapes
+            self.kernel[grid, block].launch_printed(
+                full, prints, stream, self.cluster, shared_bytes
             )
         if config.post_hook is not None:
             config.post_hook(meta)
@@ -115,32 +120,38 @@ class TunedFastPaths:
     def __init__(self, static_positions: frozenset):
         self.static = static_positions  # positions of free T.constexpr parameters: values
         self.table: dict = {}
-        self.readers: dict = {}  # argument classes -> [(fingerprint reader, whole)]
+        # argument classes -> (their fingerprint readers, the positions of arrays), or None
+        self.readers: dict = {}
         self.several_devices: bool | None = None  # asked of the driver once, when first needed
 
     def signature(self, args: tuple) -> tuple[tuple, list] | None:
         """What of ``args`` decides the choice, with their fingerprints; None where the full path
-        must decide."""
+        must decide. The key is the fingerprints, arrays' without their pointers, then the
+        classes."""
         kinds = tuple(map(type, args))
-        reads = self.readers.get(kinds)
-        if reads is None:
+        reads = self.readers.get(kinds, False)
+        if reads is False:
             reads = self.readers[kinds] = self._readers(kinds)
-        if not reads:
+        if reads is None:
             return None
-        prints = [read(a) for (read, _), a in zip(reads, args)]
-        return (kinds, *[p if whole else p[1:] for (_, whole), p in zip(reads, prints)]), prints
+        readers, arrays = reads
+        prints = [read(a) for read, a in zip(readers, args)]
+        key = prints.copy()
+        for i in arrays:
+            key[i] = key[i][1:]
+        key.append(kinds)
+        return tuple(key), prints
 
-    def _readers(self, kinds: tuple) -> list:
-        """Per argument of these classes: (its fingerprint reader, whether the whole fingerprint
-        is kept), or [] where one has no reader (host arrays: the full path) or there are no
-        arguments."""
-        out = []
-        for position, kind in enumerate(kinds):
-            read = reader(kind, position in self.static)
-            if read is None:
-                return []
-            out.append((read, read is _VALUE))
-        return out
+    def _readers(self, kinds: tuple) -> tuple[tuple, tuple] | None:
+        """The fingerprint readers of arguments of these classes and the positions of the arrays
+        among them (whose pointers the key leaves out), or None where one has no reader (host
+        arrays: the full path) or there are no arguments."""
+        readers = tuple(
+            reader(kind, position in self.static) for position, kind in enumerate(kinds)
+        )
+        if not readers or None in readers:
+            return None
+        return readers, tuple(i for i, read in enumerate(readers) if read is not _VALUE)
 
     def find(self, args: tuple) -> tuple[TunedLaunch, list] | None:
         """The kept launch for ``args`` and their fingerprints, or None."""
@@ -163,8 +174,8 @@ class TunedFastPaths:
     def _device_is_read(self, args: tuple) -> bool:
         """Whether the signature says the launch's device: it does where every array argument's
         fingerprint names its device, and always in a process that sees one GPU."""
-        arrays = [read for read, whole in self.readers[tuple(map(type, args))] if not whole]
-        if arrays and all(places(read) for read in arrays):
+        readers, positions = self.readers[tuple(map(type, args))]
+        if positions and all(places(readers[i]) for i in positions):
             return True
         if self.several_devices is None:
             from .runtime import driver

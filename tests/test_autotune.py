@@ -366,3 +366,41 @@ def test_a_grid_lambda_made_on_every_call_keeps_the_fast_path_and_is_evaluated_a
     monkeypatch.setattr(tuner, "_key_values", lambda named: pytest.fail("keyed again"))
     tuner[lambda meta: (5,), 256](x, out, 1024)
     assert gpu[-1][0] == (5, 1, 1)
+
+
+@jittile.kernel
+def scale_between(
+    X: T.Tensor((None,), "float32"),
+    FACTOR: T.constexpr,
+    Out: T.Tensor((None,), "float32"),
+    n: T.int32,
+):
+    """A T.constexpr parameter between the arrays: the kept launch must rearrange."""
+    i = T.cuda.block_idx("x") * 64 + T.cuda.thread_idx("x")
+    if i < n:
+        Out[i] = X[i] * FACTOR
+
+
+def test_a_kept_launch_packs_what_the_full_path_packs_whatever_the_parameter_order(
+    gpu, disk, monkeypatch
+):
+    """The tuned fast path puts the config's values where the kernel's parameters are (here
+    between the arrays, and after them in tiled_fill): the buffer a kept launch packs, with
+    moved arrays, is the full path's for the same arguments."""
+    tuner = jittile.autotune(
+        configs=[jittile.Config({"FACTOR": 3})], key=["n"], do_bench=lambda fn: (fn(), 1.0)[1]
+    )(scale_between)
+
+    def packed(x_ptr, out_ptr, n):
+        tuner[(2,), 64](CupyLike(x_ptr, (128,)), CupyLike(out_ptr, (128,)), n)
+        fast = scale_between.fast_paths.table[(T.cuda.LaunchConfig((2,), 64), None)]
+        return bytes(fast.launcher.params.view)
+
+    packed(0x10000, 0x20000, 100)
+    full_path = tuner._key_values
+    tuner._key_values = lambda named: pytest.fail("keyed again")
+    kept = packed(0x30000, 0x40000, 100)  # the kept launch, its arrays moved
+    tuner._key_values = full_path
+    tuner.reset()
+    scale_between.fast_paths.table.clear()
+    assert packed(0x30000, 0x40000, 100) == kept  # the full path, from nothing
