@@ -6,8 +6,11 @@ GPU spin (``common.median_ms``) so that the events see device time only; every c
 microseconds per call, with the GPU kept busy (``common.host_us``), beside it (``host_us``: what
 an ungated short shape would add); every output's max error against a float32 reference (on
 the first batch entry's heads, to keep the reference small).
-``jittile_other_block`` is jittile with the key block FlashAttention-3 does not pick (D=128: 128
-rows non-causal, 176 causal), timed beside it.
+The other builds of jittile are timed beside its default (each where it is built and not the
+default): ``jittile_BN<rows>`` with another key block (``KEY_ROWS[D]``),
+``jittile_other_consumers`` with the other consumer warpgroup count (D=64: two instead of
+three), ``jittile_other_turns`` with the consumers' turns at the tensor cores the other way
+from ``TURNS[D]``.
 
     PYTHONPATH=$PWD python3 bench/attention.py [RUN [D ...]]  # bench/results/attention_runRUN.json
 
@@ -58,19 +61,35 @@ def contenders(torch):
 
         return run
 
-    def other_key_block(q, k, v, causal):
-        """jittile with the key block FlashAttention-3 does not pick (D=128: 128 rows
-        non-causal, 176 causal); None where the head dimension builds only one."""
-        head_dim = q.shape[-1]
-        chosen = attention_fwd.key_block(head_dim, causal)
-        others = [rows for rows in attention_fwd.KEY_ROWS[head_dim] if rows != chosen]
+    def key_block(rows):
+        def run(q, k, v, causal):
+            head_dim = q.shape[-1]
+            if rows not in attention_fwd.KEY_ROWS[head_dim]:
+                return None
+            if rows == attention_fwd.key_block(head_dim, causal):
+                return None
+            return attention_fwd.attention(q, k, v, causal=causal, key_rows=rows)
+
+        return run
+
+    def other_consumers(q, k, v, causal):
+        others = attention_fwd.CONSUMERS[q.shape[-1]][1:]
         if not others:
             return None
-        return attention_fwd.attention(q, k, v, causal=causal, key_rows=others[0])
+        return attention_fwd.attention(q, k, v, causal=causal, consumers=others[0])
+
+    def other_turns(q, k, v, causal):
+        turns = not attention_fwd.TURNS[q.shape[-1]]
+        return attention_fwd.attention(q, k, v, causal=causal, turns=turns)
 
     found = {
         "jittile": lambda q, k, v, causal: attention_fwd.attention(q, k, v, causal=causal),
-        "jittile_other_block": other_key_block,
+        **{
+            f"jittile_BN{rows}": key_block(rows)
+            for rows in sorted({r for built in attention_fwd.KEY_ROWS.values() for r in built})
+        },
+        "jittile_other_consumers": other_consumers,
+        "jittile_other_turns": other_turns,
         "sdpa_cudnn": sdpa(SDPBackend.CUDNN_ATTENTION),
         "sdpa_flash": sdpa(SDPBackend.FLASH_ATTENTION),
     }

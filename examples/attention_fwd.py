@@ -6,25 +6,31 @@ attention), D in {64, 128, 256}, any S (the ragged end is masked; TMA loads fill
 zeros and TMA stores clip at S), causal or not; ``return_lse=True`` also returns the natural
 log-sum-exp of every row's scaled scores, float32 ``(B, H, S)``.
 
-One CTA computes a 128-row block of one head's queries (grid ``(ceil(S / 128), H, B)``):
+One CTA computes a block of ``64 * WG`` rows of one head's queries, ``WG`` being its consumer
+warpgroups (FlashAttention-3's: 3 at D=64, 2 at D=128 and D=256; grid ``(ceil(S / (64 WG)), H,
+B)``; causal, the longest row blocks of a head run first):
 
-- a *producer* warpgroup, its register budget lowered by ``setmaxnreg`` to 24, whose first thread
-  loads the Q block once and streams K and V blocks of ``BN`` rows (FlashAttention-3's: 128 at
-  D=64; at D=128 176 without the causal mask, 128 with it; 80 at D=256; ``key_rows=`` picks
-  another of ``KEY_ROWS[D]``) into a ring (4 stages at D=64, 2 at D=128 and D=256) of
+- a *producer* warpgroup, its register budget lowered by ``setmaxnreg`` (24, or 32 beside three
+  consumers), whose first thread loads the Q block once and streams K and V blocks of ``BN``
+  rows (128 at D=64, 96 causal; at D=128 FlashAttention-3's 176 without the causal mask, 128
+  with it; 80 at D=256; ``key_rows=`` picks another of ``KEY_ROWS[D]``) into a ring (4 stages
+  at D=64, 2 at D=128 and D=256) of
   128B-swizzled shared buffers with TMA (``kfull`` / ``vfull`` barriers per stage, with
   transaction bytes, and ``kfree`` / ``vfree`` ones the consumers release: K as soon as its
   ``Q K^T`` is done, V after its ``P V``);
-- two *consumer* warpgroups (budget raised to 240), each owning 64 query rows: ``S = Q K^T`` with
-  ``wgmma.m64n{BN}k16`` from shared memory, the online softmax in registers (row maxima across the
-  quad by ``shfl.sync.bfly``, ``ex2.approx`` with the scale folded into log2(e), the running sum
-  kept per thread and reduced once at the end), ``O`` rescaled in registers, then ``P`` rounded
+- the *consumer* warpgroups (budgets raised to 240, or 160 for three), each owning 64 query
+  rows: ``S = Q K^T`` with ``wgmma.m64n{BN}k16`` from shared memory, the online softmax in
+  registers (row maxima across the quad by ``shfl.sync.bfly``, ``ex2.approx`` with the scale
+  folded into log2(e), the running sum kept per thread and reduced once at the end), ``O``
+  rescaled in registers only where a row's maximum moved by more than ``RESCALE_LOG2``
+  (FlashAttention-4's conditional rescaling: D=256 went from 0.92-0.94x cuDNN to 0.98-1.03x,
+  runs 60 and 71), then ``P`` rounded
   to a bf16 A fragment in registers and ``O += P V`` with V's MN-major descriptor:
   FlashAttention-3's one ``wgmma.m64n{D}k16`` over V's whole stage into one (64, D) accumulator
   (``tiled_swizzle``: the TMA boxes' 64-column chunks one after another);
-- ping-pong: the consumers take turns at the tensor cores (named barriers 3 and 4): each issues
-  its MMAs in its turn and hands the turn over, so one warpgroup's softmax runs under the
-  other's MMAs;
+- ping-pong at D=64 and D=128 (``TURNS``, FlashAttention-3's rule): the consumers take turns
+  at the tensor cores (named barriers 4 on), each issuing its MMAs in its turn and handing the
+  turn to the next, so one warpgroup's softmax runs under the others' MMAs;
 - FlashAttention-3's intra-warpgroup overlap: a turn issues block ``j``'s ``Q K^T`` together
   with block ``j - 1``'s ``P V``; ``wait_group(1)`` waits for ``Q K^T`` only, so block ``j``'s
   softmax also runs while this warpgroup's own ``P V`` is in flight (block 0 issues a ``P V``
@@ -34,13 +40,13 @@ One CTA computes a 128-row block of one head's queries (grid ``(ceil(S / 128), H
   128B-swizzled shared buffer (bank-conflict free) and writes them with a TMA store; the LSE
   goes out with element stores. Where Q and the ring leave no room for an output buffer (D=256:
   64 KB and 160 KB; D=128 with 176-row blocks: 32 KB and 176 KB) each warpgroup stages its rows
-  of O in its own half of Q's buffer, once its MMAs are done.
+  of O in its own part of Q's buffer, once its MMAs are done.
 
 The score mask is a few statements per register (the kernel's statement budget) and compares
 each register's constant column offset with two per-thread limits: 64-bit column values per
 register, hoisted out of the loop by ptxas, spilled 320 bytes at 176 columns (S 88 registers,
-P 44, O 64). Not (yet) FlashAttention-3: its 192x128 tiles at D=64 (three consumer
-warpgroups) and a persistent tile scheduler are missing. The fragment helpers come from
+P 44, O 64). Not (yet) FlashAttention-3: a persistent tile scheduler (the next tile's loads
+under this one's epilogue) is missing. The fragment helpers come from
 ``jittile.fragment_algebra``.
 """
 
@@ -62,26 +68,43 @@ from jittile.fragment_algebra import (
 )
 from jittile.layout import swizzle, tiled_swizzle, wgmma_a, wgmma_accumulator
 
-BM = 128  # query rows per CTA (64 per consumer warpgroup)
-# Per head dimension: the key rows per pipeline stage (BN) a build may use (FlashAttention-3's
-# block without the causal mask first, its causal one last); the K/V ring has 4 stages at D=64,
-# 2 at D=128 and D=256. At D=128 FA3's 128x176 tiles (S 88 registers beside O's 64; Q's 32 KB
+# Per head dimension: the consumer warpgroups a CTA may have, 64 query rows each, the default
+# first (FlashAttention-3's: three at D=64, its 192-row blocks; two at D=128 and D=256, where a
+# third would not get the registers for S and O), and their register budgets with the
+# producer's (setmaxnreg: 2 x 240 + 24, or 3 x 160 + 32, of the SM's 512 registers per 4 threads)
+CONSUMERS = {64: (3, 2), 128: (2,), 256: (2,)}
+BUDGETS = {2: (24, 240), 3: (32, 160)}  # consumers -> (producer, consumer) registers
+# Per head dimension: whether the consumers take turns at the tensor cores (ping-pong), as
+# FlashAttention-3 has them at D <= 128 and not at D=256 (run 71: 0.4-1.7% faster without)
+TURNS = {64: True, 128: True, 256: False}
+# Per head dimension: the key rows per pipeline stage (BN) a build may use (the block without
+# the causal mask first, the causal one last); the K/V ring has 4 stages at D=64, 2 at D=128 and
+# D=256. At D=64 192x128 tiles (FlashAttention-3's) and, causal, 192x96: with three consumers'
+# budgets of 160 registers the causal 192x128 build spills 8 bytes (two values kept across the
+# loop), though it ran 2% faster in run 72 (399 against 390 TFLOP/s). At D=128 FA3's 128x176 tiles (S 88 registers beside O's 64; Q's 32 KB
 # and 2 stages of 176-row K and V, 176 KB, leave no room for an O buffer) and, causal, 128x128
 # (fewer masked scores on the diagonal); at D=256 FA3's 128x80 tiles: S stays 40 registers
 # beside O's 128, and Q (64 KB) plus 2 stages of 80-row K and V (160 KB) fill the shared memory.
 # KEY_ROWS is the host's (key_block, the benchmark): the kernel reads only immutable globals,
 # since one that reads a mutable global has it re-checked on every launch (jittile/watch.py).
-KEY_ROWS = {64: (128,), 128: (176, 128), 256: (80,)}
+KEY_ROWS = {64: (128, 96), 128: (176, 128), 256: (80,)}
 SHARED_BYTES = 232448  # the H200's opt-in shared memory per block
 LOAD = "cp.async.bulk.tensor.4d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
 STORE = "cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group"
 # The bf16 wgmma forms by N (8, 16, ... 256: index N // 8 - 1): Q K^T's n=BN, P V's n=D.
 MMA = tuple(f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16" for n in range(8, 257, 8))
 NEG = -1.0e30  # a masked score: exp2 of it (minus any finite row maximum) is 0
+# A row's running maximum moves only when a block's scores exceed it by more than this (in log2
+# units, after the scale): the probabilities of the blocks in between are at most 2**8 times
+# what they would be under the exact maximum, which fp32 sums and bf16 P (the same relative
+# precision at any magnitude) hold without loss, and O is rescaled only where a maximum moved
+# (FlashAttention-4's conditional rescaling; the result divides by the sum taken under the same
+# maximum, so it is the softmax either way).
+RESCALE_LOG2 = 8.0
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
 HEAD_DIMS = tuple(KEY_ROWS)
-PINGPONG = 3  # named barriers 3 and 4: the consumer warpgroups' turns at the tensor cores
+PINGPONG = 4  # named barriers 4 on: the consumer warpgroups' turns (1 to 3: their O stores)
 
 
 @jittile.func
@@ -107,15 +130,18 @@ def mask_scores(s_acc, kv0, q0, seq, causal):
 @jittile.func
 def softmax_step(s_acc, top_max, bottom_max, top_sum, bottom_sum, scale, kv0, q0, seq, causal):
     """The online softmax of one block of scores, in place (``s_acc`` becomes the unnormalized
-    probabilities): the running row maxima and this thread's running row sums, and the factors
-    ``alpha`` that rescale what was accumulated under the old maxima."""
+    probabilities): the running row maxima (moved only past ``RESCALE_LOG2``) and this thread's
+    running row sums, the factors ``alpha`` that rescale what was accumulated under the old
+    maxima (1 where a maximum stayed), and whether either maximum moved."""
     BN = s_acc.shape[1]  # the key block's rows
     if kv0 + BN > seq or (causal and kv0 + BN > q0):
         mask_scores(s_acc, kv0, q0, seq, causal)
     block_top, block_bottom = row_max(s_acc)
-    new_top = T.fmax(top_max, block_top)
-    new_bottom = T.fmax(bottom_max, block_bottom)
-    top_alpha = T.exp2((top_max - new_top) * scale)
+    move_top = (block_top - top_max) * scale > RESCALE_LOG2
+    move_bottom = (block_bottom - bottom_max) * scale > RESCALE_LOG2
+    new_top = block_top if move_top else top_max
+    new_bottom = block_bottom if move_bottom else bottom_max
+    top_alpha = T.exp2((top_max - new_top) * scale)  # exactly 1 where the maximum stayed
     bottom_alpha = T.exp2((bottom_max - new_bottom) * scale)
     exp2_rows(s_acc, scale, new_top, new_bottom)
     block_top, block_bottom = thread_row_sum(s_acc)
@@ -126,18 +152,19 @@ def softmax_step(s_acc, top_max, bottom_max, top_sum, bottom_sum, scale, kv0, q0
         bottom_sum * bottom_alpha + block_bottom,
         top_alpha,
         bottom_alpha,
+        move_top or move_bottom,
     )
 
 
 @jittile.func
-def multiply_qk(s_acc, q_s, k_s, half, stage, DH):
+def multiply_qk(s_acc, q_s, k_s, consumer, stage, DH):
     """``S = Q K^T`` of the warpgroup's 64 rows against K's ``stage`` (committed; the caller
     fences)."""
     for d in T.unroll(DH):
         T.cuda.tile.apply(
             T.ptx[MMA[s_acc.shape[1] // 8 - 1]],
             s_acc,
-            q_s[d, half, 0, 0],
+            q_s[d, consumer, 0, 0],
             k_s[stage, d, 0, 0].T,
             scale_d=min(d, 1),
         )
@@ -172,15 +199,15 @@ def load_block(ring, stage, src, origin, mbar, BN):
 
 
 @jittile.func
-def store_rows(o_acc, o_s, d0, half, row, lane, top_inv, bottom_inv):
+def store_rows(o_acc, o_s, d0, consumer, row, lane, top_inv, bottom_inv):
     """An accumulator of O, its rows divided (``top_inv`` / ``bottom_inv``: the inverse row
-    sums), as bf16 into ``o_s[d0 + d, half]`` for its 64-column blocks ``d`` (registers ``32d``
-    on): four 8x8 matrices per 16 columns."""
+    sums), as bf16 into ``o_s[d0 + d, consumer]`` for its 64-column blocks ``d`` (registers
+    ``32d`` on): four 8x8 matrices per 16 columns."""
     scale_rows(o_acc, top_inv, bottom_inv)
     for k in T.unroll(o_acc.shape[1] // 16):
         r = 8 * k  # columns 16k.. of O: block k // 4, 16-column group k % 4
         T.ptx.stmatrix.sync.aligned.m8n8.x4.shared.b16(
-            o_s.ptr_to([d0 + k // 4, half, 0, 0, row, 16 * (k % 4) + 8 * (lane // 16)]),
+            o_s.ptr_to([d0 + k // 4, consumer, 0, 0, row, 16 * (k % 4) + 8 * (lane // 16)]),
             T.ptx.cvt.rn.bf16x2.f32(o_acc[r + 1], o_acc[r]),
             T.ptx.cvt.rn.bf16x2.f32(o_acc[r + 3], o_acc[r + 2]),
             T.ptx.cvt.rn.bf16x2.f32(o_acc[r + 5], o_acc[r + 4]),
@@ -189,22 +216,22 @@ def store_rows(o_acc, o_s, d0, half, row, lane, top_inv, bottom_inv):
 
 
 @jittile.func
-def store_output(o_acc, o_s, out, origin, half, lane, leader, inverse, DH):
-    """Warpgroup ``half``'s 64 rows of O (``o_acc``), multiplied by the inverse row sums
-    (``inverse``: top, bottom), into ``o_s[:, half]`` (128B-swizzled: a stmatrix's eight 16-byte
+def store_output(o_acc, o_s, out, origin, consumer, lane, leader, inverse, DH):
+    """Consumer warpgroup ``consumer``'s 64 rows of O (``o_acc``), multiplied by the inverse row
+    sums (``inverse``: top, bottom), into ``o_s[:, consumer]`` (128B-swizzled: a stmatrix's 16-byte
     rows fall in eight different bank groups), then written by one TMA store at ``origin``
     (batch, head, first row); the caller waits for the bulk group."""
     top_inv, bottom_inv = inverse
     batch, head, q0 = origin
     row = (T.cuda.warp_id() % 4) * 16 + lane % 8 + 8 * ((lane // 8) % 2)
-    store_rows(o_acc, o_s, 0, half, row, lane, top_inv, bottom_inv)
+    store_rows(o_acc, o_s, 0, consumer, row, lane, top_inv, bottom_inv)
     T.ptx.fence.proxy.async_.shared__cta()
-    T.ptx.bar.sync(1 + half, 128)
+    T.ptx.bar.sync(1 + consumer, 128)
     if leader:
         T.cuda.tile.apply(
             T.ptx[STORE],
             out,
-            o_s[0:DH, half],
+            o_s[0:DH, consumer],
             box=(1, 1, 64, 64),
             coords=(batch, head, q0, 0),
             coord_steps=((0, 0, 0, 64),),
@@ -226,22 +253,30 @@ def attention_fwd(
     D: T.constexpr,
     CAUSAL: T.constexpr,
     BN: T.constexpr,  # key rows per pipeline stage, one of KEY_ROWS[D]
+    WG: T.constexpr,  # consumer warpgroups, one of CONSUMERS[D]
+    PRODUCER_REGS: T.constexpr,  # the register budgets, BUDGETS[WG]
+    CONSUMER_REGS: T.constexpr,
+    TURNS: T.constexpr,  # whether the consumers take turns at the tensor cores (ping-pong)
 ):
-    T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=384))
+    T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=128 * (WG + 1)))
+    BM = 64 * WG  # query rows per CTA
     DH = D // 64  # 64-column blocks of the head dimension (one 128-byte swizzle atom each)
     STAGES = 4 if D == 64 else 2  # K and V blocks in the ring
-    # O staged in Q's buffer (each warpgroup's half, once its MMAs are done) where Q, the ring and
+    # O staged in Q's buffer (each warpgroup's part, once its MMAs are done) where Q, the ring and
     # an O buffer would not fit (1 KB left for the barriers)
     O_IN_Q = 2 * (BM * D * 2) + STAGES * 2 * (BN * D * 2) > SHARED_BYTES - 1024
     tid = T.cuda.thread_idx("x")
     warpgroup = T.cuda.warp_id() // 4
-    m0 = T.cuda.block_idx("x") * BM
+    row_block = T.cuda.block_idx("x")
+    if CAUSAL:  # the longest row blocks first (x is dispatched first): they no longer end the grid
+        row_block = T.cuda.grid_dim("x") - 1 - row_block
+    m0 = row_block * BM
     head = T.cuda.block_idx("y")
     batch = T.cuda.block_idx("z")
     Q_s = T.alloc_shared(
-        (DH, 2, 1, 1, 64, 64),
+        (DH, WG, 1, 1, 64, 64),
         "bfloat16",
-        layout=swizzle(3, (DH, 2, 1, 1, 64, 64), "bfloat16"),
+        layout=swizzle(3, (DH, WG, 1, 1, 64, 64), "bfloat16"),
         align=1024,
     )
     K_s = T.alloc_shared(
@@ -260,9 +295,9 @@ def attention_fwd(
     )
     if not O_IN_Q:
         O_s = T.alloc_shared(
-            (DH, 2, 1, 1, 64, 64),
+            (DH, WG, 1, 1, 64, 64),
             "bfloat16",
-            layout=swizzle(3, (DH, 2, 1, 1, 64, 64), "bfloat16"),  # stmatrix without conflicts
+            layout=swizzle(3, (DH, WG, 1, 1, 64, 64), "bfloat16"),  # stmatrix without conflicts
             align=1024,
         )
     qfull = T.alloc_shared((1,), "uint64")
@@ -275,8 +310,8 @@ def attention_fwd(
         for s in T.unroll(STAGES):
             T.ptx.mbarrier.init.shared.b64(kfull.ptr_to([s]), T.uint32(1))
             T.ptx.mbarrier.init.shared.b64(vfull.ptr_to([s]), T.uint32(1))
-            T.ptx.mbarrier.init.shared.b64(kfree.ptr_to([s]), T.uint32(2))
-            T.ptx.mbarrier.init.shared.b64(vfree.ptr_to([s]), T.uint32(2))
+            T.ptx.mbarrier.init.shared.b64(kfree.ptr_to([s]), T.uint32(WG))
+            T.ptx.mbarrier.init.shared.b64(vfree.ptr_to([s]), T.uint32(WG))
         T.ptx.fence.proxy.async_.shared__cta()
     T.cuda.cta_sync()
     kv_end = seq
@@ -284,7 +319,7 @@ def attention_fwd(
         kv_end = min(seq, m0 + BM)
     blocks = (kv_end + BN - 1) // BN
     if warpgroup == 0:  # producer
-        T.ptx.setmaxnreg.dec.sync.aligned.u32(24)
+        T.ptx.setmaxnreg.dec.sync.aligned.u32(PRODUCER_REGS)
         if tid == 0:
             kv_head = T.uint32(head) // T.uint32(group)  # 32-bit: a 64-bit division is a call
             T.ptx.mbarrier.arrive.expect_tx.shared.b64(qfull.ptr_to([0]), T.uint32(BM * D * 2))
@@ -320,17 +355,18 @@ def attention_fwd(
                         swizzle=3,
                         mbar=vfull.ptr_to([stage]),
                     )
-    else:  # consumers: warpgroup 1 owns query rows m0..m0+63, warpgroup 2 the next 64
-        T.ptx.setmaxnreg.inc.sync.aligned.u32(240)
-        half = warpgroup - 1
-        q0 = m0 + 64 * half
+    else:  # consumers: warpgroup 1 owns query rows m0..m0+63, warpgroup 2 the next 64, ...
+        T.ptx.setmaxnreg.inc.sync.aligned.u32(CONSUMER_REGS)
+        consumer = warpgroup - 1
+        q0 = m0 + 64 * consumer
         leader = tid % 128 == 0
         lane = T.cuda.lane_id()
         s_acc = T.alloc_local((64, BN), "float32", layout=wgmma_accumulator)
         p_frag = T.alloc_local((64, BN), "bfloat16", layout=wgmma_a)
         o_acc = T.alloc_local((64, D), "float32", layout=wgmma_accumulator)
-        if half == 1:
-            T.ptx.bar.arrive(PINGPONG, 256)  # warpgroup 1 issues its MMAs first
+        if TURNS:
+            if consumer == WG - 1:  # the turns go round: warpgroup 1 issues its MMAs first
+                T.ptx.bar.arrive(PINGPONG, 256)
         T.cuda.mbarrier_wait(qfull.ptr_to([0]), 0)
         top_max, bottom_max = T.float32(NEG), T.float32(NEG)
         top_sum, bottom_sum = T.float32(0.0), T.float32(0.0)
@@ -346,23 +382,26 @@ def attention_fwd(
             T.cuda.mbarrier_wait(kfull.ptr_to([stage]), (block // STAGES) & 1)
             if block > 0:
                 T.cuda.mbarrier_wait(vfull.ptr_to([previous]), ((block - 1) // STAGES) & 1)
-            T.ptx.bar.sync(PINGPONG + half, 256)
+            if TURNS:
+                T.ptx.bar.sync(PINGPONG + consumer, 256)
             T.ptx.wgmma.fence.sync.aligned()
-            multiply_qk(s_acc, Q_s, K_s, half, stage, DH)
+            multiply_qk(s_acc, Q_s, K_s, consumer, stage, DH)
             multiply_pv(o_acc, p_frag, V_s, previous, block > 1)
             T.ptx.wgmma.commit_group.sync.aligned()
-            if half == 0 or block + 1 < blocks:
-                T.ptx.bar.arrive(PINGPONG + 1 - half, 256)
+            if TURNS:
+                if consumer < WG - 1 or block + 1 < blocks:  # the next warpgroup's turn
+                    T.ptx.bar.arrive(PINGPONG + (consumer + 1) % WG, 256)
             T.ptx.wgmma.wait_group.sync.aligned(1)
             if leader:
                 T.ptx.mbarrier.arrive.shared.b64(kfree.ptr_to([stage]))
-            top_max, bottom_max, top_sum, bottom_sum, top_alpha, bottom_alpha = softmax_step(
+            top_max, bottom_max, top_sum, bottom_sum, top_alpha, bottom_alpha, moved = softmax_step(
                 s_acc, top_max, bottom_max, top_sum, bottom_sum, scale, block * BN, q0, seq, CAUSAL
             )
             T.ptx.wgmma.wait_group.sync.aligned(0)
             if leader and block > 0:
                 T.ptx.mbarrier.arrive.shared.b64(vfree.ptr_to([previous]))
-            scale_rows(o_acc, top_alpha, bottom_alpha)  # before the first P V: O is overwritten
+            if moved:  # before the first P V: O is overwritten
+                scale_rows(o_acc, top_alpha, bottom_alpha)
             to_bf16_a(s_acc, p_frag)
         last = T.int64((blocks - 1) % STAGES)  # 64-bit: it feeds a 64-bit descriptor
         T.cuda.mbarrier_wait(vfull.ptr_to([last]), ((blocks - 1) // STAGES) & 1)
@@ -373,11 +412,11 @@ def attention_fwd(
         top_sum = quad_sum(top_sum)
         bottom_sum = quad_sum(bottom_sum)
         inverse = (T.rcp(top_sum, approx=True), T.rcp(bottom_sum, approx=True))
-        # the warpgroup's MMAs are done with its half of Q: O may be staged there
+        # the warpgroup's MMAs are done with its part of Q: O may be staged there
         if O_IN_Q:
-            store_output(o_acc, Q_s, O, (batch, head, q0), half, lane, leader, inverse, DH)
+            store_output(o_acc, Q_s, O, (batch, head, q0), consumer, lane, leader, inverse, DH)
         else:
-            store_output(o_acc, O_s, O, (batch, head, q0), half, lane, leader, inverse, DH)
+            store_output(o_acc, O_s, O, (batch, head, q0), consumer, lane, leader, inverse, DH)
         if lane % 4 == 0:
             top_row = q0 + s_acc.row(0)
             if top_row < seq:
@@ -386,6 +425,30 @@ def attention_fwd(
                 LSE[batch, head, top_row + 8] = (bottom_max * scale + T.log2(bottom_sum)) * LN2
         if leader:
             T.ptx.cp.async_.bulk.wait_group(0)
+
+
+def _constants(
+    head_dim: int, causal: bool, key_rows: int | None, consumers: int | None, turns: bool | None
+) -> tuple:
+    """The kernel's T.constexpr arguments of a build: D, CAUSAL, BN, WG, the budgets and
+    TURNS (``turns``, or the head dimension's default)."""
+    rows = key_block(head_dim, causal, key_rows)  # refuses head dimensions not built
+    choices = CONSUMERS[head_dim]
+    if consumers is None:
+        consumers = choices[0]
+    elif consumers not in choices:
+        raise ValueError(
+            f"attention: consumers={consumers} is not built at head dimension {head_dim} "
+            f"(one of {choices})"
+        )
+    return (
+        head_dim,
+        causal,
+        rows,
+        consumers,
+        *BUDGETS[consumers],
+        TURNS[head_dim] if turns is None else turns,
+    )
 
 
 def _specs(head_dim: int):
@@ -407,15 +470,30 @@ def compiled(
     causal: bool = False,
     target: str = "sm_90a",
     key_rows: int | None = None,
+    consumers: int | None = None,
+    turns: bool | None = None,
 ):
     """The CompiledKernel of one configuration (PTX, SASS, registers...), without a GPU."""
-    rows = key_block(head_dim, causal, key_rows)
-    return attention_fwd.compile(*_specs(head_dim), head_dim, causal, rows, target=target)
+    constants = _constants(head_dim, causal, key_rows, consumers, turns)
+    return attention_fwd.compile(*_specs(head_dim), *constants, target=target)
+
+
+def other_builds(head_dim: int, causal: bool) -> list[dict]:
+    """The ``attention`` options of every build besides the default one at this head dimension:
+    each other key block, consumer count, and turn-taking the other way (what
+    bench/attention.py times beside the default)."""
+    default = key_block(head_dim, causal)
+    return (
+        [{"key_rows": rows} for rows in KEY_ROWS[head_dim] if rows != default]
+        + [{"consumers": n} for n in CONSUMERS[head_dim][1:]]
+        + [{"turns": not TURNS[head_dim]}]
+    )
 
 
 def key_block(head_dim: int, causal: bool, key_rows: int | None = None) -> int:
-    """The key block of a build: ``key_rows`` if given (one of ``KEY_ROWS[head_dim]``), else
-    FlashAttention-3's (at D=128 128 rows when causal, 176 otherwise)."""
+    """The key block of a build: ``key_rows`` if given (one of ``KEY_ROWS[head_dim]``), else the
+    head dimension's default, the first without the causal mask and the last with it (at D=128
+    FlashAttention-3's 176 and 128 rows)."""
     if head_dim not in HEAD_DIMS:
         raise ValueError(
             f"attention: head dimension {head_dim} is not supported (one of {HEAD_DIMS})"
@@ -439,15 +517,19 @@ def attention(
     sm_scale: float | None = None,
     return_lse: bool = False,
     key_rows: int | None = None,
+    consumers: int | None = None,
+    turns: bool | None = None,
 ):
     """``softmax(q @ k.T * sm_scale) @ v`` over (B, H, S, D) bf16 tensors (K/V with H_kv heads,
     H % H_kv == 0); ``sm_scale`` defaults to 1/sqrt(D). torch CUDA tensors launch on the GPU;
     NumPy ``ml_dtypes.bfloat16`` arrays run on the CPU interpreter. Returns ``o`` (and, with
     ``return_lse``, the float32 (B, H, S) natural log-sum-exp of the scaled scores).
-    ``key_rows`` picks another of ``KEY_ROWS[D]`` than FlashAttention-3's key block."""
+    ``key_rows`` picks another of ``KEY_ROWS[D]`` than FlashAttention-3's key block,
+    ``consumers`` another of ``CONSUMERS[D]`` than its consumer warpgroups, ``turns`` whether
+    the consumers take turns at the tensor cores (default ``TURNS[D]``)."""
     batch, heads, seq, head_dim = q.shape
     kv_heads = k.shape[1]
-    rows = key_block(head_dim, causal, key_rows)
+    constants = _constants(head_dim, causal, key_rows, consumers, turns)
     if tuple(k.shape) != (batch, kv_heads, seq, head_dim) or tuple(v.shape) != tuple(k.shape):
         raise ValueError(
             f"attention: k and v must be (B, H_kv, S, D) = "
@@ -459,18 +541,19 @@ def attention(
             f"attention: {heads} query heads are not a multiple of {kv_heads} key/value heads"
         )
     scale = (1.0 / math.sqrt(head_dim) if sm_scale is None else sm_scale) * LOG2E
-    grid = (-(-seq // BM), heads, batch)
-    args = (np.int32(seq), np.int32(heads // kv_heads), np.float32(scale), head_dim, causal, rows)
+    consumers = constants[3]
+    grid, block = (-(-seq // (64 * consumers)), heads, batch), (128 * (consumers + 1),)
+    args = (np.int32(seq), np.int32(heads // kv_heads), np.float32(scale), *constants)
     if isinstance(q, np.ndarray):
         o = np.zeros(q.shape, q.dtype)
         lse = np.zeros((batch, heads, seq), np.float32)
-        attention_fwd.interpret[grid, (384,)](q, k, v, o, lse, *args)
+        attention_fwd.interpret[grid, block](q, k, v, o, lse, *args)
     else:
         import torch
 
         o = torch.empty_like(q)
         lse = torch.empty((batch, heads, seq), device=q.device, dtype=torch.float32)
-        attention_fwd[grid, (384,)](q, k, v, o, lse, *args)
+        attention_fwd[grid, block](q, k, v, o, lse, *args)
     return (o, lse) if return_lse else o
 
 

@@ -3,6 +3,7 @@ reference (ragged length, causal and not, grouped-query heads, the log-sum-exp),
 checks, and its sm_90a builds at D=64, 128 and 256 (setmaxnreg in the SASS, no local memory, no
 ptxas advisory, the HGMMA forms of each tile shape)."""
 
+import re
 import warnings
 
 import attention_fwd as attn
@@ -20,25 +21,40 @@ def _inputs(heads: int, kv_heads: int, seq: int, head_dim: int, seed: int = 0):
 
 
 @pytest.mark.parametrize(
-    "head_dim, causal, heads, kv_heads, seq, key_rows",
+    "head_dim, causal, heads, kv_heads, seq, options",
     [
-        (64, False, 2, 1, 200, None),
-        (64, True, 1, 1, 200, None),
-        (128, True, 2, 1, 140, None),
-        (64, True, 1, 1, 520, None),  # 5 key blocks: D=64's 4-stage ring wraps around
-        (128, False, 1, 1, 400, None),  # 3 key blocks of 176 rows: the ring wraps, O in Q's buffer
-        (128, True, 1, 1, 300, 176),  # causal 176-row blocks: rows of block 1 wholly masked
-        (256, False, 1, 1, 100, None),  # 2 key blocks of 80 rows, the second ragged
-        (256, True, 2, 1, 200, None),  # 3 key blocks: D=256's 2-stage ring wraps around
+        (64, False, 2, 1, 200, {}),  # 192-row query blocks (three consumers): the second ragged
+        (64, True, 1, 1, 200, {}),
+        (128, True, 2, 1, 140, {}),
+        (64, True, 1, 1, 520, {}),  # 6 key blocks of 96 rows: D=64's 4-stage ring wraps around
+        (128, False, 1, 1, 400, {}),  # 3 key blocks of 176 rows: the ring wraps, O in Q's buffer
+        (128, True, 1, 1, 300, {"key_rows": 176}),  # rows of block 1 wholly masked
+        (256, False, 1, 1, 100, {}),  # 2 key blocks of 80 rows, the second ragged
+        (256, True, 2, 1, 200, {}),  # 3 key blocks: D=256's 2-stage ring wraps around
+        (64, True, 1, 1, 300, {"consumers": 2, "key_rows": 128}),  # two consumers take turns
+        (128, False, 2, 1, 300, {"turns": False}),
     ],
 )
-def test_interpreted_attention_matches_float32(head_dim, causal, heads, kv_heads, seq, key_rows):
+def test_interpreted_attention_matches_float32(head_dim, causal, heads, kv_heads, seq, options):
     q, k, v = _inputs(heads, kv_heads, seq, head_dim)
-    o, lse = attn.attention(q, k, v, causal=causal, return_lse=True, key_rows=key_rows)
+    o, lse = attn.attention(q, k, v, causal=causal, return_lse=True, **options)
     expected, expected_lse = attn.reference(q, k, v, causal=causal)
     assert o.dtype == ml_dtypes.bfloat16 and o.shape == q.shape
     np.testing.assert_allclose(o.astype(np.float32), expected, atol=2e-2, rtol=2e-2)
     np.testing.assert_allclose(lse, expected_lse, atol=1e-4)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_a_maximum_that_moves_past_the_threshold_rescales_o(causal):
+    """Keys past row 200 score eight times higher: their rows' maxima move by more than
+    RESCALE_LOG2 in a later key block, so O and the sums are rescaled there (and not for the
+    blocks whose scores stay under the threshold)."""
+    q, k, v = _inputs(1, 1, 400, 128, seed=5)
+    k[:, :, 200:] = (k[:, :, 200:].astype(np.float32) * 8).astype(ml_dtypes.bfloat16)
+    o, lse = attn.attention(q, k, v, causal=causal, return_lse=True)
+    expected, expected_lse = attn.reference(q, k, v, causal=causal)
+    np.testing.assert_allclose(o.astype(np.float32), expected, atol=2e-2, rtol=2e-2)
+    np.testing.assert_allclose(lse, expected_lse, atol=1e-4, rtol=1e-5)
 
 
 def test_sm_scale_is_applied():
@@ -70,27 +86,25 @@ def test_key_blocks_not_built_are_refused(head_dim, key_rows):
         attn.attention(q, q, q, key_rows=key_rows)
 
 
+@pytest.mark.parametrize("head_dim, consumers", [(64, 4), (128, 3), (256, 3)])
+def test_consumer_counts_not_built_are_refused(head_dim, consumers):
+    q = np.zeros((1, 1, 64, head_dim), ml_dtypes.bfloat16)
+    with pytest.raises(ValueError, match=f"consumers={consumers} is not built"):
+        attn.attention(q, q, q, consumers=consumers)
+
+
 @pytest.mark.parametrize("head_dim, causal, key_rows", [(128, False, 176), (128, True, 128)])
 def test_default_key_blocks_are_flash_attention_3s(head_dim, causal, key_rows):
     assert attn.key_block(head_dim, causal, None) == key_rows
     assert attn.key_block(head_dim, causal, 128) == 128  # the other block, when asked for
 
 
-@pytest.mark.parametrize(
-    "head_dim, causal, hgmma_forms",
-    [
-        # Q K^T: B from shared, head_dim / 16 k-steps. P V: A from registers, FlashAttention-3's
-        # one n=D MMA, issued in the loop and once more for the last block, one per 16 key rows.
-        # D=64: a 128-row key block (8 k-steps); D=128 causal: the same n=128 form as Q K^T;
-        # D=128 non-causal: FlashAttention-3's 128x176 tiles (11 k-steps); D=256: its 128x80
-        # tiles (5 k-steps)
-        (64, True, {"HGMMA.64x128x16.F32.BF16": 4, "HGMMA.64x64x16.F32.BF16": 2 * 8}),
-        (128, True, {"HGMMA.64x128x16.F32.BF16": 8 + 2 * 8}),
-        (128, False, {"HGMMA.64x176x16.F32.BF16": 8, "HGMMA.64x128x16.F32.BF16": 2 * 11}),
-        (256, True, {"HGMMA.64x80x16.F32.BF16": 16, "HGMMA.64x256x16.F32.BF16": 2 * 5}),
-    ],
-)
-def test_the_sm90a_build_sets_register_budgets_without_spilling(head_dim, causal, hgmma_forms):
+@pytest.mark.parametrize("head_dim", [64, 128, 256])
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_sm90a_build_sets_register_budgets_without_spilling(head_dim, causal):
+    """The default builds: Q K^T with B from shared memory, head_dim / 16 k-steps of
+    m64n{BN}k16; P V with A from registers, FlashAttention-3's one n=D MMA per 16 key rows,
+    issued in the loop and once more for the last block; the budgets of the consumer count."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no ptxas advisory (serialized wgmma, setmaxnreg ignored)
         ck = attn.compiled(head_dim=head_dim, causal=causal, target="sm_90a")
@@ -98,9 +112,17 @@ def test_the_sm90a_build_sets_register_budgets_without_spilling(head_dim, causal
     assert "STL" not in ck.sass and "LDL" not in ck.sass
     assert ck.metadata["shared_bytes"] <= 232448  # the H200's opt-in shared memory per block
     assert ck.metadata["toolchain"]["linker"].startswith("ptxas")
-    assert "USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0xf0" in ck.sass  # consumers: 240
-    assert "USETMAXREG.DEALLOC.CTAPOOL 0x18" in ck.sass  # producer: 24
-    for form, count in hgmma_forms.items():
+    producer, consumer = attn.BUDGETS[attn.CONSUMERS[head_dim][0]]
+    assert f"USETMAXREG.TRY_ALLOC.CTAPOOL UP0, {consumer:#x}" in ck.sass
+    assert f"USETMAXREG.DEALLOC.CTAPOOL {producer:#x}" in ck.sass
+    rows = attn.key_block(head_dim, causal)
+    forms = {}
+    for form, count in ((f"64x{rows}x16", head_dim // 16), (f"64x{head_dim}x16", 2 * rows // 16)):
+        forms[f"HGMMA.{form}.F32.BF16"] = forms.get(f"HGMMA.{form}.F32.BF16", 0) + count
+    for form, count in forms.items():
         assert ck.sass.count(form) == count, form
-    assert ck.sass.count("HGMMA.") == sum(hgmma_forms.values())  # no other MMA
+    assert ck.sass.count("HGMMA.") == sum(forms.values())  # no other MMA
     assert "WARPGROUP.DEPBAR.LE gsb0, 0x1" in ck.sass  # the softmax overlaps the in-flight P V
+    # the consumers' turns: named barriers of two warpgroups (0x100 threads), where they take them
+    turns = re.search(r"BAR\.(SYNC|ARV)\S* \S+, 0x100", ck.sass) is not None
+    assert turns == attn.TURNS[head_dim]

@@ -41,16 +41,25 @@ def _reference(torch, q, k, v, causal):
 )
 @pytest.mark.parametrize("causal", [False, True])
 def test_attention_matches_float32(batch, heads, kv_heads, seq, head_dim, causal):
-    _check_against_float32(batch, heads, kv_heads, seq, head_dim, causal, None)
+    _check_against_float32(batch, heads, kv_heads, seq, head_dim, causal)
 
 
-@pytest.mark.parametrize("causal, key_rows", [(False, 128), (True, 176)])
-def test_the_other_key_block_matches_float32(causal, key_rows):
-    """D=128's key block that FlashAttention-3 does not pick (bench/attention.py times it)."""
-    _check_against_float32(1, 8, 2, 1000, 128, causal, key_rows)
+@pytest.mark.parametrize(
+    "head_dim, causal, options",
+    [
+        (head_dim, causal, options)
+        for head_dim in attn.HEAD_DIMS
+        for causal in (False, True)
+        for options in attn.other_builds(head_dim, causal)
+    ],
+)
+def test_the_other_builds_match_float32(head_dim, causal, options):
+    """The builds bench/attention.py times beside the default, on a ragged length with grouped
+    heads."""
+    _check_against_float32(1, 8, 2, 1000, head_dim, causal, **options)
 
 
-def _check_against_float32(batch, heads, kv_heads, seq, head_dim, causal, key_rows):
+def _check_against_float32(batch, heads, kv_heads, seq, head_dim, causal, **options):
     torch = pytest.importorskip("torch")
     torch.manual_seed(seq + head_dim)
     q = torch.randn(batch, heads, seq, head_dim, device="cuda", dtype=torch.bfloat16)
@@ -58,7 +67,7 @@ def _check_against_float32(batch, heads, kv_heads, seq, head_dim, causal, key_ro
         torch.randn(batch, kv_heads, seq, head_dim, device="cuda", dtype=torch.bfloat16)
         for _ in range(2)
     )
-    o, lse = attn.attention(q, k, v, causal=causal, return_lse=True, key_rows=key_rows)
+    o, lse = attn.attention(q, k, v, causal=causal, return_lse=True, **options)
     expected, expected_lse = _reference(torch, q, k, v, causal)
     error = (o.float() - expected).abs().max().item()
     group = heads // kv_heads
