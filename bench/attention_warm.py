@@ -1,7 +1,8 @@
-"""Compile every build of examples/attention_fwd.py that the GPU tests and bench/attention.py
+"""Compile every build of examples/attention_fwd.py that bench/attention.py and the GPU tests
 launch, one process per build, all at once (each launches its build once on a small input), so
 that those runs find the cubins in the disk cache: a build takes ~10 s to compile, and the
-~20 builds then take about as long as the slowest of them instead of their sum.
+builds then take about as long as the slowest of them instead of their sum. The tests read the
+disk cache only with ``JITTILE_CACHE=1`` set (tests/conftest.py turns it off otherwise).
 
     PYTHONPATH=$PWD python3 bench/attention_warm.py
 """
