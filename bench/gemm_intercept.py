@@ -4,7 +4,9 @@ through time(K) separates the fixed cost of a launch (its intercept: start-up, p
 epilogue, drain) from the cost per K-slice (its slope). Run 61 measured 1024^3 at 0.2-0.44x
 cuBLAS while the large shapes matched it.
 
-    PYTHONPATH=$PWD python3 bench/gemm_intercept.py RUN [M N]
+    PYTHONPATH=$PWD python3 bench/gemm_intercept.py RUN [M N [BMxBN[:SPLIT[:CLUSTER]] ...]]
+
+Tiles after M and N replace the default ones (``128x256:2``: 128x256 tiles in two K-splits).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import common
 from gemm_ab import first_config
 
 DEPTHS = (64, 256, 1024, 4096)
-TILES = ((128, 128, 1), (128, 128, 2), (64, 128, 1), (128, 256, 1))  # BM, BN, CLUSTER
+TILES = ("128x128", "128x128:1:2", "64x128", "128x256")  # BMxBN[:SPLIT[:CLUSTER]]
 
 
 def fit(xs, ys) -> tuple:
@@ -37,9 +39,11 @@ def main() -> None:
     m, n = (int(x) for x in sys.argv[2:4]) if len(sys.argv) > 3 else (1024, 1024)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     configs = {}
-    for tm, tn, cluster in TILES:
-        config = first_config(gemm_bf16.BF16_SPACE, tm, tn, cluster=cluster)
-        configs[f"{tm}x{tn}" + (f" cluster {cluster}" if cluster > 1 else "")] = config
+    for spec in sys.argv[4:] or TILES:
+        tile, *rest = spec.split(":")
+        tm, tn = (int(x) for x in tile.split("x"))
+        split, cluster = (int(x) for x in (rest + ["1", "1"])[:2])
+        configs[spec] = first_config(gemm_bf16.BF16_SPACE, tm, tn, split, cluster)
     rows = []
     for k in DEPTHS:
         a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
@@ -48,7 +52,7 @@ def main() -> None:
         calls = {"cublas": lambda a=a, b=b: torch.matmul(a, b.T)}
         for name, config in configs.items():
             c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
-            w = gemm_bf16.new_workspace(c, 1, 4)
+            w = gemm_bf16.new_workspace(c, m, n)  # the split configs' fp32 sums
 
             def call(config=config, c=c, w=w, a=a, b=b, k=k):
                 gemm_bf16.run_config(gemm_bf16.gemm_bf16_tuned, config, (a, b, c), w, m, n, k, sms)
