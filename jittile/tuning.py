@@ -501,6 +501,8 @@ class Autotuner:
 
 
 class _TunedLaunch:
+    __slots__ = ("tuner", "grid", "block")  # one is made per ``tuned[grid, block]`` call
+
     def __init__(self, tuner: Autotuner, grid, block):
         self.tuner, self.grid, self.block = tuner, grid, block
 
