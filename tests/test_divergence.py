@@ -123,3 +123,37 @@ def test_the_instruction_table_says_which_instructions_are_aligned():
     assert "tcgen05.ld.sync.aligned.32x32b.x1.b32" in aligned
     assert "barrier.cluster.arrive" not in aligned and "elect.sync" not in aligned
     assert all(".aligned" in op for op in aligned)
+
+
+def test_a_condition_tainted_by_an_assignment_under_a_lane_condition_names_it(tmp_path):
+    """The analysis follows names, not program order: a name a producer thread sets under
+    ``if tid == 0:`` differs by lane in the consumer warps' code too, and the warning says which
+    assignment made it so."""
+    body = f"if warp == 0:\n    if tid == 0:\n        k = n\nelse:\n    k = n\n    for i in range(k):\n        {ALIGNED}"
+    messages, path, first = lower_with_warnings(body, tmp_path)
+    assert len(messages) == 1, messages
+    assert messages[0].startswith(f"{path}:{first + 6}:")
+    assert (
+        f"It differs because 'k' is assigned under 'tid == 0' at {path}:{first + 2}:"
+        in (messages[0])
+    )
+
+
+@pytest.mark.parametrize(
+    "body, cause",
+    [
+        (f"for i in range(lane):\n    {ALIGNED}", None),  # the lane itself: nothing to name
+        (f"x = lane * 2\ny = x + n\nif y > 3:\n    {ALIGNED}", None),
+        (
+            f"x = T.uint32(0)\nif lane == 0:\n    x = T.uint32(1)\ny = x + 1\nif y == 2:\n"
+            f"    {ALIGNED}",
+            "It differs because 'x' is assigned under 'lane == 0'",
+        ),
+    ],
+)
+def test_the_warning_names_an_assignment_only_where_one_is_the_cause(body, cause, tmp_path):
+    messages, _, _ = lower_with_warnings(body, tmp_path)
+    assert len(messages) == 1, messages
+    assert ("It differs because" in messages[0]) == (cause is not None)
+    if cause is not None:
+        assert cause in messages[0]

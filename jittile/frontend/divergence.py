@@ -10,7 +10,10 @@ after a ``return``/``break``/``continue`` that some lanes take.
 Which values differ between lanes is a small, flow-insensitive analysis: the lane index and the
 thread index vary, and so does anything computed from them or assigned under a condition that
 varies, except a thread index divided by a multiple of 32 (the warp index) or compared against a
-multiple of 32 (whole warps on each side).
+multiple of 32 (whole warps on each side). Being flow-insensitive, it follows names, not program
+order: a name assigned under a lane-dependent condition anywhere (in a producer warp's
+``if tid == 0:``, say) differs by lane wherever it is read, so a warning whose condition depends
+on such an assignment names it (:func:`cause_of`).
 ``threadIdx.y``/``.z`` are taken as uniform across a warp, which holds when ``blockDim.x`` is a
 multiple of 32. A condition this analysis cannot see (a runtime value that happens to differ) is
 not reported: the check finds what is statically visible.
@@ -35,18 +38,44 @@ def mark(call: ast.Call, rule: str) -> ast.Call:
     return call
 
 
-def divergent_operations(function: ast.FunctionDef) -> list[tuple[Origin, str, Origin]]:
-    """``(where, rule, condition)`` for each marked call that runs under a lane-dependent
-    condition."""
+def divergent_operations(
+    function: ast.FunctionDef,
+) -> list[tuple[Origin, str, Origin, tuple[str, Origin, Origin] | None]]:
+    """``(where, rule, condition, cause)`` for each marked call that runs under a lane-dependent
+    condition; ``cause`` is :func:`cause_of` the condition."""
     kinds: dict[str, str | None] = {}
     while True:  # name kinds, to a fixed point (conditions depend on them and they on conditions)
         before = dict(kinds)
-        _Walker(kinds, origin_of(function), collect=True).block(function.body, None)
+        collector = _Walker(kinds, origin_of(function), collect=True)
+        collector.block(function.body, None)
         if kinds == before:
             break
     walker = _Walker(kinds, origin_of(function), collect=False)
     walker.block(function.body, None)
-    return walker.found
+    return [
+        (where, rule, condition, cause_of(node, kinds, collector.under, collector.sources))
+        for where, rule, (condition, node) in walker.found
+    ]
+
+
+def cause_of(
+    node: ast.expr, kinds: dict, under: dict, sources: dict
+) -> tuple[str, Origin, Origin] | None:
+    """``(name, assignment, condition)``: the nearest name the lane-dependent expression ``node``
+    reads, directly or through the names it was computed from, that is lane-dependent because
+    an assignment to it runs under a lane-dependent condition; None where the dependence comes
+    from the lane or thread index alone."""
+    seen: set[str] = set()
+    queue = [n.id for n in ast.walk(node) if isinstance(n, ast.Name) and kinds.get(n.id)]
+    while queue:
+        name = queue.pop(0)
+        if name in seen:
+            continue
+        seen.add(name)
+        if name in under:
+            return (name, *under[name])
+        queue += sorted(sources.get(name, ()))
+    return None
 
 
 class _Walker:
@@ -58,11 +87,15 @@ class _Walker:
         self.kinds = kinds
         self.origin = origin
         self.collect = collect
-        self.found: list[tuple[Origin, str, Origin]] = []
+        self.found: list[tuple[Origin, str, tuple[Origin, ast.expr]]] = []
+        # name -> (its first assignment under a lane-dependent condition, that condition)
+        self.under: dict[str, tuple[Origin, Origin]] = {}
+        self.sources: dict[str, set[str]] = {}  # name -> the lane-dependent names it is made of
 
     def block(self, statements: list, condition: Origin | None) -> tuple:
-        """Walk ``statements`` under ``condition`` (the lane-dependent condition they run under,
-        or None); returns the conditions under which some lanes returned and left the loop."""
+        """Walk ``statements`` under ``condition`` (the lane-dependent condition they run under
+        and its expression, or None); returns the conditions under which some lanes returned and
+        left the loop."""
         returned = left_loop = None
         for statement in statements:
             active = condition or returned or left_loop
@@ -82,24 +115,28 @@ class _Walker:
                 self.scan(head, active, origin)
                 inner = active or self.condition(head, origin)
                 if isinstance(statement, ast.For):
-                    self.assign(statement.target, head, inner)
+                    self.assign(statement.target, head, inner, origin)
                 ret, _ = self.block(statement.body, inner)
                 returned = returned or ret
             else:
                 self.scan(statement, active, origin)
                 for target, value in _assignments(statement):
-                    self.assign(target, value, active)
+                    self.assign(target, value, active, origin)
         return returned, left_loop
 
-    def assign(self, target: ast.expr, value: ast.expr, condition: Origin | None) -> None:
+    def assign(self, target: ast.expr, value: ast.expr, condition, origin: Origin) -> None:
         if not self.collect:
             return
         kind = LANE if condition is not None else kind_of(value, self.kinds)
+        read = {n.id for n in ast.walk(value) if isinstance(n, ast.Name) and self.kinds.get(n.id)}
         for name in (n.id for n in ast.walk(target) if isinstance(n, ast.Name)):
             self.kinds[name] = _join(self.kinds.get(name), kind, name in self.kinds)
+            if condition is not None:
+                self.under.setdefault(name, (origin, condition[0]))
+            self.sources.setdefault(name, set()).update(read - {name})
 
-    def condition(self, node: ast.expr, origin: Origin) -> Origin | None:
-        return (origin_of(node) or origin) if kind_of(node, self.kinds) else None
+    def condition(self, node: ast.expr, origin: Origin) -> tuple[Origin, ast.expr] | None:
+        return ((origin_of(node) or origin), node) if kind_of(node, self.kinds) else None
 
     def scan(self, node: ast.AST, condition: Origin | None, origin: Origin) -> None:
         if condition is None or self.collect:

@@ -401,12 +401,20 @@ def warn_divergent_operations(function: ast.FunctionDef) -> list[str]:
     """A JittileWarning at each warp- or block-synchronous operation that runs under a
     lane-dependent condition; returns the messages."""
     messages = []
-    for where, rule, condition in divergent_operations(function):
+    for where, rule, condition, cause in divergent_operations(function):
         message = (
             f"{where.location}: {rule}, but it runs under a condition that differs between "
             f"the lanes of a warp ({condition.location}: {condition.text!r}); issue it "
             f"where the whole warp runs, e.g. under a condition on T.cuda.warp_id()"
         )
+        if cause is not None:
+            name, assignment, under = cause
+            message += (
+                f". It differs because {HELPER_PREFIX.sub('', name)!r} is assigned under "
+                f"{under.text!r} at {assignment.location}: the check follows names, not "
+                f"program order, so if that assignment never reaches this code, give the name "
+                f"another name there"
+            )
         messages.append(message)
         warnings.warn_explicit(
             JittileWarning(message), JittileWarning, where.location.filename, where.location.lineno
