@@ -6,11 +6,9 @@ GPU spin (``common.median_ms``) so that the events see device time only; every c
 microseconds per call, with the GPU kept busy (``common.host_us``), beside it (``host_us``: what
 an ungated short shape would add); every output's max error against a float32 reference (on
 the first batch entry's heads, to keep the reference small).
-The other builds of jittile are timed beside its default (each where it is built and not the
-default): ``jittile_BN<rows>`` with another key block (``KEY_ROWS[D]``),
-``jittile_other_consumers`` with the other consumer warpgroup count (D=64: two instead of
-three), ``jittile_other_turns`` with the consumers' turns at the tensor cores the other way
-from ``TURNS[D]``.
+jittile's other builds of each shape's head dimension (``attention_fwd.other_builds``: another
+key block, consumer count, turn-taking) are timed beside its default, named by their options
+(``jittile_key_rows96``, ``jittile_consumers2``, ``jittile_turnsFalse``).
 
     PYTHONPATH=$PWD python3 bench/attention.py [RUN [D ...]]  # bench/results/attention_runRUN.json
 
@@ -61,35 +59,8 @@ def contenders(torch):
 
         return run
 
-    def key_block(rows):
-        def run(q, k, v, causal):
-            head_dim = q.shape[-1]
-            if rows not in attention_fwd.KEY_ROWS[head_dim]:
-                return None
-            if rows == attention_fwd.key_block(head_dim, causal):
-                return None
-            return attention_fwd.attention(q, k, v, causal=causal, key_rows=rows)
-
-        return run
-
-    def other_consumers(q, k, v, causal):
-        others = attention_fwd.CONSUMERS[q.shape[-1]][1:]
-        if not others:
-            return None
-        return attention_fwd.attention(q, k, v, causal=causal, consumers=others[0])
-
-    def other_turns(q, k, v, causal):
-        turns = not attention_fwd.TURNS[q.shape[-1]]
-        return attention_fwd.attention(q, k, v, causal=causal, turns=turns)
-
     found = {
         "jittile": lambda q, k, v, causal: attention_fwd.attention(q, k, v, causal=causal),
-        **{
-            f"jittile_BN{rows}": key_block(rows)
-            for rows in sorted({r for built in attention_fwd.KEY_ROWS.values() for r in built})
-        },
-        "jittile_other_consumers": other_consumers,
-        "jittile_other_turns": other_turns,
         "sdpa_cudnn": sdpa(SDPBackend.CUDNN_ATTENTION),
         "sdpa_flash": sdpa(SDPBackend.FLASH_ATTENTION),
     }
@@ -104,6 +75,19 @@ def contenders(torch):
     except ImportError:
         pass
     return found
+
+
+def other_builds(head_dim: int, causal: bool) -> dict:
+    """name -> fn(q, k, v, causal) for jittile's other builds at this head dimension."""
+    import attention_fwd
+
+    def build(options):
+        return lambda q, k, v, causal: attention_fwd.attention(q, k, v, causal=causal, **options)
+
+    return {
+        "jittile_" + "_".join(f"{key}{value}" for key, value in options.items()): build(options)
+        for options in attention_fwd.other_builds(head_dim, causal)
+    }
 
 
 def reference(torch, q, k, v, causal):
@@ -133,14 +117,12 @@ def measure(torch, shape, causal: bool, found: dict) -> dict:
     flops = 4 * batch * heads * seq * seq * head_dim / (2 if causal else 1)
     row = {"B": batch, "H": heads, "H_kv": kv_heads, "S": seq, "D": head_dim, "causal": causal}
     calls = {}
-    for name, fn in found.items():
+    for name, fn in {**found, **other_builds(head_dim, causal)}.items():
         try:
             out = fn(q, k, v, causal)
             torch.cuda.synchronize()
         except Exception as exc:  # a backend without this shape (D=256, GQA...): recorded
             row[name] = {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
-            continue
-        if out is None:  # a variant this shape does not have
             continue
         heads_checked = expected.shape[1]
         error = (out[:1, :heads_checked].float() - expected).abs().max().item()
@@ -178,8 +160,8 @@ def main() -> None:
                         if "tflops" in row[name]
                         else row[name]["error"][:60]
                     )
-                    for name in found
-                    if name in row
+                    for name, entry in row.items()
+                    if isinstance(entry, dict)
                 ),
                 flush=True,
             )
