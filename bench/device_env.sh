@@ -11,3 +11,22 @@ export JITTILE_CACHE_DIR=${JITTILE_CACHE_DIR:-/tmp/jittile-device-cache-$run}
 export JITTILE_PRINT_AUTOTUNING=1
 log="$out/device_run$run.log"
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; nproc; date -u; } > "$log" 2>&1
+
+# run_step NAME SECONDS OUTPUT COMMAND...: COMMAND under a timeout, its output into OUTPUT (the
+# log itself when OUTPUT is "$log"), then "NAME rc=STATUS TIME" into the log.
+run_step() {
+  local name=$1 seconds=$2 output=$3
+  shift 3
+  if [ "$output" = "$log" ]; then
+    timeout "$seconds" "$@" >> "$log" 2>&1
+  else
+    timeout "$seconds" "$@" > "$output" 2>&1
+  fi
+  echo "$name rc=$? $(date -u +%T)" >> "$log"
+}
+
+# result NAME: the file a benchmark writes for this run, bench/results/NAME_runRUN.json (RUN in
+# two digits at least, as bench/common.py names it).
+result() { printf "bench/results/%s_run%02d.json" "$1" "$run"; }
+
+GPU_TESTS=(python3 -m pytest -m gpu -q -p no:cacheprovider -rf --tb=short)

@@ -9,19 +9,12 @@
 # Usage (on the GPU machine, from the project root): bash bench/run_cluster_device.sh "$OUT" RUN
 export JITTILE_CACHE_DIR=${JITTILE_CACHE_DIR:-/tmp/jittile-device-cache}  # kept across calls
 source bench/device_env.sh "$@"
-timeout 150 python3 bench/cluster_arrive_ab.py 512x4096x4096:64x256 256x8192x8192:64x256 \
-  4096x4096x4096:128x256 >> "$log" 2>&1
-echo "arrive A/B rc=$? $(date -u +%T)" >> "$log"
-timeout 80 python3 bench/gemm_intercept.py "$run" >> "$log" 2>&1
-echo "intercept rc=$? $(date -u +%T)" >> "$log"
-timeout 200 python3 bench/gemm.py "$run" --samples 10 --only "${GEMM_KIND:-bf16}" \
-  > "$out/gemm_bench_run$run.log" 2>&1
-echo "gemm bench rc=$? $(date -u +%T)" >> "$log"
-timeout 110 python3 -m pytest -m gpu -q -p no:cacheprovider -rf --tb=short --durations=8 \
-  tests/test_gpu.py -k "mapa or multicast or cluster" \
-  tests/test_gpu_gemm.py > "$out/gemm_tests_run$run.log" 2>&1
-echo "gemm tests rc=$? $(date -u +%T)" >> "$log"
-printf -v file "bench/results/gemm_run%02d.json" "$run"
-printf -v fits "bench/results/gemm_intercept_run%02d.json" "$run"
-cp "$file" "$fits" "$out/" 2>> "$log"
+run_step "arrive A/B" 150 "$log" python3 bench/cluster_arrive_ab.py \
+  512x4096x4096:64x256 256x8192x8192:64x256 4096x4096x4096:128x256
+run_step "intercept" 80 "$log" python3 bench/gemm_intercept.py "$run"
+run_step "gemm bench" 200 "$out/gemm_bench_run$run.log" \
+  python3 bench/gemm.py "$run" --samples 10 --only "${GEMM_KIND:-bf16}"
+run_step "gemm tests" 110 "$out/gemm_tests_run$run.log" "${GPU_TESTS[@]}" --durations=8 \
+  tests/test_gpu.py -k "mapa or multicast or cluster" tests/test_gpu_gemm.py
+cp "$(result gemm)" "$(result gemm_intercept)" "$out/" 2>> "$log"
 date -u >> "$log"

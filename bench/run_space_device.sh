@@ -8,13 +8,9 @@ export JITTILE_CACHE_DIR=${JITTILE_CACHE_DIR:-/tmp/jittile-device-cache}  # kept
 source bench/device_env.sh "$@"
 timeout 90 python3 bench/wgmma_rate.py "$run" 2>&1 | grep -v '^ \|^{\|^}' >> "$log"
 echo "wgmma rate rc=$? $(date -u +%T)" >> "$log"
-timeout 240 python3 bench/gemm.py "$run" --samples 10 --only "${GEMM_KIND:-bf16}" \
-  > "$out/gemm_bench_run$run.log" 2>&1
-echo "gemm bench rc=$? $(date -u +%T)" >> "$log"
-timeout 150 python3 -m pytest -m gpu -q -p no:cacheprovider -rf --tb=short --durations=8 \
-  tests/test_gpu_gemm.py > "$out/gemm_tests_run$run.log" 2>&1
-echo "gemm tests rc=$? $(date -u +%T)" >> "$log"
-printf -v file "bench/results/gemm_run%02d.json" "$run"
-printf -v rate "bench/results/wgmma_rate_run%02d.json" "$run"
-cp "$file" "$rate" "$out/" 2>> "$log"
+run_step "gemm bench" 240 "$out/gemm_bench_run$run.log" \
+  python3 bench/gemm.py "$run" --samples 10 --only "${GEMM_KIND:-bf16}"
+run_step "gemm tests" 150 "$out/gemm_tests_run$run.log" "${GPU_TESTS[@]}" --durations=8 \
+  tests/test_gpu_gemm.py
+cp "$(result gemm)" "$(result wgmma_rate)" "$out/" 2>> "$log"
 date -u >> "$log"
