@@ -68,6 +68,21 @@ DIVERGENT = [  # (body, the line offset of the operation, of the condition, the 
     (f"for i in range(lane):\n    {ALIGNED}", 1, 0, "for i in range(lane):"),
     (f"while tid < n:\n    {ALIGNED}", 1, 0, "tid < n"),
     (f"if lane != 0:\n    return\n{ALIGNED}", 2, 0, "lane != 0"),
+    # shared memory read at a lane-dependent index; a local array stored into under a lane
+    # condition (each thread's own)
+    (
+        f"s = T.alloc_shared((32,), 'int32')\nT.cuda.cta_sync()\nif s[lane] == 1:\n    {ALIGNED}",
+        3,
+        2,
+        "s[lane] == 1",
+    ),
+    (
+        f"a = T.alloc_local((2,), 'int32')\na[0] = 0\nif lane == 0:\n    a[0] = 1\n"
+        f"if a[0] == 1:\n    {ALIGNED}",
+        5,
+        4,
+        "a[0] == 1",
+    ),
     (f"for i in range(4):\n    if lane == i:\n        continue\n    {ALIGNED}", 3, 1, "lane == i"),
     (
         f"x = T.uint32(0)\nif lane == 0:\n    x = T.uint32(1)\nif x == 1:\n    {ALIGNED}",
@@ -101,6 +116,12 @@ UNIFORM = [
     "if lane == 0:\n    T.ptx.mbarrier.init.shared.b64(T.uint32(0), T.uint32(1))",
     "T.cuda.cta_sync()\nT.cuda.cluster_sync()",
     f"if T.cuda.thread_idx('y') == 0:\n    {ALIGNED}",
+    # memory every lane sees, written by one thread, read at a lane-independent index
+    f"s = T.alloc_shared((4,), 'int32')\nif tid == 0:\n    s[warp] = n\nT.cuda.cta_sync()\n"
+    f"if s[warp] == 1:\n    {ALIGNED}",
+    f"if tid == 0:\n    Out[warp] = 1\nif Out[warp] == 1:\n    {ALIGNED}",
+    # a store under a lane condition assigns its array, not the names in its index
+    f"i = warp\nif lane == 0:\n    Out[i] = 1\nif i == 1:\n    {ALIGNED}",
 ]
 
 

@@ -10,8 +10,12 @@ after a ``return``/``break``/``continue`` that some lanes take.
 Which values differ between lanes is a small, flow-insensitive analysis: the lane index and the
 thread index vary, and so does anything computed from them or assigned under a condition that
 varies, except a thread index divided by a multiple of 32 (the warp index) or compared against a
-multiple of 32 (whole warps on each side). Being flow-insensitive, it follows names, not program
-order: a name assigned under a lane-dependent condition anywhere (in a producer warp's
+multiple of 32 (whole warps on each side). A store ``x[i] = v`` assigns ``x`` alone (not the
+names in its index), and a store into memory every lane sees (a shared buffer, a tensor
+parameter) assigns nothing: a warp's load of one address gives every lane the same value, so
+such memory read at a lane-independent index is lane-independent whoever wrote it (a thread's
+local array, by contrast, differs by lane after a store under a lane-dependent condition).
+Being flow-insensitive, it follows names, not program order: a name assigned under a lane-dependent condition anywhere (in a producer warp's
 ``if tid == 0:``, say) differs by lane wherever it is read, so a warning whose condition depends
 on such an assignment names it (:func:`cause_of`).
 ``threadIdx.y``/``.z`` are taken as uniform across a warp, which holds when ``blockDim.x`` is a
@@ -44,18 +48,35 @@ def divergent_operations(
     """``(where, rule, condition, cause)`` for each marked call that runs under a lane-dependent
     condition; ``cause`` is :func:`cause_of` the condition."""
     kinds: dict[str, str | None] = {}
+    seen_by_all = _memory_every_lane_sees(function)
     while True:  # name kinds, to a fixed point (conditions depend on them and they on conditions)
         before = dict(kinds)
-        collector = _Walker(kinds, origin_of(function), collect=True)
+        collector = _Walker(kinds, origin_of(function), seen_by_all, collect=True)
         collector.block(function.body, None)
         if kinds == before:
             break
-    walker = _Walker(kinds, origin_of(function), collect=False)
+    walker = _Walker(kinds, origin_of(function), seen_by_all, collect=False)
     walker.block(function.body, None)
     return [
         (where, rule, condition, cause_of(node, kinds, collector.under, collector.sources))
         for where, rule, (condition, node) in walker.found
     ]
+
+
+def _memory_every_lane_sees(function: ast.FunctionDef) -> frozenset[str]:
+    """The names of the lowered kernel that stand for memory all its threads share: its
+    parameters (the tensors; scalars are never stored into) and its shared buffers (assigned
+    from the lowering's ``__jt_smem_*`` views)."""
+    names = {a.arg for a in function.args.args}
+    for node in ast.walk(function):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Name)
+            and node.value.func.id.startswith("__jt_smem_")
+        ):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return frozenset(names)
 
 
 def cause_of(
@@ -83,9 +104,10 @@ class _Walker:
     runs under: collecting the kind of each assigned name (a value assigned under such a
     condition differs between lanes), or finding marked calls under one."""
 
-    def __init__(self, kinds: dict, origin: Origin, collect: bool):
+    def __init__(self, kinds: dict, origin: Origin, seen_by_all: frozenset, collect: bool):
         self.kinds = kinds
         self.origin = origin
+        self.seen_by_all = seen_by_all
         self.collect = collect
         self.found: list[tuple[Origin, str, tuple[Origin, ast.expr]]] = []
         # name -> (its first assignment under a lane-dependent condition, that condition)
@@ -129,11 +151,26 @@ class _Walker:
             return
         kind = LANE if condition is not None else kind_of(value, self.kinds)
         read = {n.id for n in ast.walk(value) if isinstance(n, ast.Name) and self.kinds.get(n.id)}
-        for name in (n.id for n in ast.walk(target) if isinstance(n, ast.Name)):
+        for name in self.assigned(target):
             self.kinds[name] = _join(self.kinds.get(name), kind, name in self.kinds)
             if condition is not None:
                 self.under.setdefault(name, (origin, condition[0]))
             self.sources.setdefault(name, set()).update(read - {name})
+
+    def assigned(self, target: ast.expr) -> list[str]:
+        """The names a store into ``target`` changes: a name, the names of a tuple, the array
+        of a subscript unless every lane sees its memory."""
+        if isinstance(target, ast.Name):
+            return [target.id]
+        if isinstance(target, (ast.Tuple, ast.List)):
+            return [name for element in target.elts for name in self.assigned(element)]
+        if isinstance(target, ast.Starred):
+            return self.assigned(target.value)
+        while isinstance(target, ast.Subscript):
+            target = target.value
+        if isinstance(target, ast.Name) and target.id not in self.seen_by_all:
+            return [target.id]
+        return []
 
     def condition(self, node: ast.expr, origin: Origin) -> tuple[Origin, ast.expr] | None:
         return ((origin_of(node) or origin), node) if kind_of(node, self.kinds) else None
