@@ -24,7 +24,7 @@ def examples():
 
     spec = T.Tensor((None, None), "bfloat16")
     fp8 = T.Tensor((None, None), "float8_e4m3fn")
-    work = (T.Tensor((None, None), "float32"), T.Tensor((None,), "int32"))  # sums, arrivals
+    work = (T.Tensor((None,), "float32"), T.Tensor((None,), "int32"))  # sums, counters
     scale = T.Tensor((1,), "float32")
     one = (gemm_bf16.np.int32(1),) * 3
     return {

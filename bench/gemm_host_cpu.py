@@ -43,16 +43,15 @@ def main() -> None:
 
     tuned = gemm_bf16.gemm_bf16_tuned
     gemm_bf16.current_stream = lambda c: 0  # the stand-ins' stream (no CuPy here)
+    gemm_bf16.new_workspace = lambda c, m, n, sums=None: (  # what the example would allocate
+        CupyLike(0x7300_0000_0000, (max(sums or 4, 4),), np.float32),
+        CupyLike(0x7400_0000_0000, (gemm_bf16.arrival_slots(m, n),), np.int32),
+    )
     results = {}
     for m, n, k in ((1024, 1024, 1024), (16, 4096, 4096), (4096, 4096, 4096)):
         a = CupyLike(0x7000_0000_0000, (m, k), ml_dtypes.bfloat16)
         b = CupyLike(0x7100_0000_0000, (n, k), ml_dtypes.bfloat16)
         c = CupyLike(0x7200_0000_0000, (m, n), ml_dtypes.bfloat16)
-        for shape, stream in (((m, n), 0), ((1, 4), None)):  # what the example would allocate
-            gemm_bf16.WORKSPACES[(shape, "host", stream)] = (
-                CupyLike(0x7300_0000_0000, shape, np.float32),
-                CupyLike(0x7400_0000_0000, (gemm_bf16.arrival_slots(*shape),), np.int32),
-            )
         for config in gemm_bf16.BF16_SPACE.candidates(m, n, k)[:3]:
             tuned._tune = lambda *args, chosen=config: chosen  # the tuning already made
             tuned.reset()

@@ -20,14 +20,13 @@ The tuning space (``BF16_SPACE``; ``jittile.autotune`` keyed on M, N, K, see doc
 - tiles 128x256 (4 stages, GROUP_M 8 or 16, or 3 stages), 128x192 (5; fewer idle SMs in the
   last wave where 128x256's is partial), 128x128 (6 stages), 64x256 (5) and 64x128 (8): 64-row
   tiles run one consumer warpgroup (256 threads);
-- split-K (``SPLIT`` 2, 4, 8) for all but 128x256 and 128x192 (whose fp32 staging would spill
-  past the 168 registers of a 384-thread block), in one launch: the K range is cut in SPLIT
-  pieces, each job adds its fp32 partial tile into an fp32 workspace with
-  ``cp.reduce.async.bulk.tensor ... .add``, waits for the reductions, and counts its arrival
-  with ``T.cuda.atomic_add`` (acq_rel); the last split of each 64-row block loads the block's
-  sums back with TMA, rounds them into C and zeroes them and its counter, so the workspace
-  (made zero once per shape) is zero for the next launch (``settle``, which cites the
-  memory-model rules);
+- split-K (``SPLIT`` 2, 4, 8), in one launch: the K range is cut in SPLIT pieces, and the
+  splits of each 64-row block of a tile meet in ``settle``: each takes a ticket
+  (``T.cuda.atomic_add``); all but the last store their fp32 fragments into a workspace from
+  registers and count themselves done (release), the last waits for that count (acquire), adds
+  the others' fragments to its own in split order (the result does not depend on which came
+  last) and writes the block as an unsplit job does, then resets the counters for the next
+  launch (``settle`` cites the memory-model rules);
 - swap-AB for M <= 64 (``SWAP``): ``C.T = B @ A.T``, B's rows fill wgmma's 64-row side in 128-row
   tiles and M becomes wgmma's N (16, 32 or 64); the epilogue transposes with ``stmatrix .trans``;
   with split-K 1, 2, 4 or 8.
@@ -68,7 +67,6 @@ MULTICAST_LOAD = (
     ".multicast::cluster"
 )
 STORE = "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"
-REDUCE = "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group"
 # The wgmma forms by N (16, 32, ... 256: index N // 16 - 1). Tuples of strings, not a dict: a
 # kernel that reads a mutable global has it re-checked on every launch (jittile/watch.py), which
 # cost a third of a tuned launch's host time.
@@ -278,58 +276,27 @@ def bf16_pair(frag, r, scale, SCALED):
 
 
 @jittile.func
-def stage_f32(frag, S_s, scale, part, half, lane, WIDTH, SWAP, SCALED):
-    """The fragment's fp32 columns [part*WIDTH, +WIDTH) into ``S_s[half]`` (transposed with
-    SWAP): registers 4g, 4g+1 hold row lane/4, columns 8g + 2(lane%4) + 0/1; 4g+2, 4g+3 row +8."""
-    rows = ((T.cuda.warp_id() % 4) * 16 + lane // 4, (T.cuda.warp_id() % 4) * 16 + lane // 4 + 8)
-    col = 2 * (lane % 4)  # the index parts that vary by thread, once: 128 stores follow
-    for g in T.unroll(WIDTH // 8):
-        r = 4 * (part * WIDTH // 8 + g)
-        for e in T.unroll(4):
-            value = frag[r + e] * scale if SCALED else frag[r + e]
-            if SWAP:
-                S_s[half, col + (8 * g + e % 2), rows[e // 2]] = value
-            else:
-                S_s[half, rows[e // 2], col + (8 * g + e % 2)] = value
-
-
-@jittile.func
-def epilogue(frag, C, W, S_s, scale, row0, col0, half, leader, TILE_N, WIDTH, SPLIT, SWAP, SCALED):
+def epilogue(frag, C, S_s, scale, row0, col0, half, leader, TILE_N, WIDTH, SWAP, SCALED):
     """Write a consumer's 64 x TILE_N fragment at (row0, col0) of the (transposed with SWAP)
-    output in parts of WIDTH columns: bf16 TMA stores into C, or (SPLIT > 1) fp32 TMA reduce-adds
-    into the workspace W."""
+    output: rounded to bf16 in parts of WIDTH columns, each staged in ``S_s[half]`` and written
+    with a TMA store that clips at the output's edges."""
     lane = T.cuda.lane_id()
     for p in T.unroll(TILE_N // WIDTH):
         if leader:
             T.ptx.cp.async_.bulk.wait_group.read(0)  # the last store has read S_s
         T.ptx.bar.sync(1 + half, 128)
-        if SPLIT == 1:
-            stage_bf16(frag, S_s, scale, p, half, lane, WIDTH, SWAP, SCALED)
-        else:
-            stage_f32(frag, S_s, scale, p, half, lane, WIDTH, SWAP, SCALED)
+        stage_bf16(frag, S_s, scale, p, half, lane, WIDTH, SWAP, SCALED)
         T.ptx.fence.proxy.async_.shared__cta()  # the staged tile, into the async proxy
         T.ptx.bar.sync(1 + half, 128)
         if leader:
-            if SWAP and SPLIT == 1:
+            if SWAP:
                 T.cuda.tile.apply(
                     T.ptx[STORE], C, S_s[half], box=(TILE_N, 64), coords=(col0, row0 + 64 * half)
                 )
-            elif SWAP:
-                T.cuda.tile.apply(
-                    T.ptx[REDUCE], W, S_s[half], box=(TILE_N, 64), coords=(col0, row0 + 64 * half)
-                )
-            elif SPLIT == 1:
+            else:
                 T.cuda.tile.apply(
                     T.ptx[STORE],
                     C,
-                    S_s[half],
-                    box=(64, WIDTH),
-                    coords=(row0 + 64 * half, col0 + p * WIDTH),
-                )
-            else:
-                T.cuda.tile.apply(
-                    T.ptx[REDUCE],
-                    W,
                     S_s[half],
                     box=(64, WIDTH),
                     coords=(row0 + 64 * half, col0 + p * WIDTH),
@@ -338,113 +305,98 @@ def epilogue(frag, C, W, S_s, scale, row0, col0, half, leader, TILE_N, WIDTH, SP
 
 
 @jittile.func
-def settle(
+def settle(frag, W, Arrivals, last_s, block, blocks, split, splits, leader, TILE_N, SPLIT):
+    """Split-K's meeting of the splits of one 64-row block of a tile (``block`` of ``blocks``):
+    whether this split is the block's last, which writes it. Each split takes a ticket
+    (``Arrivals[2 * block]``). A split that is not the last stores its fp32 fragment into its
+    slot of ``W`` (``split_slot``: thread-major, so that every store of a warp is one 128-byte
+    line, whatever the tile's orientation and edges) and counts itself done
+    (``Arrivals[2 * block + 1]``); the last waits until the others are done, replaces its
+    fragment by the sum of every split's and resets both counters for the next launch. The sum
+    does not depend on which split came last: two add in either order alike, and with more
+    the last stores its own fragment too and adds all of them in split order. ``W`` is never
+    read before it is written: it needs no zeroing, only the counters start at zero.
+    The memory model (PTX ISA 9.1): each writer thread's ``fence.acq_rel.gpu`` (9.7.13.4,
+    ``membar``/``fence``) orders its stores before the ``bar.sync`` (9.7.13.1) after which its
+    leader's release atomic (9.7.13.5, ``atom``) counts the slot done; the last split's leader
+    reads the count with an acquire atomic, and its threads, after a ``bar.sync``, fence
+    (acquire) before they load the slots: the release/acquire pattern of the memory model
+    (section 8), extended to the warpgroup by the barriers and fences."""
+    half = T.cuda.warp_id() // 4 - 1
+    t = T.cuda.thread_idx("x") % 128
+    if leader:
+        last_s[half] = T.cuda.atomic_add(Arrivals, 2 * block, 1)
+    T.ptx.bar.sync(1 + half, 128)
+    last = last_s[half] == splits - 1
+    if SPLIT > 2 or not last:
+        slot = split_slot(split, block, blocks, t, TILE_N)
+        for r in T.unroll(TILE_N // 2):
+            W[slot + T.uint64(128 * r)] = frag[r]
+    if last:
+        if leader:
+            while T.cuda.atomic_add(Arrivals, 2 * block + 1, 0, sem="acquire") < splits - 1:
+                pass
+            Arrivals[2 * block] = 0  # every split took its ticket and is done: none adds again
+            Arrivals[2 * block + 1] = 0
+        T.ptx.bar.sync(1 + half, 128)
+        T.cuda.threadfence()
+        if SPLIT > 2:
+            for r in T.unroll(TILE_N // 2):
+                frag[r] = 0.0
+        for s in range(splits):
+            if SPLIT > 2 or s != split:
+                at = split_slot(s, block, blocks, t, TILE_N)
+                for r in T.unroll(TILE_N // 2):
+                    frag[r] += W[at + T.uint64(128 * r)]
+    else:
+        T.cuda.threadfence()
+        T.ptx.bar.sync(1 + half, 128)
+        if leader:
+            T.cuda.atomic_add(Arrivals, 2 * block + 1, 1, sem="release")
+    return last
+
+
+@jittile.func
+def split_slot(split, block, blocks, t, TILE_N):
+    """Where thread ``t``'s register 0 of split ``split``'s fp32 fragment of 64-row block
+    ``block`` lies in ``W``; its register r lies ``128 * r`` further. Unsigned 64-bit, so that
+    those constant offsets fold into the loads' and stores' addresses (a signed index would
+    also be checked for Python's negative-index wraparound, element by element)."""
+    return T.uint64((split * blocks + block) * (64 * TILE_N) + t)
+
+
+@jittile.func
+def finish(
+    frag,
     C,
     W,
     Arrivals,
     S_s,
-    ready,
     last_s,
-    slot,
-    splits,
-    loads,
+    scale,
     row0,
     col0,
-    rows,
-    cols,
+    block,
+    blocks,
+    split,
+    splits,
+    half,
     leader,
     TILE_N,
     WIDTH,
+    SPLIT,
     SWAP,
+    SCALED,
 ):
-    """After a split's reduce-adds into W: count its arrival at its 64-row block of the tile
-    (``Arrivals[slot]``). The block's last split loads the block's fp32 sums from W into
-    ``S_s`` with TMA (``ready``: its mbarrier, ``loads`` the loads it completed so far, which
-    it returns updated), rounds them into C and zeroes them and the count, so W and Arrivals
-    are zero again for the next launch (they are zeroed once, when made: ``new_workspace``).
-    The memory model (PTX ISA 9.1's section numbers):
-
-    - 9.7.9.25.2 "Async Proxy": the reduce-adds are async-proxy writes, and the completion of a
-      ``cp.reduce.async.bulk`` is followed by an implicit generic-async proxy fence: once
-      ``cp.async.bulk.wait_group 0`` observes it (the full completion; ``.read`` only waits for
-      the shared source to be read), the writes are visible to the generic proxy. The explicit
-      ``fence.proxy.async.global`` after the wait orders them the same way without relying on
-      that (a proxy fence belongs in the CTA of the async access: the writer's).
-    - 9.7.13.5 ``atom``, with ``.acq_rel`` at ``.gpu`` scope: its release half orders this
-      thread's completed writes before its arrival, its acquire half orders what the last
-      arriver does next after every earlier split's release (8, Memory Consistency Model:
-      release and acquire patterns, causality order).
-    - The last arriver's TMA loads of W are async-proxy reads: a ``fence.proxy.async.global``
-      after the acquire puts them after it in the async proxy too; the mbarrier's completion
-      makes the loaded bytes visible to the warpgroup, and ``bar.sync`` (9.7.13.1) keeps
-      ``S_s`` until every thread has read it. W's zeros and the reset count are plain stores
-      that only the next launch reads (the kernel boundary orders them)."""
-    half = T.cuda.warp_id() // 4 - 1
-    if leader:
-        T.ptx.cp.async_.bulk.wait_group(0)  # every reduce-add of this job performed its writes
-        T.ptx.fence.proxy.async_.global_()
-        last_s[half] = T.cuda.atomic_add(Arrivals, slot, 1, sem="acq_rel")
-    T.ptx.bar.sync(1 + half, 128)
-    if last_s[half] == splits - 1:
-        if leader:
-            T.ptx.fence.proxy.async_.global_()  # the acquired sums, for the TMA loads below
-        if SWAP:  # the block of C.T: one load of TILE_N x 64
-            loads = round_block(
-                C, W, S_s, ready, loads, col0, row0 + 64 * half, cols, rows, leader, TILE_N, 64
-            )
-        else:  # parts of WIDTH columns (one row of S_s)
-            for p in T.unroll(TILE_N // WIDTH):
-                loads = round_block(
-                    C,
-                    W,
-                    S_s,
-                    ready,
-                    loads,
-                    row0 + 64 * half,
-                    col0 + WIDTH * p,
-                    rows,
-                    cols,
-                    leader,
-                    64,
-                    WIDTH,
-                )
-        if leader:
-            Arrivals[slot] = 0
-    return loads
-
-
-@jittile.func
-def round_block(C, W, S_s, ready, loads, top, left, m, n, leader, HEIGHT, WIDTH):
-    """The HEIGHT x WIDTH block of W at (top, left) (in an m x n W) loaded into the
-    warpgroup's ``S_s`` with TMA (zeros past m and n), rounded into C and zeroed in W, row by
-    row (consecutive threads on consecutive columns: coalesced); the load count, plus one."""
-    half = T.cuda.warp_id() // 4 - 1
-    if leader:
-        T.ptx.mbarrier.arrive.expect_tx.shared.b64(
-            ready.ptr_to([half]), T.uint32(HEIGHT * WIDTH * 4)
+    """A job's end: its fragment into C, or with split-K into the meeting of its block's
+    splits (``settle``), after which the last split writes the sum into C."""
+    writes = True
+    if SPLIT > 1:
+        writes = settle(
+            frag, W, Arrivals, last_s, block, blocks, split, splits, leader, TILE_N, SPLIT
         )
-        T.cuda.tile.apply(
-            T.ptx[LOAD],
-            S_s[half],
-            W,
-            box=(HEIGHT, WIDTH),
-            coords=(top, left),
-            mbar=ready.ptr_to([half]),
-        )
-    T.cuda.mbarrier_wait(ready.ptr_to([half]), loads & 1)
-    e = T.uint32(T.cuda.thread_idx("x") % 128)
-    stop = min(HEIGHT, m - top) * WIDTH  # the rows inside W (a run-time count: not unrolled)
-    while e < stop:
-        r = e // WIDTH
-        c = e % WIDTH
-        row = T.uint32(top + r)  # unsigned indices: no negative-index wraparound code
-        col = T.uint32(left + c)
-        if col < n:
-            C[row, col] = S_s[half, r, c]
-            W[row, col] = 0.0
-        e += 128
-    T.ptx.bar.sync(1 + half, 128)  # every thread read S_s[half] before it is written again
-    return loads + 1
+    if writes:
+        epilogue(frag, C, S_s, scale, row0, col0, half, leader, TILE_N, WIDTH, SWAP, SCALED)
 
 
 @jittile.func
@@ -457,11 +409,8 @@ def consume(
     C,
     W,
     Arrivals,
-    ready,
     last_s,
     scale,
-    rows,
-    cols,
     jobs,
     tiles_m,
     tiles_n,
@@ -479,12 +428,11 @@ def consume(
     CLUSTER,
 ):
     """A consumer warpgroup's persistent loop: each job's K range into ``acc`` (or with PROMOTE
-    each K-stage alone into ``acc``, added into ``total``), then its epilogue (with split-K,
-    its reduce-adds and its arrival: ``settle``)."""
+    each K-stage alone into ``acc``, added into ``total``), then its epilogue (``finish``)."""
     half = T.cuda.warp_id() // 4 - 1
     leader = T.cuda.thread_idx("x") % 128 == 0
     splits = split_count(k_tiles, SPLIT)
-    loads = 0  # the split-K block loads into S_s this warpgroup completed (ready's phase)
+    blocks = tiles_m * tiles_n * (TILE_M // 64)  # split-K's 64-row blocks (CLUSTER is 1)
     acc = T.alloc_local((64, TILE_N), "float32", layout=wgmma_accumulator)
     if PROMOTE:
         total = T.alloc_local((64, TILE_N), "float32", layout=wgmma_accumulator)
@@ -516,19 +464,26 @@ def consume(
                     if i > 0 and leader:
                         release(empty, (it + RING - 1) % RING, CLUSTER)
                 it += 1
-            tile = T.uint32(job) // SPLIT
             row0, col0 = job_origin(
                 job, rank, tiles_m, tiles_n, TILE_M, TILE_N, GROUP, SPLIT, CLUSTER
             )
+            block = T.uint32(job) // SPLIT * (TILE_M // 64) + half
+            split = T.uint32(T.uint32(job) % SPLIT)
             if PROMOTE:
-                epilogue(
+                finish(
                     total,
                     C,
                     W,
+                    Arrivals,
                     S_s,
+                    last_s,
                     scale,
                     row0,
                     col0,
+                    block,
+                    blocks,
+                    split,
+                    splits,
                     half,
                     leader,
                     TILE_N,
@@ -541,14 +496,20 @@ def consume(
                 T.ptx.wgmma.wait_group.sync.aligned(0)
                 if leader:
                     release(empty, (it + RING - 1) % RING, CLUSTER)
-                epilogue(
+                finish(
                     acc,
                     C,
                     W,
+                    Arrivals,
                     S_s,
+                    last_s,
                     scale,
                     row0,
                     col0,
+                    block,
+                    blocks,
+                    split,
+                    splits,
                     half,
                     leader,
                     TILE_N,
@@ -556,26 +517,6 @@ def consume(
                     SPLIT,
                     SWAP,
                     SCALED,
-                )
-            if SPLIT > 1:
-                loads = settle(
-                    C,
-                    W,
-                    Arrivals,
-                    S_s,
-                    ready,
-                    last_s,
-                    tile * (TILE_M // 64) + half,
-                    splits,
-                    loads,
-                    row0,
-                    col0,
-                    rows,
-                    cols,
-                    leader,
-                    TILE_N,
-                    WIDTH,
-                    SWAP,
                 )
         job += T.cuda.grid_dim("x") // CLUSTER
     if leader:
@@ -608,28 +549,19 @@ def gemm_body(
 ):
     """The whole kernel over ``R @ Q.T`` (rows x cols): shared ring, barriers, producer and
     consumers. ``C`` (bf16) receives the product, transposed with SWAP; with SPLIT > 1 the
-    splits add their partial sums into the fp32 workspace ``W`` (same orientation as C, zero on
-    entry and on exit) and count their arrivals per 64-row block of a tile in ``Arrivals``
-    (int32, zero likewise), and the last split of a block writes it into C. With CLUSTER > 1
+    splits of a 64-row block of a tile meet in ``settle``: all but the last store their fp32
+    fragments into the workspace ``W`` (``split_sums`` elements, any contents on entry), and
+    the last adds them to its own and writes the block into C; ``Arrivals`` (two int32 counters
+    per block: ``arrival_slots``) is zero on entry and on exit. With CLUSTER > 1
     (SPLIT 1, no SWAP; launched in clusters of CLUSTER CTAs along x) the CTAs of a cluster
     compute CLUSTER tiles stacked along M and multicast their shared Q tile: each stage's
     ``empty`` barrier then counts the consumers of every CTA of the cluster, and the producer
     waits for every stage's release before its CTA may leave (an aligned cluster barrier at the
     end hung on the H200, run 60)."""
     consumers = TILE_M // 64
-    # a consumer's staged output part: the whole (transposed) tile with SWAP, else 128 bf16 or
-    # 64 fp32 columns (one 256-byte row); 64 bf16 where 128 does not divide the tile (N = 192);
-    # 32 fp32 columns for 128x256 split-K (16 KB, so that 4 stages fit: with 3 the ring hid too
-    # little of the loads' latency, run 64)
-    width = (
-        TILE_N
-        if SWAP
-        else 128
-        if SPLIT == 1 and TILE_N % 128 == 0
-        else 32
-        if TILE_M == 128 and TILE_N == 256
-        else 64
-    )
+    # a consumer's staged output part: the whole (transposed) tile with SWAP, else 128 columns
+    # (one 256-byte row), 64 where 128 does not divide the tile (N = 192)
+    width = TILE_N if SWAP else 128 if TILE_N % 128 == 0 else 64
     R_s = T.alloc_shared(
         (RING, consumers, 64, TILE_K),
         ELEMENT,
@@ -642,21 +574,17 @@ def gemm_body(
         layout=swizzle(3, (RING, TILE_N, TILE_K), ELEMENT),
         align=1024,
     )
-    staged = "bfloat16" if SPLIT == 1 else "float32"
     if SWAP:
-        S_s = T.alloc_shared((consumers, TILE_N, 64), staged, align=1024)
+        S_s = T.alloc_shared((consumers, TILE_N, 64), "bfloat16", align=1024)
     else:
-        S_s = T.alloc_shared((consumers, 64, width), staged, align=1024)
+        S_s = T.alloc_shared((consumers, 64, width), "bfloat16", align=1024)
     full = T.alloc_shared((RING,), "uint64")
     empty = T.alloc_shared((RING,), "uint64")
     last_s = T.alloc_shared((consumers,), "int32")  # a split's arrival, told its warpgroup
-    ready = T.alloc_shared((consumers,), "uint64")  # a last split's loads of its block of W
     if T.cuda.thread_idx("x") == 0:
         for s in T.unroll(RING):
             T.ptx.mbarrier.init.shared.b64(full.ptr_to([s]), T.uint32(1))
             T.ptx.mbarrier.init.shared.b64(empty.ptr_to([s]), T.uint32(consumers * CLUSTER))
-        for h in T.unroll(consumers):
-            T.ptx.mbarrier.init.shared.b64(ready.ptr_to([h]), T.uint32(1))
         if CLUSTER == 1:
             T.ptx.fence.proxy.async_.shared__cta()
         else:  # the barriers, for the other CTAs' multicasts and arrivals
@@ -706,11 +634,8 @@ def gemm_body(
             C,
             W,
             Arrivals,
-            ready,
             last_s,
             scale,
-            rows,
-            cols,
             jobs,
             tiles_m,
             tiles_n,
@@ -876,7 +801,7 @@ def gemm_bf16_tuned(
     A: T.Tensor((None, None), "bfloat16"),
     B: T.Tensor((None, None), "bfloat16"),
     C: T.Tensor((None, None), "bfloat16"),
-    W: T.Tensor((None, None), "float32"),
+    W: T.Tensor((None,), "float32"),
     Arrivals: T.Tensor((None,), "int32"),
     M: T.int32,
     N: T.int32,
@@ -889,10 +814,9 @@ def gemm_bf16_tuned(
     SWAP: T.constexpr,
     CLUSTER: T.constexpr,
 ):
-    """gemm_bf16 over the tuning space; with SPLIT > 1 the splits add into the fp32 workspace
-    W (M, N) and count their arrivals in Arrivals (``arrival_slots``), both zero before and
-    after a launch, and the last split of a block rounds it into C; CLUSTER CTAs of a cluster
-    share (multicast) their B tile."""
+    """gemm_bf16 over the tuning space; with SPLIT > 1 the splits of a block meet through the
+    fp32 workspace W and the counters Arrivals (zero before and after a launch), and the last
+    rounds the block's sum into C; CLUSTER CTAs of a cluster share (multicast) their B tile."""
     if SWAP:
         gemm_body(
             B,
@@ -978,24 +902,36 @@ def block_of(meta) -> int:
 
 
 def arrival_slots(m: int, n: int) -> int:
-    """Split-K arrival counters enough for every config of an M x N product: one per 64-row
-    block of a tile, at most 2 * ceil(rows / 128) * ceil(cols / 16) in either orientation."""
-    return max(2 * -(-rows // 128) * -(-cols // 16) for rows, cols in ((m, n), (n, m)))
+    """Split-K's counters, enough for every config of an M x N product: two per 64-row block
+    of a tile (tickets, and the splits done), at most 2 * ceil(rows / 128) * ceil(cols / 16)
+    blocks in either orientation."""
+    return 2 * max(2 * -(-rows // 128) * -(-cols // 16) for rows, cols in ((m, n), (n, m)))
+
+
+def split_sums(values: dict, m: int, n: int) -> int:
+    """The fp32 elements of ``W`` a split-K config (``Config.kwargs``) uses on an M x N output:
+    a slot of every tile's fragments per split (``split_slot``); 0 without split-K."""
+    if values["SPLIT"] == 1:
+        return 0
+    rows, cols = (n, m) if values["SWAP"] else (m, n)
+    tiles = -(-rows // values["BM"]) * -(-cols // values["BN"])
+    return values["SPLIT"] * tiles * values["BM"] * values["BN"]
 
 
 def workspace_for(space: Space, c, m: int, n: int, k: int) -> tuple:
-    """The split-K workspace (fp32 sums (M, N), int32 arrival counts) where a candidate splits,
-    else 1x4 and 1-element placeholders: made and zeroed once per shape, device and stream, as
-    a launch's host work must stay small. Every split-K launch leaves it zero again, so
-    launches in one stream's order share it; a launch on another stream (which may run at the
+    """The split-K workspace (fp32 partial sums, int32 counters) for the candidates of an
+    M x N x K product: made once per size, device and stream, as a launch's host work must stay
+    small (4 and 1 elements where none splits). Every split-K launch leaves its counters zero,
+    so launches in one stream's order share it; a launch on another stream (which may run at the
     same time) gets its own."""
-    if not space.splits(m, n, k):
-        key = ((1, 4), str(getattr(c, "device", "host")), None)
+    sums = max(split_sums(config.kwargs, m, n) for config in space.candidates(m, n, k))
+    if sums == 0:
+        key = (4, 1, str(getattr(c, "device", "host")), None)
     else:
-        key = ((m, n), str(getattr(c, "device", "host")), current_stream(c))
+        key = (sums, arrival_slots(m, n), str(getattr(c, "device", "host")), current_stream(c))
     found = WORKSPACES.get(key)
     if found is None:
-        found = WORKSPACES[key] = new_workspace(c, *key[0])
+        found = WORKSPACES[key] = new_workspace(c, m, n, sums=key[0])
     return found
 
 
@@ -1014,25 +950,34 @@ def current_stream(c) -> int | None:
     return None
 
 
-WORKSPACES: dict = {}  # ((M, N), device, stream) -> (sums, arrivals); split-K for small outputs
+WORKSPACES: dict = {}  # (sums, counters, device, stream) -> (sums, counters), for split-K
 
 
-def new_workspace(c, m: int, n: int) -> tuple:
-    """A zeroed split-K workspace for an M x N output where ``c`` lives: device arrays of c's
-    framework (a launch during a CUDA graph capture can take no host array), else NumPy for
-    the interpreter."""
-    shapes = ((m, n), (arrival_slots(m, n),))
+def new_workspace(c, m: int, n: int, sums: int | None = None) -> tuple:
+    """A split-K workspace for an M x N output where ``c`` lives: ``sums`` fp32 elements
+    (default: enough for every config of the spaces, ``split_sums`` at 128x256 or swapped
+    128x64 tiles split 8), left as they are, and ``arrival_slots(m, n)`` int32 counters, zeroed;
+    device arrays of c's framework (a launch during a CUDA graph capture can take no host
+    array), else NumPy for the interpreter."""
+    if sums is None:
+        sums = max(
+            split_sums({"SPLIT": 8, "SWAP": swap, "BM": 128, "BN": width}, m, n)
+            for swap, width in ((False, 256), (True, 64))
+        )
+    shapes = ((max(sums, 4),), (arrival_slots(m, n),))
     if hasattr(c, "new_empty"):  # torch
         import torch
 
-        kinds = (torch.float32, torch.int32)
-        return tuple(torch.zeros(s, dtype=t, device=c.device) for s, t in zip(shapes, kinds))
+        return (
+            torch.empty(shapes[0], dtype=torch.float32, device=c.device),
+            torch.zeros(shapes[1], dtype=torch.int32, device=c.device),
+        )
     if type(c).__module__.split(".")[0] == "cupy":
         import cupy
 
         with c.device:
-            return tuple(cupy.zeros(s, t) for s, t in zip(shapes, (cupy.float32, cupy.int32)))
-    host = (np.zeros(shapes[0], np.float32), np.zeros(shapes[1], np.int32))
+            return cupy.empty(shapes[0], cupy.float32), cupy.zeros(shapes[1], cupy.int32)
+    host = (np.empty(shapes[0], np.float32), np.zeros(shapes[1], np.int32))
     if hasattr(c, "__cuda_array_interface__"):  # a Numba device array
         from numba import cuda
 
@@ -1072,7 +1017,7 @@ def run_config(
     interpret: bool = False,
 ) -> None:
     """One config of a tuned kernel, untuned (on the CPU interpreter with ``interpret``), on a
-    zeroed ``workspace`` (``new_workspace``), which it leaves zero."""
+    ``workspace`` (``new_workspace``) whose counters are zero, as it leaves them."""
     meta = {"M": m, "N": n, **config.kwargs}
     kernel = tuned.kernel.interpret if interpret else tuned.kernel
     kernel[persistent_grid(sms)(meta), block_of(meta)](

@@ -95,7 +95,7 @@ def gemm_fp8_tuned(
     A: T.Tensor((None, None), "float8_e4m3fn"),
     B: T.Tensor((None, None), "float8_e4m3fn"),
     C: T.Tensor((None, None), "bfloat16"),
-    W: T.Tensor((None, None), "float32"),
+    W: T.Tensor((None,), "float32"),
     Arrivals: T.Tensor((None,), "int32"),
     M: T.int32,
     N: T.int32,

@@ -1,6 +1,7 @@
 """The tuned GEMMs' configurations on the CPU interpreter (split-K, swap-AB, 64-row tiles, fp8
 with promotion), exact on small ragged products of small integers (every partial sum is exact in
-fp32 and the result in bf16, so any summation order gives the same bits), and the pruning rules."""
+fp32 and the result in bf16, so any summation order gives the same bits), split-K's summation
+order, the workspace's size, and the pruning rules."""
 
 import sys
 from pathlib import Path
@@ -37,6 +38,7 @@ def _product(a, b, scale=1.0):
         (70, 136, 520, dict(BM=64, BN=128, SPLIT=4, SWAP=False)),  # split-K into the workspace
         (9, 72, 72, dict(BM=128, BN=16, SPLIT=1, SWAP=True)),  # swap-AB, stmatrix .trans
         (70, 136, 136, dict(BM=64, BN=128, SPLIT=4, SWAP=False)),  # 3 K-stages: one split is empty
+        (130, 136, 520, dict(BM=128, BN=128, SPLIT=8, SWAP=False)),  # 9 K-stages: 5 of 8 splits
         (130, 136, 200, dict(BM=128, BN=128, SPLIT=2, SWAP=False)),
         (70, 264, 72, dict(BM=64, BN=256, SPLIT=1, SWAP=False)),
         (70, 264, 520, dict(BM=64, BN=256, SPLIT=2, SWAP=False)),  # 4 parts, 3 past N
@@ -66,9 +68,62 @@ def test_bf16_configs_interpreted_are_exact(m, n, k, values):
 
 
 def _assert_zero(workspace):
-    """A split-K launch leaves its sums and arrival counts zero for the next one."""
-    sums, arrivals = workspace
-    assert not sums.any() and not arrivals.any()
+    """A split-K launch leaves its counters zero for the next one (its partial sums need no
+    zeroing: each is written before it is read)."""
+    _, arrivals = workspace
+    assert not arrivals.any()
+
+
+@pytest.mark.parametrize("split, sms", [(4, 2), (4, 3), (4, 4), (8, 5)])
+def test_split_k_adds_the_splits_in_split_order_whichever_comes_last(split, sms):
+    """The splits' partial sums are 2**24, -2**24, 0.25 (and zeros): in split order they add to
+    0.25, while adding the last split's first would lose the 0.25 (2**24 + 0.25 rounds to
+    2**24). The persistent grid (``sms`` CTAs) decides which split of a tile comes last; the
+    workspace's sums start as NaN (each slot is written before it is read)."""
+    import gemm_bf16
+
+    m, n, per = 130, 136, 256  # K-tiles of 64: 4 per split
+    k = per * split
+    a = np.ones((m, k), ml_dtypes.bfloat16)
+    b = np.zeros((n, k), np.float32)
+    b[:, :per], b[:, per : 2 * per], b[:, 2 * per : 3 * per] = 2.0**16, -(2.0**16), 2.0**-10
+    b = b.astype(ml_dtypes.bfloat16)
+    c = np.full((m, n), np.nan, ml_dtypes.bfloat16)
+    config = _config(gemm_bf16.BF16_SPACE, BM=128, BN=128, GROUP_M=8, SPLIT=split, SWAP=False)
+    workspace = gemm_bf16.new_workspace(c, m, n)
+    workspace[0][:] = np.nan
+    gemm_bf16.run_config(
+        gemm_bf16.gemm_bf16_tuned, config, (a, b, c), workspace, m, n, k, sms, interpret=True
+    )
+    np.testing.assert_array_equal(c.astype(np.float32), np.full((m, n), 0.25, np.float32))
+    _assert_zero(workspace)
+
+
+def test_the_workspace_holds_every_config_of_a_shape():
+    """``new_workspace``'s default sums cover every split config of both spaces at any shape
+    (``split_sums``), and ``workspace_for`` makes what the shape's candidates need."""
+    import gemm_bf16
+    import gemm_fp8
+
+    for m, n in ((1, 4), (130, 136), (64, 4096), (512, 4096), (1000, 24)):
+        sums, arrivals = gemm_bf16.new_workspace(np.zeros((m, n)), m, n)
+        for config in gemm_bf16.BF16_SPACE.configs + gemm_fp8.FP8_SPACE.configs:
+            assert gemm_bf16.split_sums(config.kwargs, m, n) <= sums.size
+        assert not arrivals.any() and arrivals.dtype == np.int32
+    assert gemm_bf16.split_sums(dict(SPLIT=2, SWAP=False, BM=128, BN=256), 512, 4096) == (
+        2 * 4 * 16 * 128 * 256
+    )
+    assert gemm_bf16.split_sums(dict(SPLIT=4, SWAP=True, BM=128, BN=16), 16, 4096) == (
+        4 * 32 * 128 * 16
+    )
+    assert gemm_bf16.split_sums(dict(SPLIT=1, SWAP=False, BM=128, BN=256), 512, 4096) == 0
+    c = np.zeros((512, 4096), ml_dtypes.bfloat16)
+    sums, _ = gemm_bf16.workspace_for(gemm_bf16.BF16_SPACE, c, 512, 4096, 4096)
+    needed = [
+        gemm_bf16.split_sums(cfg.kwargs, 512, 4096)
+        for cfg in gemm_bf16.BF16_SPACE.candidates(512, 4096, 4096)
+    ]
+    assert sums.size == max(needed) > 0
 
 
 def test_the_fp8_kernel_interpreted_is_exact_on_a_ragged_product():

@@ -23,7 +23,8 @@ FORCED = [
     dict(BM=64, BN=128, SPLIT=1, SWAP=False),
     dict(BM=64, BN=256, SPLIT=4, SWAP=False),
     dict(BM=128, BN=128, SPLIT=2, SWAP=False),
-    dict(BM=128, BN=256, SPLIT=2, SWAP=False),  # setmaxnreg budgets for the fp32 staging
+    dict(BM=128, BN=256, SPLIT=2, SWAP=False),  # setmaxnreg budgets
+    dict(BM=128, BN=256, SPLIT=8, SWAP=False),
     dict(BM=128, BN=16, SPLIT=1, SWAP=True),
     dict(BM=128, BN=32, SPLIT=8, SWAP=True),
     dict(BM=128, BN=256, SPLIT=1, SWAP=False, CLUSTER=2),
@@ -66,20 +67,57 @@ def test_each_kind_of_bf16_config_matches_torch(values):
     m, n, k = (24, 1000, 1096) if values["SWAP"] else (200, 1032, 1096)
     if values.get("CLUSTER", 1) > 1:  # 5 row blocks of 128: 3 cluster jobs per column, 1 partial
         m = 600
-    values = {"CLUSTER": 1, **values}
-    (config,) = [
-        c
-        for c in gemm_bf16.BF16_SPACE.configs
-        if c.kwargs["GROUP_M"] == 8 and all(c.kwargs[x] == v for x, v in values.items())
-    ]
+    config = _forced(gemm_bf16, {"CLUSTER": 1, **values})
     a, b, c = _bf16(torch, m, n, k)
     workspace = gemm_bf16.new_workspace(c, m, n)
     for _ in range(3):  # each launch on the workspace the last one left
         c.fill_(float("nan"))
         gemm_bf16.run_config(gemm_bf16.gemm_bf16_tuned, config, (a, b, c), workspace, m, n, k)
         _check_bf16(torch, a, b, c)
-    sums, arrivals = workspace
-    assert not sums.any().item() and not arrivals.any().item()  # split-K left them zero
+    assert not workspace[1].any().item()  # split-K left its counters zero
+
+
+@pytest.mark.parametrize("split", [2, 4, 8])
+def test_split_k_is_deterministic_and_adds_in_split_order(split):
+    """200 launches of a 128x256 split-K config, the splits racing on the GPU: every result
+    bit-identical to the first (a missing fence or a wrong count shows as a differing launch);
+    and with more than two splits, on operands whose splits' partial sums are 2**24, -2**24
+    and 0.25 (the CPU test's), exactly 0.25: the splits add in split order, however they
+    arrive."""
+    torch = pytest.importorskip("torch")
+    import gemm_bf16
+
+    m, n, per = 512, 4096, 512
+    k = per * split
+    config = _forced(gemm_bf16, dict(BM=128, BN=256, SPLIT=split, SWAP=False, CLUSTER=1))
+    a, b, c = _bf16(torch, m, n, k)
+    workspace = gemm_bf16.new_workspace(c, m, n)
+    gemm_bf16.run_config(gemm_bf16.gemm_bf16_tuned, config, (a, b, c), workspace, m, n, k)
+    first = c.clone()
+    _check_bf16(torch, a, b, c)
+    differing = 0
+    for _ in range(200):
+        gemm_bf16.run_config(gemm_bf16.gemm_bf16_tuned, config, (a, b, c), workspace, m, n, k)
+        differing += int(not torch.equal(c, first))
+    assert differing == 0
+    if split > 2:  # two splits add alike in either order
+        a.fill_(1.0)
+        b.zero_()
+        b[:, :per], b[:, per : 2 * per], b[:, 2 * per : 3 * per] = 2.0**15, -(2.0**15), 2.0**-11
+        for _ in range(20):
+            c.fill_(float("nan"))
+            gemm_bf16.run_config(gemm_bf16.gemm_bf16_tuned, config, (a, b, c), workspace, m, n, k)
+            assert (c.float() == 0.25).all().item()
+    assert not workspace[1].any().item()
+
+
+def _forced(gemm_bf16, values):
+    (config,) = [
+        c
+        for c in gemm_bf16.BF16_SPACE.configs
+        if c.kwargs["GROUP_M"] == 8 and all(c.kwargs[x] == v for x, v in values.items())
+    ]
+    return config
 
 
 def test_clusters_resident_at_once_fill_the_gpu():
