@@ -36,7 +36,7 @@ about a dozen, so a new shape tunes within seconds.
 
 Registers: the 384-thread block gives every thread 168 registers, and the consumers' 128-float
 accumulator plus their loop state fit in them (0 bytes of local memory). A 128x256 split-K
-config's fp32 staging does not (208 bytes of spill), nor fp8's promoted pair of fragments: those
+config's meeting does not (24 bytes of spill), nor fp8's promoted pair of fragments: those
 configs move registers from the producer to the consumers with ``setmaxnreg`` (40 and 232;
 jittile then assembles the kernel with a standalone ptxas, as nvJitLink's ignores it). Its index arithmetic
 stays 32-bit: a 64-bit division is a call, and a call makes ptxas serialize every wgmma (C7509).
@@ -598,8 +598,8 @@ def gemm_body(
     jobs = (tiles_m + CLUSTER - 1) // CLUSTER * tiles_n * SPLIT  # a cluster's jobs
     k_tiles = (K + TILE_K - 1) // TILE_K
     if T.cuda.warp_id() < 4:  # producer
-        # its registers to the consumers' two 64 x N fragments (PROMOTE), or to their fp32
-        # split-K staging of a wide tile (168 registers would spill 208 bytes at 128x256)
+        # its registers to the consumers' two 64 x N fragments (PROMOTE), or to their split-K
+        # meeting over a wide tile (168 registers would spill 24 bytes at 128x256)
         if (PROMOTE or SPLIT > 1) and TILE_M == 128 and TILE_N > 128:
             T.ptx.setmaxnreg.dec.sync.aligned.u32(40)
         if T.cuda.thread_idx("x") == 0:

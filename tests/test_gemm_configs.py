@@ -165,13 +165,16 @@ def test_an_fp8_swapped_split_config_interpreted_is_exact():
     _assert_zero(w)
 
 
-def test_an_fp8_config_with_one_consumer_and_split_k_interpreted_is_exact():
+@pytest.mark.parametrize("tile_m, split, m", [(64, 2, 70), (128, 4, 130)])
+def test_an_fp8_split_k_config_interpreted_is_exact(tile_m, split, m):
+    """Promotion and split-K together: one consumer warpgroup split in two, two consumers
+    split in four (four K-stages of 128, the last ragged)."""
     import gemm_fp8
     from gemm_bf16 import new_workspace, run_config
 
-    m, n, k = 70, 136, 400
+    n, k = 136, 400 if split == 2 else 496
     a, b, c = _operands(m, n, k, ml_dtypes.float8_e4m3fn, seed=6)
-    config = _config(gemm_fp8.FP8_SPACE, BM=64, BN=128, SPLIT=2, SWAP=False)
+    config = _config(gemm_fp8.FP8_SPACE, BM=tile_m, BN=128, SPLIT=split, SWAP=False)
     w = new_workspace(c, m, n)
     run_config(
         gemm_fp8.gemm_fp8_tuned,
