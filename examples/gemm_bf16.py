@@ -26,7 +26,8 @@ The tuning space (``BF16_SPACE``; ``jittile.autotune`` keyed on M, N, K, see doc
   registers and count themselves done (release), the last waits for that count (acquire), adds
   the others' fragments to its own in split order (the result does not depend on which came
   last) and writes the block as an unsplit job does, then resets the counters for the next
-  launch (``settle`` cites the memory-model rules);
+  launch (``settle`` cites the memory-model rules). Over several waves of tiles only the last
+  partial wave's split (``job_split``), so that it fills the GPU;
 - swap-AB for M <= 64 (``SWAP``): ``C.T = B @ A.T``, B's rows fill wgmma's 64-row side in 128-row
   tiles and M becomes wgmma's N (16, 32 or 64); the epilogue transposes with ``stmatrix .trans``;
   with split-K 1, 2, 4 or 8.
@@ -92,11 +93,28 @@ def tile_origin(tile, tiles_m, tiles_n, TILE_M, TILE_N, GROUP):
 
 
 @jittile.func
-def k_range(job, k_tiles, SPLIT):
-    """The first K-tile and the K-tile count of split ``job % SPLIT`` (0 or less: none)."""
-    per = (k_tiles + SPLIT - 1) // SPLIT
-    first = T.int32(T.uint32(job) % SPLIT) * per
-    return first, min(per, k_tiles - first)
+def job_split(job, whole, SPLIT):
+    """(tile, split, parts) of a job: the first ``whole`` jobs are whole tiles (split 0 of 1
+    part), and each tile after them, the last partial wave's, takes SPLIT consecutive jobs."""
+    tile = T.uint32(job)
+    split = T.uint32(0)
+    parts = T.uint32(1)
+    if SPLIT > 1:
+        if tile >= whole:
+            past = T.uint32(job) - whole
+            tile = T.uint32(whole + past // SPLIT)
+            split = T.uint32(past % SPLIT)
+            parts = T.uint32(SPLIT)
+    return tile, split, parts
+
+
+@jittile.func
+def k_range(split, parts, k_tiles):
+    """The first K-tile and the K-tile count of split ``split`` of ``parts`` (0 or less:
+    none). 32-bit: no division call."""
+    per = T.uint32(k_tiles + parts - 1) // parts
+    first = T.int32(split * per)
+    return first, min(T.int32(per), k_tiles - first)
 
 
 @jittile.func
@@ -117,11 +135,12 @@ def cluster_rank(CLUSTER):
 
 
 @jittile.func
-def job_origin(job, rank, tiles_m, tiles_n, TILE_M, TILE_N, GROUP, SPLIT, CLUSTER):
-    """(row, column) of the tile a CTA of rank ``rank`` computes for ``job``: a cluster's job is
-    CLUSTER tiles stacked along M (they share their B tile), the CTA of rank r taking the r-th."""
+def job_origin(tile, rank, tiles_m, tiles_n, TILE_M, TILE_N, GROUP, CLUSTER):
+    """(row, column) of the tile a CTA of rank ``rank`` computes for a job on ``tile``: a
+    cluster's tile is CLUSTER tiles stacked along M (they share their B tile), the CTA of rank r
+    taking the r-th."""
     pairs_m = (tiles_m + CLUSTER - 1) // CLUSTER
-    m0, n0 = tile_origin(T.uint32(job) // SPLIT, pairs_m, tiles_n, CLUSTER * TILE_M, TILE_N, GROUP)
+    m0, n0 = tile_origin(tile, pairs_m, tiles_n, CLUSTER * TILE_M, TILE_N, GROUP)
     return m0 + rank * TILE_M, n0
 
 
@@ -150,6 +169,7 @@ def produce(
     full,
     empty,
     jobs,
+    whole,
     tiles_m,
     tiles_n,
     k_tiles,
@@ -168,8 +188,9 @@ def produce(
     rank = cluster_rank(CLUSTER)
     job = T.cuda.block_idx("x") // CLUSTER
     while job < jobs:
-        m0, n0 = job_origin(job, rank, tiles_m, tiles_n, TILE_M, TILE_N, GROUP, SPLIT, CLUSTER)
-        first, count = k_range(job, k_tiles, SPLIT)
+        tile, split, parts = job_split(job, whole, SPLIT)
+        m0, n0 = job_origin(tile, rank, tiles_m, tiles_n, TILE_M, TILE_N, GROUP, CLUSTER)
+        first, count = k_range(split, parts, k_tiles)
         for i in range(count):
             k0 = (first + i) * TILE_K
             s = loaded % RING
@@ -380,6 +401,7 @@ def finish(
     blocks,
     split,
     splits,
+    parts,
     half,
     leader,
     TILE_N,
@@ -388,13 +410,14 @@ def finish(
     SWAP,
     SCALED,
 ):
-    """A job's end: its fragment into C, or with split-K into the meeting of its block's
-    splits (``settle``), after which the last split writes the sum into C."""
+    """A job's end: its fragment into C, or for a split tile (``parts`` > 1) into the meeting
+    of its block's splits (``settle``), after which the last split writes the sum into C."""
     writes = True
     if SPLIT > 1:
-        writes = settle(
-            frag, W, Arrivals, last_s, block, blocks, split, splits, leader, TILE_N, SPLIT
-        )
+        if parts > 1:
+            writes = settle(
+                frag, W, Arrivals, last_s, block, blocks, split, splits, leader, TILE_N, SPLIT
+            )
     if writes:
         epilogue(frag, C, S_s, scale, row0, col0, half, leader, TILE_N, WIDTH, SWAP, SCALED)
 
@@ -412,6 +435,7 @@ def consume(
     last_s,
     scale,
     jobs,
+    whole,
     tiles_m,
     tiles_n,
     k_tiles,
@@ -432,7 +456,8 @@ def consume(
     half = T.cuda.warp_id() // 4 - 1
     leader = T.cuda.thread_idx("x") % 128 == 0
     splits = split_count(k_tiles, SPLIT)
-    blocks = tiles_m * tiles_n * (TILE_M // 64)  # split-K's 64-row blocks (CLUSTER is 1)
+    blocks = (tiles_m * tiles_n - whole) * (TILE_M // 64)  # split-K's 64-row blocks
+
     acc = T.alloc_local((64, TILE_N), "float32", layout=wgmma_accumulator)
     if PROMOTE:
         total = T.alloc_local((64, TILE_N), "float32", layout=wgmma_accumulator)
@@ -440,7 +465,8 @@ def consume(
     rank = cluster_rank(CLUSTER)
     job = T.cuda.block_idx("x") // CLUSTER
     while job < jobs:
-        _, count = k_range(job, k_tiles, SPLIT)
+        tile, split, parts = job_split(job, whole, SPLIT)
+        _, count = k_range(split, parts, k_tiles)
         if count > 0:
             if PROMOTE:
                 for r in T.unroll(TILE_N // 2):
@@ -464,11 +490,8 @@ def consume(
                     if i > 0 and leader:
                         release(empty, (it + RING - 1) % RING, CLUSTER)
                 it += 1
-            row0, col0 = job_origin(
-                job, rank, tiles_m, tiles_n, TILE_M, TILE_N, GROUP, SPLIT, CLUSTER
-            )
-            block = T.uint32(job) // SPLIT * (TILE_M // 64) + half
-            split = T.uint32(T.uint32(job) % SPLIT)
+            row0, col0 = job_origin(tile, rank, tiles_m, tiles_n, TILE_M, TILE_N, GROUP, CLUSTER)
+            block = (tile - whole) * (TILE_M // 64) + half  # of a split tile
             if PROMOTE:
                 finish(
                     total,
@@ -484,6 +507,7 @@ def consume(
                     blocks,
                     split,
                     splits,
+                    parts,
                     half,
                     leader,
                     TILE_N,
@@ -510,6 +534,7 @@ def consume(
                     blocks,
                     split,
                     splits,
+                    parts,
                     half,
                     leader,
                     TILE_N,
@@ -595,7 +620,13 @@ def gemm_body(
         T.cuda.cluster_sync()
     tiles_m = (rows + TILE_M - 1) // TILE_M
     tiles_n = (cols + TILE_N - 1) // TILE_N
-    jobs = (tiles_m + CLUSTER - 1) // CLUSTER * tiles_n * SPLIT  # a cluster's jobs
+    tiles = (tiles_m + CLUSTER - 1) // CLUSTER * tiles_n  # a cluster's tiles
+    # with split-K, the tiles of the last partial wave of the grid split (all of them where the
+    # tiles are fewer than the CTAs), the others run whole: ``job_split``
+    whole = tiles
+    if SPLIT > 1:
+        whole = tiles - T.uint32(tiles) % T.uint32(T.cuda.grid_dim("x"))
+    jobs = whole + (tiles - whole) * SPLIT
     k_tiles = (K + TILE_K - 1) // TILE_K
     if T.cuda.warp_id() < 4:  # producer
         # its registers to the consumers' two 64 x N fragments (PROMOTE), or to their split-K
@@ -611,6 +642,7 @@ def gemm_body(
                 full,
                 empty,
                 jobs,
+                whole,
                 tiles_m,
                 tiles_n,
                 k_tiles,
@@ -637,6 +669,7 @@ def gemm_body(
             last_s,
             scale,
             jobs,
+            whole,
             tiles_m,
             tiles_n,
             k_tiles,
@@ -725,10 +758,6 @@ class Space:
             cluster=(cluster, 1, 1) if cluster > 1 else None,
         )
 
-    def splits(self, m: int, n: int, k: int) -> bool:
-        """Whether a candidate of this shape splits K (its launches need a workspace)."""
-        return any(cfg.kwargs["SPLIT"] > 1 for cfg in self.candidates(m, n, k))
-
     def candidates(self, m: int, n: int, k: int, sms: int = SMS) -> list:
         """The configs worth timing for an M x N x K product (rules in docs/gemm.md); kept per
         shape, as every launch asks."""
@@ -755,8 +784,11 @@ class Space:
                 # wave has to spare: run 62)
                 fits = fits and -(-rows // v["BM"]) >= v["CLUSTER"] and tiles >= sms
             per = -(-k_tiles // v["SPLIT"])
-            if v["SPLIT"] > 1:  # only where the tiles leave SMs idle; every split >= 4 K-tiles
-                fits = fits and tiles * 2 <= sms and tiles * v["SPLIT"] <= 2 * sms and per >= 4
+            if v["SPLIT"] > 1 and tiles * 2 <= sms:  # the tiles leave SMs idle: all split
+                fits = fits and tiles * v["SPLIT"] <= 2 * sms and per >= 4
+            elif v["SPLIT"] > 1:  # 128x256 over several waves: the last partial one splits
+                tail = tiles % sms
+                fits = fits and v["BN"] == 256 and 0 < tail * v["SPLIT"] <= sms and per >= 4
             elif tiles < 2 * sms and v["GROUP_M"] != 8:
                 fits = False  # L2 banding matters only over several waves
             if fits:
@@ -908,23 +940,27 @@ def arrival_slots(m: int, n: int) -> int:
     return 2 * max(2 * -(-rows // 128) * -(-cols // 16) for rows, cols in ((m, n), (n, m)))
 
 
-def split_sums(values: dict, m: int, n: int) -> int:
-    """The fp32 elements of ``W`` a split-K config (``Config.kwargs``) uses on an M x N output:
-    a slot of every tile's fragments per split (``split_slot``); 0 without split-K."""
+def split_sums(values: dict, m: int, n: int, sms: int | None = None) -> int:
+    """The fp32 elements of ``W`` a split-K config (``Config.kwargs``) uses on an M x N output
+    on a persistent grid for ``sms`` SMs: a slot of every split tile's fragments per split
+    (``split_slot``), the split tiles being those of the last partial wave (``job_split``),
+    all of them where ``sms`` is None (any grid); 0 without split-K."""
     if values["SPLIT"] == 1:
         return 0
     rows, cols = (n, m) if values["SWAP"] else (m, n)
     tiles = -(-rows // values["BM"]) * -(-cols // values["BN"])
+    if sms is not None:
+        tiles %= min(sms, tiles * values["SPLIT"])  # the grid's CTAs (``persistent_grid``)
     return values["SPLIT"] * tiles * values["BM"] * values["BN"]
 
 
-def workspace_for(space: Space, c, m: int, n: int, k: int) -> tuple:
+def workspace_for(space: Space, c, m: int, n: int, k: int, sms: int = SMS) -> tuple:
     """The split-K workspace (fp32 partial sums, int32 counters) for the candidates of an
     M x N x K product: made once per size, device and stream, as a launch's host work must stay
     small (4 and 1 elements where none splits). Every split-K launch leaves its counters zero,
     so launches in one stream's order share it; a launch on another stream (which may run at the
     same time) gets its own."""
-    sums = max(split_sums(config.kwargs, m, n) for config in space.candidates(m, n, k))
+    sums = max(split_sums(config.kwargs, m, n, sms) for config in space.candidates(m, n, k, sms))
     if sums == 0:
         key = (4, 1, str(getattr(c, "device", "host")), None)
     else:
@@ -993,11 +1029,11 @@ def run_tuned(
     most."""
     from jittile.runtime import driver
 
-    workspace = workspace_for(space, c, m, n, k)
+    workspace = workspace_for(space, c, m, n, k, sms)
     if driver.available():
         tuned[persistent_grid(sms), block_of](*args, *workspace, m, n, k, *extra)
         return
-    config = space.candidates(m, n, k)[0]
+    config = space.candidates(m, n, k, sms)[0]
     run_config(tuned, config, args, workspace, m, n, k, sms, extra, interpret=True)
 
 

@@ -39,6 +39,9 @@ def _product(a, b, scale=1.0):
         (9, 72, 72, dict(BM=128, BN=16, SPLIT=1, SWAP=True)),  # swap-AB, stmatrix .trans
         (70, 136, 136, dict(BM=64, BN=128, SPLIT=4, SWAP=False)),  # 3 K-stages: one split is empty
         (130, 136, 520, dict(BM=128, BN=128, SPLIT=8, SWAP=False)),  # 9 K-stages: 5 of 8 splits
+        # 8 tiles on 3 CTAs: 6 run whole, the last partial wave's 2 split in two (``job_split``)
+        (390, 264, 520, dict(BM=128, BN=256, SPLIT=2, SWAP=False, sms=3)),
+        (20, 520, 264, dict(BM=128, BN=16, SPLIT=4, SWAP=True, sms=3)),  # 5 tiles: 3 whole
         (130, 136, 200, dict(BM=128, BN=128, SPLIT=2, SWAP=False)),
         (70, 264, 72, dict(BM=64, BN=256, SPLIT=1, SWAP=False)),
         (70, 264, 520, dict(BM=64, BN=256, SPLIT=2, SWAP=False)),  # 4 parts, 3 past N
@@ -117,6 +120,10 @@ def test_the_workspace_holds_every_config_of_a_shape():
         4 * 32 * 128 * 16
     )
     assert gemm_bf16.split_sums(dict(SPLIT=1, SWAP=False, BM=128, BN=256), 512, 4096) == 0
+    # over several waves only the last partial wave's tiles split: 561 % 132 = 33 tiles
+    tail = dict(SPLIT=4, SWAP=False, BM=128, BN=256)
+    assert gemm_bf16.split_sums(tail, 4097, 4104, sms=132) == 4 * 33 * 128 * 256
+    assert gemm_bf16.split_sums(tail, 4097, 4104) == 4 * 561 * 128 * 256  # any grid
     c = np.zeros((512, 4096), ml_dtypes.bfloat16)
     sums, _ = gemm_bf16.workspace_for(gemm_bf16.BF16_SPACE, c, 512, 4096, 4096)
     needed = [
@@ -244,6 +251,9 @@ def test_the_fp8_launch_takes_python_float_scales_on_the_interpreter():
         (1024, 1024, 1024, dict(BM=64, BN=128, SPLIT=1)),
         (1024, 1024, 1024, dict(BM=128, BN=256, SPLIT=2)),
         (256, 8192, 8192, dict(BM=128, BN=256, SPLIT=2)),
+        # 561 tiles of 128x256: four waves of 132 and 33 tiles, which split in four fill a fifth
+        (4097, 4104, 4096, dict(BM=128, BN=256, SPLIT=4)),
+        (4096, 11008, 4096, dict(BM=128, BN=256, SPLIT=2)),  # 1376 tiles: 56 past 10 waves
     ],
 )
 def test_pruning_keeps_the_shapes_configs(m, n, k, expect):
@@ -252,8 +262,11 @@ def test_pruning_keeps_the_shapes_configs(m, n, k, expect):
     kept = gemm_bf16.BF16_SPACE.candidates(m, n, k)
     assert 0 < len(kept) <= 12
     assert any(all(c.kwargs[key] == v for key, v in expect.items()) for c in kept)
-    if m > 1024:  # enough tiles: no split-K, no swap, no 64-row tiles
-        assert all(c.kwargs["SPLIT"] == 1 and not c.kwargs["SWAP"] for c in kept)
+    if m > 1024:  # no swap; split-K only for the last partial wave of 128x256 tiles
+        assert not any(c.kwargs["SWAP"] for c in kept)
+        for c in (c for c in kept if c.kwargs["SPLIT"] > 1):
+            tail = (-(-m // 128) * -(-n // 256)) % gemm_bf16.SMS
+            assert c.kwargs["BN"] == 256 and 0 < tail * c.kwargs["SPLIT"] <= gemm_bf16.SMS
     if m <= 32:
         assert all(c.kwargs["SWAP"] for c in kept)
 

@@ -111,6 +111,24 @@ def test_split_k_is_deterministic_and_adds_in_split_order(split):
     assert not workspace[1].any().item()
 
 
+@pytest.mark.parametrize("split, sms", [(2, 7), (4, 9)])
+def test_the_last_partial_waves_tiles_split(split, sms):
+    """40 tiles of 128x256 on a persistent grid of ``sms`` CTAs: the whole waves run whole
+    tiles, the tiles past them split (``job_split``); three launches on one workspace."""
+    torch = pytest.importorskip("torch")
+    import gemm_bf16
+
+    m, n, k = 600, 2000, 1096
+    config = _forced(gemm_bf16, dict(BM=128, BN=256, SPLIT=split, SWAP=False, CLUSTER=1))
+    a, b, c = _bf16(torch, m, n, k)
+    workspace = gemm_bf16.new_workspace(c, m, n)
+    for _ in range(3):
+        c.fill_(float("nan"))
+        gemm_bf16.run_config(gemm_bf16.gemm_bf16_tuned, config, (a, b, c), workspace, m, n, k, sms)
+        _check_bf16(torch, a, b, c)
+    assert not workspace[1].any().item()
+
+
 def _forced(gemm_bf16, values):
     (config,) = [
         c
