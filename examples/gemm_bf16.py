@@ -387,42 +387,6 @@ def split_slot(split, block, blocks, t, TILE_N):
 
 
 @jittile.func
-def finish(
-    frag,
-    C,
-    W,
-    Arrivals,
-    S_s,
-    last_s,
-    scale,
-    row0,
-    col0,
-    block,
-    blocks,
-    split,
-    splits,
-    parts,
-    half,
-    leader,
-    TILE_N,
-    WIDTH,
-    SPLIT,
-    SWAP,
-    SCALED,
-):
-    """A job's end: its fragment into C, or for a split tile (``parts`` > 1) into the meeting
-    of its block's splits (``settle``), after which the last split writes the sum into C."""
-    writes = True
-    if SPLIT > 1:
-        if parts > 1:
-            writes = settle(
-                frag, W, Arrivals, last_s, block, blocks, split, splits, leader, TILE_N, SPLIT
-            )
-    if writes:
-        epilogue(frag, C, S_s, scale, row0, col0, half, leader, TILE_N, WIDTH, SWAP, SCALED)
-
-
-@jittile.func
 def consume(
     R_s,
     Q_s,
@@ -452,7 +416,8 @@ def consume(
     CLUSTER,
 ):
     """A consumer warpgroup's persistent loop: each job's K range into ``acc`` (or with PROMOTE
-    each K-stage alone into ``acc``, added into ``total``), then its epilogue (``finish``)."""
+    each K-stage alone into ``acc``, added into ``total``), then its epilogue (with split-K,
+    for a split tile, after its splits' meeting: ``settle``)."""
     half = T.cuda.warp_id() // 4 - 1
     leader = T.cuda.thread_idx("x") % 128 == 0
     splits = split_count(k_tiles, SPLIT)
@@ -492,57 +457,31 @@ def consume(
                 it += 1
             row0, col0 = job_origin(tile, rank, tiles_m, tiles_n, TILE_M, TILE_N, GROUP, CLUSTER)
             block = (tile - whole) * (TILE_M // 64) + half  # of a split tile
-            if PROMOTE:
-                finish(
-                    total,
-                    C,
-                    W,
-                    Arrivals,
-                    S_s,
-                    last_s,
-                    scale,
-                    row0,
-                    col0,
-                    block,
-                    blocks,
-                    split,
-                    splits,
-                    parts,
-                    half,
-                    leader,
-                    TILE_N,
-                    WIDTH,
-                    SPLIT,
-                    SWAP,
-                    SCALED,
-                )
+            if PROMOTE:  # every stage was waited for: acc is free (a renaming, no moves)
+                for r in T.unroll(TILE_N // 2):
+                    acc[r] = total[r]
             else:
                 T.ptx.wgmma.wait_group.sync.aligned(0)
                 if leader:
                     release(empty, (it + RING - 1) % RING, CLUSTER)
-                finish(
-                    acc,
-                    C,
-                    W,
-                    Arrivals,
-                    S_s,
-                    last_s,
-                    scale,
-                    row0,
-                    col0,
-                    block,
-                    blocks,
-                    split,
-                    splits,
-                    parts,
-                    half,
-                    leader,
-                    TILE_N,
-                    WIDTH,
-                    SPLIT,
-                    SWAP,
-                    SCALED,
-                )
+            writes = True  # a split tile's block is written by its last split only
+            if SPLIT > 1:
+                if parts > 1:
+                    writes = settle(
+                        acc,
+                        W,
+                        Arrivals,
+                        last_s,
+                        block,
+                        blocks,
+                        split,
+                        splits,
+                        leader,
+                        TILE_N,
+                        SPLIT,
+                    )
+            if writes:
+                epilogue(acc, C, S_s, scale, row0, col0, half, leader, TILE_N, WIDTH, SWAP, SCALED)
         job += T.cuda.grid_dim("x") // CLUSTER
     if leader:
         T.ptx.cp.async_.bulk.wait_group(0)
@@ -991,14 +930,15 @@ WORKSPACES: dict = {}  # (sums, counters, device, stream) -> (sums, counters), f
 
 def new_workspace(c, m: int, n: int, sums: int | None = None) -> tuple:
     """A split-K workspace for an M x N output where ``c`` lives: ``sums`` fp32 elements
-    (default: enough for every config of the spaces, ``split_sums`` at 128x256 or swapped
-    128x64 tiles split 8), left as they are, and ``arrival_slots(m, n)`` int32 counters, zeroed;
+    (default: enough for every config of the spaces, ``split_sums`` at 128x256, 128x192 or
+    swapped 128x64 tiles split 8), left as they are, and ``arrival_slots(m, n)`` int32 counters,
+    zeroed;
     device arrays of c's framework (a launch during a CUDA graph capture can take no host
     array), else NumPy for the interpreter."""
     if sums is None:
         sums = max(
             split_sums({"SPLIT": 8, "SWAP": swap, "BM": 128, "BN": width}, m, n)
-            for swap, width in ((False, 256), (True, 64))
+            for swap, width in ((False, 256), (False, 192), (True, 64))
         )
     shapes = ((max(sums, 4),), (arrival_slots(m, n),))
     if hasattr(c, "new_empty"):  # torch
