@@ -173,3 +173,44 @@ def message(flag: T.Tensor((1,), "int32"), data: T.Tensor((64,), "float32"), see
             T.cuda.threadfence()
         T.cuda.cta_sync()
         seen[i] = data[i]
+
+
+@jittile.kernel
+def handshake(flags: T.Tensor((2,), "int32"), seen: T.Tensor((2,), "int32")):
+    """Two warps wait on each other through global flags: warp 1 raises flags[1] and polls
+    flags[0]; warp 0 polls flags[1], then raises flags[0] to 2."""
+    T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=64))
+    tid = T.cuda.thread_idx()
+    if tid == 0:
+        while T.cuda.atomic_add(flags, 1, 0, sem="acquire") == 0:
+            pass
+        seen[0] = flags[1]
+        T.cuda.atomic_exch(flags, 0, 2, sem="release")
+    if tid == 32:
+        T.cuda.atomic_exch(flags, 1, 1, sem="release")
+        while T.cuda.atomic_add(flags, 0, 0, sem="acquire") == 0:
+            pass
+        seen[1] = flags[0]
+
+
+@jittile.kernel
+def reread(x: T.Tensor((1,), "int32"), out: T.Tensor((5,), "int32")):
+    """One thread reads an element nobody writes five times from one atomic: a loop of reads,
+    not a wait."""
+    T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=32))
+    if T.cuda.thread_idx() == 0:
+        for i in range(5):
+            out[i] = T.cuda.atomic_add(x, 0, 0) + i
+
+
+@jittile.kernel
+def waits_for_a_later_cta(flag: T.Tensor((1,), "int32")):
+    """CTA 0 polls a flag CTA 1 raises: fine on a GPU that runs both at once, a deadlock for
+    the interpreter, which runs one cluster (here one CTA) at a time."""
+    T.device_entry(launch=T.cuda.LaunchConfig(grid=2, block=32))
+    if T.cuda.thread_idx() == 0:
+        if T.cuda.block_idx() == 0:
+            while T.cuda.atomic_add(flag, 0, 0, sem="acquire") == 0:
+                pass
+        else:
+            T.cuda.atomic_exch(flag, 0, 1, sem="release")

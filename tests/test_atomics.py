@@ -45,6 +45,31 @@ def test_compare_and_swap_lets_exactly_one_thread_win():
     ak.check_compare_and_swap(ak.first_wins.interpret, ak.float_cas.interpret)
 
 
+def test_threads_polling_global_flags_let_the_writer_run():
+    """A thread that polls an element (the same atomic reading the same value again) waits
+    for another thread to change it, instead of looping forever ahead of it."""
+    flags, seen = np.zeros(2, np.int32), np.zeros(2, np.int32)
+    ak.handshake.interpret(flags, seen)
+    assert flags.tolist() == [2, 1] and seen.tolist() == [1, 2]
+
+
+def test_a_loop_of_reads_of_an_unwritten_element_runs_to_its_end():
+    x, out = np.int32([7]), np.zeros(5, np.int32)
+    ak.reread.interpret(x, out)
+    assert out.tolist() == [7, 8, 9, 10, 11]
+
+
+def test_polling_a_value_a_later_cta_writes_is_a_deadlock_naming_the_address():
+    """The interpreter runs one CTA (cluster) at a time: CTA 0's wait for CTA 1 can never end,
+    and the error says so instead of looping forever."""
+    flag = np.zeros(1, np.int32)
+    with pytest.raises(jittile.InterpreterError) as raised:
+        ak.waits_for_a_later_cta.interpret(flag)
+    message = str(raised.value)
+    assert "deadlock" in message and "polls global memory at 0x" in message
+    assert "reads 0 again and again" in message and "one cluster at a time" in message
+
+
 # ---------------------------------------------------------------------------- the PTX
 @pytest.mark.parametrize(
     "op, dtype, opcode",

@@ -6,6 +6,17 @@ instruction is atomic with respect to every other; what an atomic adds is the op
 element in memory, with the PTX ISA's types (``jittile/ptx/atomics.py``). The memory orderings
 (``sem=``, ``scope=``, ``T.cuda.threadfence``) change nothing here: the interpreter's memory is
 sequentially consistent, so it shows one of the outcomes the GPU allows, never a weaker one.
+
+A spin: a thread that runs on until it blocks would loop forever on an atomic that polls a value
+another thread has still to write (``while T.cuda.atomic_add(flags, 0, 0) == 0:``), the other
+thread never getting its turn. So a thread whose atomic leaves its element unchanged and reads
+the same value at the same address, from the same instruction, as its last atomic did is
+polling: it suspends until the element changes (``Block(("spin", ...))``), then does the atomic
+again. When no other thread can move, the machine resumes the pollers with the value they read
+(a loop that merely reads the element again and again goes on), up to ``Machine.POLL_ROUNDS``
+times without the element changing; then the launch ends as a deadlock naming the address and
+the value (nothing will write it: the writer is done or blocked, or in a cluster the interpreter
+has not started, as it runs one cluster at a time).
 """
 
 from __future__ import annotations
@@ -13,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ptx.atomics import parse_atomic
-from .machine import Fault
+from .machine import Block, Fault
 from .math import add_ftz_f32
 
 _OPERATIONS = {
@@ -51,6 +62,8 @@ def atomic(machine, thread, opcode, values, name):
     bits = np.dtype(np.uint32 if size == 4 else np.uint64)
     element = machine.memory.read(address, size).view(bits)
     old = int(element[0])
+    polled = thread.polled
+    thread.polled = None
     if ptx_type == "f32":  # add.f32: rounded to nearest even, subnormals flushed, NaN canonical
         element.view(np.float32)[0] = add_ftz_f32(element.view(np.float32)[0], operands[0])
     else:
@@ -65,6 +78,20 @@ def atomic(machine, thread, opcode, values, name):
         else:
             new = _OPERATIONS[op](current, b[0])
         element[0] = new & ((1 << width) - 1)
+    if int(element[0]) == old:  # nothing written: a read, polling if it repeats the last one
+        site = (address, old, thread.instruction())
+        if polled == site:
+            again = lambda: atomic(machine, thread, opcode, values, name)  # noqa: E731
+            return Block(("spin", address, size, old, again, _result(old, floating, bits)))
+        thread.polled = site
+    return _result(old, floating, bits)
+
+
+atomic.blocks = True  # a poll suspends its thread: every atomic is yielded to the scheduler
+
+
+def _result(old: int, floating: bool, bits: np.dtype):
+    """The old value in the asm's register type."""
     if floating:
         return np.uint32(old).view(np.float32)
     return bits.type(old)

@@ -18,6 +18,8 @@ import types
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
+import numpy as np
+
 from ..errors import InterpreterError, Location
 from .memory import GlobalMemory, MemoryFault, SharedMemory
 
@@ -93,6 +95,7 @@ class Thread:
     waiting: tuple | None = None  # what blocks it
     send: object = None
     done: bool = False
+    polled: tuple | None = None  # (address, value) its last atomic read without writing
 
     @property
     def warp(self) -> int:
@@ -167,6 +170,7 @@ class Machine:
 
     def _run_cluster(self, ctas: list) -> None:
         self.ctas = ctas
+        self.poll_rounds = 0
         self.cluster_waiting: set = set()
         self.inflight: list = []
         bx, by, bz = self.block
@@ -190,7 +194,22 @@ class Machine:
                 self._check_exit(ctas)
                 return
             if not moved and not self._land() and not self._release_collectives():
-                raise self._deadlock()
+                if not self._resume_pollers():
+                    raise self._deadlock()
+
+    POLL_ROUNDS = 1000  # times the pollers resume with no element changing before a deadlock
+
+    def _resume_pollers(self) -> bool:
+        """No thread can move: resume the threads polling an element with the value they read,
+        unless that has happened POLL_ROUNDS times since an element last changed; False if
+        there is none to resume."""
+        pollers = [t for t in self.threads if t.waiting is not None and t.waiting[0] == "spin"]
+        if not pollers or self.poll_rounds >= self.POLL_ROUNDS:
+            return False
+        self.poll_rounds += 1
+        for t in pollers:
+            t.send, t.waiting = t.waiting[5], None
+        return True
 
     def _land(self) -> bool:
         """Complete the asynchronous copies in flight; False if there were none."""
@@ -246,6 +265,18 @@ class Machine:
     # ------------------------------------------------------------------------------ waiting
     def _released(self, thread: Thread) -> bool:
         kind = thread.waiting[0]
+        if kind == "spin":  # polling an element: released once another thread changed it
+            _, address, size, value, again, _ = thread.waiting
+            bits = np.uint32 if size == 4 else np.uint64
+            if int(self.memory.read(address, size).view(bits)[0]) == value:
+                return False
+            self.poll_rounds = 0  # it changed: progress
+            result = again()
+            if isinstance(result, Block):
+                thread.waiting = result.reason
+                return False
+            thread.send = result
+            return True
         if kind == "mbarrier":
             _, cta, address, parity, result = thread.waiting
             barrier = cta.mbarriers.get(address)
@@ -398,6 +429,13 @@ class Machine:
             return "waits at T.cuda.cta_sync() for threads that never arrive"
         if kind == "cluster":
             return "waits at a cluster barrier for threads that never arrive"
+        if kind == "spin":
+            _, address, _, value, _, _ = t.waiting
+            return (
+                f"polls global memory at {address:#x} with an atomic that reads {value} again "
+                f"and again, which no other thread changes (the interpreter runs one cluster at "
+                f"a time: a value a later cluster would write never arrives)"
+            )
         if kind == "named":
             _, barrier, count = t.waiting
             arrived = t.cta.named.get(barrier, ([], 0))[1]
