@@ -40,3 +40,10 @@ def test_a_released_flag_publishes_the_data_to_another_cta():
     seen = np.full(64, -1.0, np.float32)
     ak.message(flag, data, seen)
     np.testing.assert_array_equal(seen, np.arange(64, dtype=np.float32) * 0.5)
+
+
+def test_two_warps_waiting_on_each_others_flags_on_the_gpu():
+    """The interpreter's polling test (tests/test_atomics.py) on the GPU: the same outcome."""
+    flags, seen = np.zeros(2, np.int32), np.zeros(2, np.int32)
+    ak.handshake(flags, seen)
+    assert flags.tolist() == [2, 1] and seen.tolist() == [1, 2]
