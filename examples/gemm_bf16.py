@@ -727,7 +727,7 @@ class Space:
                 fits = fits and tiles * v["SPLIT"] <= 2 * sms and per >= 4
             elif v["SPLIT"] > 1:  # 128x256 over several waves: the last partial one splits
                 tail = tiles % sms
-                fits = fits and v["BN"] >= 192 and 0 < tail * v["SPLIT"] <= sms and per >= 4
+                fits = fits and v["BN"] == 256 and 0 < tail * v["SPLIT"] <= sms and per >= 4
             elif tiles < 2 * sms and v["GROUP_M"] != 8:
                 fits = False  # L2 banding matters only over several waves
             if fits:

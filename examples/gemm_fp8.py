@@ -39,7 +39,7 @@ FP8_SPACE = Space(
     tiles=(
         (128, 128, 6, 8, ANY_SPLIT, True),
         (128, 128, 6, 16, UNSPLIT, False),
-        (128, 192, 5, 8, ANY_SPLIT, True),
+        (128, 192, 5, 8, UNSPLIT, True),
         (64, 128, 8, 8, ANY_SPLIT, True),
     ),
     swap_tiles=((128, 16, 8), (128, 32, 8), (128, 64, 8)),

@@ -199,19 +199,18 @@ def test_an_fp8_split_k_config_interpreted_is_exact(tile_m, split, m):
     _assert_zero(w)
 
 
-@pytest.mark.parametrize("cluster, split", [(1, 1), (2, 1), (1, 2)])
-def test_the_fp8_128x192_config_with_register_budgets_interpreted_is_exact(cluster, split):
+@pytest.mark.parametrize("cluster", [1, 2])
+def test_the_fp8_128x192_config_with_register_budgets_interpreted_is_exact(cluster):
     """128x192 tiles: two 64 x 192 fp32 fragments per consumer, which the setmaxnreg budgets
     (producer 40, consumers 232) make room for; N ragged, three K-stages; in clusters of two,
-    the CTAs multicast halves of B's 192 rows; split in two past the grid's whole wave (4
-    tiles on 3 CTAs), the last tile's splits meeting."""
+    the CTAs multicast halves of B's 192 rows."""
     import gemm_fp8
     from gemm_bf16 import new_workspace, run_config
 
-    m, n, k = (130, 200, 272) if split == 1 else (130, 600, 528)
+    m, n, k = 130, 200, 272
     a, b, c = _operands(m, n, k, ml_dtypes.float8_e4m3fn, seed=7)
-    config = _config(gemm_fp8.FP8_SPACE, BM=128, BN=192, SPLIT=split, SWAP=False, CLUSTER=cluster)
-    w = new_workspace(c, m, n)
+    config = _config(gemm_fp8.FP8_SPACE, BM=128, BN=192, SPLIT=1, SWAP=False, CLUSTER=cluster)
+    w = new_workspace(c, 1, 4)  # the placeholder of shapes without split-K
     run_config(
         gemm_fp8.gemm_fp8_tuned,
         config,
@@ -220,7 +219,7 @@ def test_the_fp8_128x192_config_with_register_budgets_interpreted_is_exact(clust
         m,
         n,
         k,
-        sms=2 if split == 1 else 3,
+        sms=2,
         interpret=True,
         extra=(gemm_fp8.scale_array(0.5, c), gemm_fp8.scale_array(0.5, c)),
     )
