@@ -101,7 +101,7 @@ def job_split(job, whole, SPLIT):
     parts = T.uint32(1)
     if SPLIT > 1:
         if tile >= whole:
-            past = T.uint32(job) - whole
+            past = tile - whole
             tile = T.uint32(whole + past // SPLIT)
             split = T.uint32(past % SPLIT)
             parts = T.uint32(SPLIT)
@@ -422,7 +422,6 @@ def consume(
     leader = T.cuda.thread_idx("x") % 128 == 0
     splits = split_count(k_tiles, SPLIT)
     blocks = (tiles_m * tiles_n - whole) * (TILE_M // 64)  # split-K's 64-row blocks
-
     acc = T.alloc_local((64, TILE_N), "float32", layout=wgmma_accumulator)
     if PROMOTE:
         total = T.alloc_local((64, TILE_N), "float32", layout=wgmma_accumulator)
@@ -465,7 +464,7 @@ def consume(
                 if leader:
                     release(empty, (it + RING - 1) % RING, CLUSTER)
             writes = True  # a split tile's block is written by its last split only
-            if SPLIT > 1:
+            if SPLIT > 1:  # first: an unsplit build has no workspace to lower settle on
                 if parts > 1:
                     writes = settle(
                         acc,
@@ -896,17 +895,18 @@ def split_sums(values: dict, m: int, n: int, sms: int | None = None) -> int:
 def workspace_for(space: Space, c, m: int, n: int, k: int, sms: int = SMS) -> tuple:
     """The split-K workspace (fp32 partial sums, int32 counters) for the candidates of an
     M x N x K product: made once per size, device and stream, as a launch's host work must stay
-    small (4 and 1 elements where none splits). Every split-K launch leaves its counters zero,
-    so launches in one stream's order share it; a launch on another stream (which may run at the
-    same time) gets its own."""
+    small (a 1 x 4 output's placeholder where none splits). Every split-K launch leaves its
+    counters zero, so launches in one stream's order share it; a launch on another stream (which
+    may run at the same time) gets its own."""
     sums = max(split_sums(config.kwargs, m, n, sms) for config in space.candidates(m, n, k, sms))
+    device = str(getattr(c, "device", "host"))
     if sums == 0:
-        key = (4, 1, str(getattr(c, "device", "host")), None)
+        key, shape = (0, device, None), (1, 4)
     else:
-        key = (sums, arrival_slots(m, n), str(getattr(c, "device", "host")), current_stream(c))
+        key, shape = (sums, arrival_slots(m, n), device, current_stream(c)), (m, n)
     found = WORKSPACES.get(key)
     if found is None:
-        found = WORKSPACES[key] = new_workspace(c, m, n, sums=key[0])
+        found = WORKSPACES[key] = new_workspace(c, *shape, sums=sums)
     return found
 
 
@@ -931,10 +931,9 @@ WORKSPACES: dict = {}  # (sums, counters, device, stream) -> (sums, counters), f
 def new_workspace(c, m: int, n: int, sums: int | None = None) -> tuple:
     """A split-K workspace for an M x N output where ``c`` lives: ``sums`` fp32 elements
     (default: enough for every config of the spaces, ``split_sums`` at 128x256, 128x192 or
-    swapped 128x64 tiles split 8), left as they are, and ``arrival_slots(m, n)`` int32 counters,
-    zeroed;
-    device arrays of c's framework (a launch during a CUDA graph capture can take no host
-    array), else NumPy for the interpreter."""
+    swapped 128x64 tiles split 8; 4 at least), left as they are, and ``arrival_slots(m, n)``
+    int32 counters, zeroed; device arrays of c's framework (a launch during a CUDA graph capture
+    can take no host array), else NumPy for the interpreter."""
     if sums is None:
         sums = max(
             split_sums({"SPLIT": 8, "SWAP": swap, "BM": 128, "BN": width}, m, n)

@@ -15,9 +15,10 @@ names in its index), and a store into memory every lane sees (a shared buffer, a
 parameter) assigns nothing: a warp's load of one address gives every lane the same value, so
 such memory read at a lane-independent index is lane-independent whoever wrote it (a thread's
 local array, by contrast, differs by lane after a store under a lane-dependent condition).
-Being flow-insensitive, it follows names, not program order: a name assigned under a lane-dependent condition anywhere (in a producer warp's
-``if tid == 0:``, say) differs by lane wherever it is read, so a warning whose condition depends
-on such an assignment names it (:func:`cause_of`).
+Being flow-insensitive, it follows names, not program order: a name assigned under a
+lane-dependent condition anywhere (in a producer warp's ``if tid == 0:``, say) differs by lane
+wherever it is read, so a warning whose condition depends on such an assignment names it
+(:func:`cause_of`).
 ``threadIdx.y``/``.z`` are taken as uniform across a warp, which holds when ``blockDim.x`` is a
 multiple of 32. A condition this analysis cannot see (a runtime value that happens to differ) is
 not reported: the check finds what is statically visible.

@@ -95,7 +95,8 @@ class Thread:
     waiting: tuple | None = None  # what blocks it
     send: object = None
     done: bool = False
-    polled: tuple | None = None  # (address, value) its last atomic read without writing
+    # (address, value, instruction) of its last atomic, if that atomic wrote nothing
+    polled: tuple | None = None
 
     @property
     def warp(self) -> int:
