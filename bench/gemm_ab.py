@@ -72,3 +72,75 @@ def compare(variants, spec: str) -> None:
             f"{2 * m * n * k / us / 1e6:.0f} TFLOP/s, relative error {error:.2g}",
             flush=True,
         )
+
+
+def fp8_variant(folder: str, name: str, body: dict, fp8: dict):
+    """examples/gemm_fp8.py with the ``fp8`` replacements over a variant of gemm_bf16.py (its
+    ``body`` replacements, imported as ``name``_body), imported as ``name``."""
+    variant(folder, f"{name}_body", body)
+    text = (ROOT / "examples" / "gemm_fp8.py").read_text()
+    for old, new in {"from gemm_bf16 import": f"from {name}_body import", **fp8}.items():
+        assert old in text, old
+        text = text.replace(old, new)
+    path = Path(folder, f"{name}.py")
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def compare_fp8(variants, spec: str, repeat: int = 20) -> list:
+    """Time ``variants`` ((label, gemm_fp8 module) each) and ``torch._scaled_mm`` on one
+    ``MxNxK:TILE[,TILE...]`` spec (e4m3 in, unit scales, bf16 out), a TILE ``BMxBN`` or
+    ``BMxBN/CLUSTER``: the space's first unsplit config of each tile, per variant. Returns one
+    row per contender."""
+    import common
+    import torch
+
+    shape, tiles = spec.split(":")
+    m, n, k = (int(x) for x in shape.split("x"))
+    a = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
+    b = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn)
+    one = torch.ones((1,), device="cuda", dtype=torch.float32)
+    exact = a.float() @ b.float().T
+    outputs = {"cuBLAS": torch.empty(m, n, device="cuda", dtype=torch.bfloat16)}
+    calls = {
+        "cuBLAS": lambda: torch._scaled_mm(
+            a, b.T, scale_a=one, scale_b=one, out_dtype=torch.bfloat16, out=outputs["cuBLAS"]
+        )
+    }
+    for tile in tiles.split(","):
+        size, _, cluster = tile.partition("/")
+        tm, tn = (int(x) for x in size.split("x"))
+        for label, module in variants:
+            body = sys.modules[module.run_tuned.__module__]  # its gemm_bf16
+            config = first_config(module.FP8_SPACE, tm, tn, 1, int(cluster or 1))
+            name = f"{label} {tile}"
+            c = outputs[name] = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+            w = body.new_workspace(c, 1, 4)
+            calls[name] = lambda body=body, kernel=module.gemm_fp8_tuned, config=config, c=c, w=w: (
+                body.run_config(kernel, config, (a, b, c), w, m, n, k, extra=(one, one))
+            )
+    times = common.median_ms(calls, repeat=repeat)
+    rows = []
+    for name, c in outputs.items():
+        error = ((c.float() - exact).abs().max() / exact.abs().max()).item()
+        us = 1e3 * times[name]
+        rows.append(
+            {
+                "shape": shape,
+                "contender": name,
+                "us": us,
+                "tflops": 2 * m * n * k / us / 1e6,
+                "vs_cublas": times["cuBLAS"] / times[name],
+                "relative_error": error,
+            }
+        )
+        print(
+            f"{shape} {name}: {us:.1f} us, {rows[-1]['tflops']:.0f} TFLOP/s, "
+            f"{rows[-1]['vs_cublas']:.3f}x cuBLAS, relative error {error:.2g}",
+            flush=True,
+        )
+    return rows

@@ -77,6 +77,18 @@ BF16_MMA = tuple(
 E4M3_MMA = tuple(
     f"wgmma.mma_async.sync.aligned.m64n{n}k32.f32.e4m3.e4m3" for n in range(16, 257, 16)
 )
+
+
+def promoted_piece(n: int) -> int:
+    """The column width an fp8 stage of an N-wide tile is multiplied in under promotion: its
+    product fragment and the fp32 total share the consumer's registers (N / 2 + piece / 2 of
+    232), so N = 256 goes in two 128-wide pieces, narrower tiles whole."""
+    return n if n <= 192 else n // 2
+
+
+# By N (index N // 16 - 1): promotion's piece width and its wgmma form, for the kernels.
+PROMOTED_PIECE = tuple(promoted_piece(n) for n in range(16, 257, 16))
+PROMOTED_MMA = tuple(E4M3_MMA[promoted_piece(n) // 16 - 1] for n in range(16, 257, 16))
 MMA = BF16_MMA[BN // 16 - 1]
 
 
@@ -415,15 +427,17 @@ def consume(
     SCALED,
     CLUSTER,
 ):
-    """A consumer warpgroup's persistent loop: each job's K range into ``acc`` (or with PROMOTE
-    each K-stage alone into ``acc``, added into ``total``), then its epilogue (with split-K,
-    for a split tile, after its splits' meeting: ``settle``)."""
+    """A consumer warpgroup's persistent loop: each job's K range into ``acc`` (or with PROMOTE,
+    the width of MMA_OP's N, each K-stage alone into ``part``, PROMOTE columns at a time, added
+    into ``total``), then its epilogue (with split-K, for a split tile, after its splits'
+    meeting: ``settle``)."""
     half = T.cuda.warp_id() // 4 - 1
     leader = T.cuda.thread_idx("x") % 128 == 0
     splits = split_count(k_tiles, SPLIT)
     blocks = (tiles_m * tiles_n - whole) * (TILE_M // 64)  # split-K's 64-row blocks
     acc = T.alloc_local((64, TILE_N), "float32", layout=wgmma_accumulator)
-    if PROMOTE:
+    if PROMOTE:  # a stage's product, one column piece at a time, and the fp32 total
+        part = T.alloc_local((64, PROMOTE), "float32", layout=wgmma_accumulator)
         total = T.alloc_local((64, TILE_N), "float32", layout=wgmma_accumulator)
     it = 0
     rank = cluster_rank(CLUSTER)
@@ -439,14 +453,24 @@ def consume(
                 s = it % RING
                 T.cuda.mbarrier_wait(full.ptr_to([s]), (it // RING) & 1)
                 T.ptx.wgmma.fence.sync.aligned()
-                if PROMOTE:  # each stage alone into acc, added to total
-                    T.cuda.tile.apply(T.ptx[MMA_OP], acc, R_s[s, half], Q_s[s].T, scale_d=0)
-                    T.ptx.wgmma.commit_group.sync.aligned()
-                    T.ptx.wgmma.wait_group.sync.aligned(0)
-                    if leader:
-                        release(empty, s, CLUSTER)
-                    for r in T.unroll(TILE_N // 2):
-                        total[r] += acc[r]
+                if PROMOTE:  # each piece of the stage alone into part, added to total
+                    for piece in T.unroll(TILE_N // PROMOTE):
+                        if piece > 0:  # part was read since its last wgmma
+                            T.ptx.wgmma.fence.sync.aligned()
+                        T.cuda.tile.apply(
+                            T.ptx[MMA_OP],
+                            part,
+                            R_s[s, half],
+                            Q_s[s, piece * PROMOTE : (piece + 1) * PROMOTE].T,
+                            scale_d=0,
+                        )
+                        T.ptx.wgmma.commit_group.sync.aligned()
+                        T.ptx.wgmma.wait_group.sync.aligned(0)
+                        if piece == TILE_N // PROMOTE - 1:
+                            if leader:
+                                release(empty, s, CLUSTER)
+                        for r in T.unroll(PROMOTE // 2):
+                            total[piece * PROMOTE // 2 + r] += part[r]
                 else:  # pipelined, one wgmma group in flight
                     T.cuda.tile.apply(T.ptx[MMA_OP], acc, R_s[s, half], Q_s[s].T, scale_d=i)
                     T.ptx.wgmma.commit_group.sync.aligned()
@@ -567,7 +591,7 @@ def gemm_body(
     jobs = whole + (tiles - whole) * SPLIT
     k_tiles = (K + TILE_K - 1) // TILE_K
     if T.cuda.warp_id() < 4:  # producer
-        # its registers to the consumers' two 64 x N fragments (PROMOTE), or to their split-K
+        # its registers to the consumers' product fragments and totals (PROMOTE), or to their split-K
         # meeting over a wide tile (168 registers would spill 24 bytes at 128x256)
         if (PROMOTE or SPLIT > 1) and TILE_M == 128 and TILE_N > 128:
             T.ptx.setmaxnreg.dec.sync.aligned.u32(40)

@@ -5,22 +5,25 @@ It is ``examples/gemm_bf16.py``'s kernel (``gemm_body``) over e4m3 operands: a s
 128 elements (one 128-byte swizzle row), four ``wgmma.mma_async.m64nNk32.f32.e4m3.e4m3`` per stage.
 Hopper's fp8 wgmma adds its products into an accumulator with fewer bits than fp32, so each stage
 is multiplied alone (``scale_d = 0``) and added into an fp32 register total (``PROMOTE``, the
-promotion CUTLASS and DeepGEMM use, as cuBLAS does without fast accumulation). The two 64 x N
-fragments that promotion needs limit the tiles to N = 128 within 168 registers; 128x192 tiles
-raise the consumers' budget to 232 with ``setmaxnreg`` (producer 40). The scales
+promotion CUTLASS and DeepGEMM use, as cuBLAS does without fast accumulation). A stage's product
+fragment and the total share a consumer's registers: 128x128 tiles fit in 168, 128x192 and
+128x256 raise the consumers' budget to 232 with ``setmaxnreg`` (producer 40), and 128x256 tiles
+multiply each stage in two 128-wide pieces (``promoted_piece``: 64 + 128 registers). The scales
 are one-element float32 arrays read in the kernel (a device array is never synchronized to the
 host); the epilogue multiplies the total by their product before rounding to bf16.
 
-Tuning space (``FP8_SPACE``, keyed on M, N, K, pruned as gemm_bf16's; docs/gemm.md): 128x128 (6
-stages, GROUP_M 8 or 16) and 64x128 (8 stages) tiles, split-K 2, 4, 8 (GROUP_M 8) in one launch
-as gemm_bf16's (the scaled partial sums meet through the fp32 workspace; the last split of a
-block adds them and rounds them into C), swap-AB for M <= 64.
+Tuning space (``FP8_SPACE``, keyed on M, N, K, pruned as gemm_bf16's; docs/gemm.md): 128x256 (4
+stages), 128x192 (5), 128x128 (6, GROUP_M 8 or 16) and 64x128 (8) tiles, clusters of two, split-K
+2, 4, 8 with 128x128 and 64x128 in one launch as gemm_bf16's (the scaled partial sums meet through
+the fp32 workspace; the last split of a block adds them and rounds them into C), swap-AB for
+M <= 64.
 """
 
 import numpy as np
 from gemm_bf16 import (
     ANY_SPLIT,
-    E4M3_MMA,
+    PROMOTED_MMA,
+    PROMOTED_PIECE,
     ROW_BYTES,
     SMS,
     UNSPLIT,
@@ -40,6 +43,7 @@ FP8_SPACE = Space(
         (128, 128, 6, 8, ANY_SPLIT, True),
         (128, 128, 6, 16, UNSPLIT, False),
         (128, 192, 5, 8, UNSPLIT, True),
+        (128, 256, 4, 8, UNSPLIT, True),
         (64, 128, 8, 8, ANY_SPLIT, True),
     ),
     swap_tiles=((128, 16, 8), (128, 32, 8), (128, 64, 8)),
@@ -71,7 +75,7 @@ def gemm_fp8(
         N,
         K,
         "float8_e4m3fn",
-        E4M3_MMA[128 // 16 - 1],
+        PROMOTED_MMA[128 // 16 - 1],
         128,
         128,
         BK,
@@ -79,7 +83,7 @@ def gemm_fp8(
         8,
         1,
         False,
-        True,
+        PROMOTED_PIECE[128 // 16 - 1],
         True,
         1,
     )
@@ -123,7 +127,7 @@ def gemm_fp8_tuned(
             M,
             K,
             "float8_e4m3fn",
-            E4M3_MMA[BN // 16 - 1],
+            PROMOTED_MMA[BN // 16 - 1],
             BM,
             BN,
             BK,
@@ -131,7 +135,7 @@ def gemm_fp8_tuned(
             GROUP_M,
             SPLIT,
             True,
-            True,
+            PROMOTED_PIECE[BN // 16 - 1],
             True,
             CLUSTER,
         )
@@ -147,7 +151,7 @@ def gemm_fp8_tuned(
             N,
             K,
             "float8_e4m3fn",
-            E4M3_MMA[BN // 16 - 1],
+            PROMOTED_MMA[BN // 16 - 1],
             BM,
             BN,
             BK,
@@ -155,7 +159,7 @@ def gemm_fp8_tuned(
             GROUP_M,
             SPLIT,
             False,
-            True,
+            PROMOTED_PIECE[BN // 16 - 1],
             True,
             CLUSTER,
         )

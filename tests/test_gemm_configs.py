@@ -199,17 +199,19 @@ def test_an_fp8_split_k_config_interpreted_is_exact(tile_m, split, m):
     _assert_zero(w)
 
 
+@pytest.mark.parametrize("width", [192, 256])
 @pytest.mark.parametrize("cluster", [1, 2])
-def test_the_fp8_128x192_config_with_register_budgets_interpreted_is_exact(cluster):
-    """128x192 tiles: two 64 x 192 fp32 fragments per consumer, which the setmaxnreg budgets
-    (producer 40, consumers 232) make room for; N ragged, three K-stages; in clusters of two,
-    the CTAs multicast halves of B's 192 rows."""
+def test_the_fp8_wide_configs_with_register_budgets_interpreted_are_exact(cluster, width):
+    """128x192 and 128x256 tiles: a stage's product fragment and the fp32 total per consumer,
+    which the setmaxnreg budgets (producer 40, consumers 232) make room for (256: the stage in
+    two 128-wide pieces, so 64 + 128 registers); N ragged, three K-stages; in clusters of two,
+    the CTAs multicast halves of B's rows."""
     import gemm_fp8
     from gemm_bf16 import new_workspace, run_config
 
     m, n, k = 130, 200, 272
     a, b, c = _operands(m, n, k, ml_dtypes.float8_e4m3fn, seed=7)
-    config = _config(gemm_fp8.FP8_SPACE, BM=128, BN=192, SPLIT=1, SWAP=False, CLUSTER=cluster)
+    config = _config(gemm_fp8.FP8_SPACE, BM=128, BN=width, SPLIT=1, SWAP=False, CLUSTER=cluster)
     w = new_workspace(c, 1, 4)  # the placeholder of shapes without split-K
     run_config(
         gemm_fp8.gemm_fp8_tuned,

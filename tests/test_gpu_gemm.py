@@ -172,10 +172,12 @@ def test_tuned_fp8_matches_torch_scaled_mm(m, n, k):
     assert ours <= theirs * 1.05 + exact.abs().max().item() * 2**-8, (ours, theirs)
 
 
+@pytest.mark.parametrize("width", [192, 256])
 @pytest.mark.parametrize("cluster", [1, 2])
-def test_fp8_128x192_config_matches_scaled_mm(cluster):
-    """The 128x192 config with its setmaxnreg budgets, alone and in clusters of two (B's 192
-    rows multicast in halves), over 5 row blocks and a ragged N: cuBLAS's error or less."""
+def test_fp8_wide_configs_match_scaled_mm(cluster, width):
+    """The 128x192 and 128x256 configs with their setmaxnreg budgets (256: each stage promoted
+    in two 128-wide pieces), alone and in clusters of two (B's rows multicast in halves), over
+    5 row blocks and a ragged N: cuBLAS's error or less."""
     torch = pytest.importorskip("torch")
     import gemm_bf16
     import gemm_fp8
@@ -190,7 +192,7 @@ def test_fp8_128x192_config_matches_scaled_mm(cluster):
         c
         for c in gemm_fp8.FP8_SPACE.configs
         if (c.kwargs["BM"], c.kwargs["BN"], c.kwargs["SPLIT"], c.kwargs["CLUSTER"])
-        == (128, 192, 1, cluster)
+        == (128, width, 1, cluster)
     ]
     c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
     workspace = gemm_bf16.new_workspace(c, 1, 4)
