@@ -1,21 +1,21 @@
 """FP8 tiles and promotion side by side on the H200 (issue #23: fp8 at 0.82-0.90x
 ``torch._scaled_mm`` on squares and projections), samples interleaved with cuBLAS's.
 
-Promotion multiplies each K-stage alone (``wait_group 0``) and adds it into an fp32 total.
-Run 81 timed three schedules of the 128x192 tile: the whole stage waited for and added (the
-example), the stage as two 96-wide halves with the first added under the second's MMAs (4-9%
-slower), and no promotion at all (the bf16 loop, one group in flight: 17-20% slower, its error
-twice cuBLAS's): the promotion's waits are not what holds fp8 back. The stages' loads are: at
-1300 TFLOP/s a 128x192 tile streams 40 KB per 6.3 MFLOP, 8.5 TB/s from L2 over the GPU, as
-the bf16 128x256 tile does at 760 TFLOP/s. A 128x256 tile needs 12% fewer bytes per FLOP; with
-promotion its stages go in two 128-wide pieces (``promoted_piece``), as two whole 64 x 256
-fragments would not fit in a consumer's registers. Per shape, each tile of ``TILES`` in three
-builds:
+Promotion multiplies each K-stage alone and adds it into an fp32 total. Run 81 timed three
+schedules of the 128x192 tile: the whole stage waited for and added (the example), the stage as
+two 96-wide halves with the first added under the second's MMAs (4-9% slower), and no promotion
+at all (the bf16 loop, one group in flight: 17-20% slower, its error twice cuBLAS's). The
+stages' loads limit that tile: at 1300 TFLOP/s a 128x192 tile streams 40 KB per 6.3 MFLOP,
+8.5 TB/s from L2 over the GPU, as the bf16 128x256 tile does at 760 TFLOP/s. A 128x256 tile
+needs 12% fewer bytes per FLOP (run 82: 4096^3 1188 against 1076 TFLOP/s), but two whole 64 x
+256 fragments would not fit in a consumer's registers: run 82 promoted its stages in two
+128-wide pieces, each waited for (11% behind the unpromoted build, which matches cuBLAS); run
+83 had the two consumers take turns issuing them (named barriers, FlashAttention-3's
+ping-pong: -2% .. +1%); run 84 multiplied four 64-wide pieces, two buffers alternating, each
+added while the next is multiplied: 4-5% slower than two pieces, which the example keeps
+(``promoted_piece``). Per shape, each tile of ``TILES`` in two builds:
 
 - ``promoted``: examples/gemm_fp8.py;
-- ``turns``: the two consumer warpgroups take turns issuing a piece (named barriers 3 and 4,
-  FlashAttention-3's ping-pong), so one's wait and adds run under the other's MMAs instead of
-  both waiting at once;
 - ``unpromoted``: no promotion (the accumulator chains through the stages in wgmma's own
   precision, one group in flight): not a product (its error is larger), a reference.
 
@@ -49,41 +49,6 @@ UNPROMOTED = {  # the non-swapped tuned call's PROMOTE argument
     "    ANY_SPLIT,\n": "    ANY_SPLIT,\n    E4M3_MMA,\n",
 }
 
-TURNS = {  # the two consumers take turns issuing a piece (FlashAttention-3's ping-pong)
-    """                        T.cuda.tile.apply(
-                            T.ptx[MMA_OP],
-                            part,""": """                        if TILE_M == 128:  # this warpgroup's turn
-                            T.ptx.bar.sync(3 + half, 256)
-                        T.cuda.tile.apply(
-                            T.ptx[MMA_OP],
-                            part,""",
-    """                        T.ptx.wgmma.commit_group.sync.aligned()
-                        T.ptx.wgmma.wait_group.sync.aligned(0)
-                        if piece == TILE_N // PROMOTE - 1:""": """                        T.ptx.wgmma.commit_group.sync.aligned()
-                        if TILE_M == 128:  # the other's turn
-                            T.ptx.bar.arrive(4 - half, 256)
-                        T.ptx.wgmma.wait_group.sync.aligned(0)
-                        if piece == TILE_N // PROMOTE - 1:""",
-    """    it = 0
-    rank = cluster_rank(CLUSTER)
-    job = T.cuda.block_idx("x") // CLUSTER
-    while job < jobs:""": """    it = 0
-    rank = cluster_rank(CLUSTER)
-    job = T.cuda.block_idx("x") // CLUSTER
-    if PROMOTE:
-        if TILE_M == 128:
-            if half == 1:  # the first turn is consumer 0's
-                T.ptx.bar.arrive(3, 256)
-    while job < jobs:""",
-    """        job += T.cuda.grid_dim("x") // CLUSTER
-    if leader:""": """        job += T.cuda.grid_dim("x") // CLUSTER
-    if PROMOTE:
-        if TILE_M == 128:
-            if half == 0:  # consumer 1's last hand-over
-                T.ptx.bar.sync(3, 256)
-    if leader:""",
-}
-
 
 def main() -> None:
     import common
@@ -93,7 +58,6 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         variants = [
             ("promoted", fp8_variant(folder, "promoted", {}, {})),
-            ("turns", fp8_variant(folder, "turns", TURNS, {})),
             ("unpromoted", fp8_variant(folder, "unpromoted", {}, UNPROMOTED)),
         ]
         rows = []

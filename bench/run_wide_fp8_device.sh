@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Issue #23's fp8 128x256 tiles (promoted in two 128-wide pieces) on the H200, one call within
-# 9.5 minutes: bench/promotion_ab.py (128x192 / 128x256 / 128x256 in clusters of two, promoted
-# and not, beside cuBLAS), the fp8 GPU tests, then bench/gemm.py's fp8 shapes.
+# Issue #23's fp8 128x256 tiles on the H200 (run 82: promoted in two 128-wide pieces; run 84:
+# in four 64-wide pieces, two buffers alternating), one call within 9.5 minutes:
+# bench/promotion_ab.py (128x192 / 128x256 / 128x256 in clusters of two, promoted and not,
+# beside cuBLAS), the fp8 GPU tests, then bench/gemm.py's fp8 shapes.
 # Usage (on the GPU machine, from the project root): bash bench/run_wide_fp8_device.sh "$OUT" RUN
 source bench/device_env.sh "$@"
 run_step "promotion ab" 200 "$out/promotion_ab_run$run.log" python3 bench/promotion_ab.py "$run"
