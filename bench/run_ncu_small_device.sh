@@ -13,7 +13,7 @@ profile() {  # profile NAME M N K BM BN SPLIT: ours (its 4th launch), then cuBLA
     -k regex:gemm_bf16_tuned --launch-skip 3 --launch-count 1 "${sections[@]}" \
     python3 bench/gemm_one_config.py "$@"
   run_step "ncu $name cublas" 60 "$out/ncu_${name}_cublas_run$run.log" ncu --clock-control none \
-    -k 'regex:^(?!jittile)' --launch-skip 2 --launch-count 2 "${sections[@]}" \
+    -k 'regex:^(?!jittile).*(gemm|nvjet|gemv|xmma|splitK|cutlass)' --launch-skip 2 --launch-count 2 "${sections[@]}" \
     python3 bench/gemm_one_config.py "$@"
 }
 profile m64 64 4096 4096 64 128 4
