@@ -18,7 +18,8 @@ helpers (``gemm_body``) that ``examples/gemm_fp8.py`` shares:
 The tuning space (``BF16_SPACE``; ``jittile.autotune`` keyed on M, N, K, see docs/gemm.md):
 
 - tiles 128x256 (4 stages, GROUP_M 8 or 16, or 3 stages), 128x192 (5; fewer idle SMs in the
-  last wave where 128x256's is partial), 128x128 (6 stages), 64x256 (5) and 64x128 (8): 64-row
+  last wave where 128x256's is partial), 128x128 (6 stages), 64x256 (5), 64x128 (8) and 64x32
+  (12; M <= 64: 128 tiles at N = 4096 fill the GPU over all of K, cuBLAS's tiles there): 64-row
   tiles run one consumer warpgroup (256 threads);
 - split-K (``SPLIT`` 2, 4, 8), in one launch: the K range is cut in SPLIT pieces, and the
   splits of each 64-row block of a tile meet in ``settle``: each takes a ticket
@@ -40,7 +41,9 @@ accumulator plus their loop state fit in them (0 bytes of local memory). A 128x2
 config's meeting does not (24 bytes of spill), nor fp8's promoted pair of fragments: those
 configs move registers from the producer to the consumers with ``setmaxnreg`` (40 and 232;
 jittile then assembles the kernel with a standalone ptxas, as nvJitLink's ignores it). Its index arithmetic
-stays 32-bit: a 64-bit division is a call, and a call makes ptxas serialize every wgmma (C7509).
+stays 32-bit: a 64-bit division is a call, and a call makes ptxas serialize every wgmma (C7509);
+the consumers count their stages in 32 bits, so that a 5- or 6-stage ring's index is a 32-bit
+modulo by a constant (a 64-bit signed one took about 30 instructions, twice per stage).
 
 M, N and K need not be multiples of the tile: TMA loads fill out-of-bounds elements with zeros
 (they add nothing to the products) and TMA stores skip them. (TMA needs 16-byte row strides: K
@@ -439,7 +442,11 @@ def consume(
     if PROMOTE:  # a stage's product, one column piece at a time, and the fp32 total
         part = T.alloc_local((64, PROMOTE), "float32", layout=wgmma_accumulator)
         total = T.alloc_local((64, TILE_N), "float32", layout=wgmma_accumulator)
-    it = 0
+    # counted in 32 bits (each step truncated: numba widens sums to 64), so that a ring of 5 or
+    # 6 stages costs a 32-bit modulo per stage, not a 64-bit signed one (30 instructions; the
+    # producer's one thread keeps its 64-bit count: at 32 bits, 128x256 split builds spill)
+    it = T.uint32(0)
+    ring = T.uint32(RING)
     rank = cluster_rank(CLUSTER)
     job = T.cuda.block_idx("x") // CLUSTER
     while job < jobs:
@@ -450,8 +457,8 @@ def consume(
                 for r in T.unroll(TILE_N // 2):
                     total[r] = 0.0
             for i in range(count):
-                s = it % RING
-                T.cuda.mbarrier_wait(full.ptr_to([s]), (it // RING) & 1)
+                s = it % ring
+                T.cuda.mbarrier_wait(full.ptr_to([s]), (it // ring) & 1)
                 T.ptx.wgmma.fence.sync.aligned()
                 if PROMOTE:  # each piece of the stage alone into part, added to total
                     for piece in T.unroll(TILE_N // PROMOTE):
@@ -476,8 +483,8 @@ def consume(
                     T.ptx.wgmma.commit_group.sync.aligned()
                     T.ptx.wgmma.wait_group.sync.aligned(1)  # the previous stage's are done
                     if i > 0 and leader:
-                        release(empty, (it + RING - 1) % RING, CLUSTER)
-                it += 1
+                        release(empty, T.uint32(it + RING - 1) % ring, CLUSTER)
+                it = T.uint32(it + 1)
             row0, col0 = job_origin(tile, rank, tiles_m, tiles_n, TILE_M, TILE_N, GROUP, CLUSTER)
             block = (tile - whole) * (TILE_M // 64) + half  # of a split tile
             if PROMOTE:  # every stage was waited for: acc is free (a renaming, no moves)
@@ -486,7 +493,7 @@ def consume(
             else:
                 T.ptx.wgmma.wait_group.sync.aligned(0)
                 if leader:
-                    release(empty, (it + RING - 1) % RING, CLUSTER)
+                    release(empty, T.uint32(it + RING - 1) % ring, CLUSTER)
             writes = True  # a split tile's block is written by its last split only
             if SPLIT > 1:  # first: an unsplit build has no workspace to lower settle on
                 if parts > 1:
@@ -546,9 +553,10 @@ def gemm_body(
     waits for every stage's release before its CTA may leave (an aligned cluster barrier at the
     end hung on the H200, run 60)."""
     consumers = TILE_M // 64
-    # a consumer's staged output part: the whole (transposed) tile with SWAP, else 128 columns
-    # (one 256-byte row), 64 where 128 does not divide the tile (N = 192)
-    width = TILE_N if SWAP else 128 if TILE_N % 128 == 0 else 64
+    # a consumer's staged output part: the whole (transposed) tile with SWAP or below 64
+    # columns, else 128 columns (one 256-byte row), 64 where 128 does not divide the tile
+    # (N = 192)
+    width = TILE_N if SWAP or TILE_N < 64 else 128 if TILE_N % 128 == 0 else 64
     R_s = T.alloc_shared(
         (RING, consumers, 64, TILE_K),
         ELEMENT,
@@ -737,6 +745,8 @@ class Space:
             tiles = -(-rows // v["BM"]) * -(-cols // v["BN"])
             if v["SWAP"]:
                 fits = m <= 64 and v["BN"] == min(b for b in (16, 32, 64) if b >= m)
+            elif v["BN"] == 32:  # M <= 64: enough narrow tiles to fill the GPU over all of K
+                fits = m <= 64  # (cuBLAS's 64x32 tiles at 64x4096x4096, run 85)
             elif v["BM"] == 64:  # small M, or where 128-row tiles of this width leave SMs idle
                 fits = 32 < m <= 512 or (m > 512 and -(-m // 128) * -(-n // v["BN"]) < sms)
             else:
@@ -769,6 +779,7 @@ BF16_SPACE = Space(
         (128, 128, 6, 8, ANY_SPLIT, True),
         (64, 256, 5, 8, ANY_SPLIT, True),
         (64, 128, 8, 8, ANY_SPLIT, True),
+        (64, 32, 12, 8, ANY_SPLIT, False),
     ),
     swap_tiles=((128, 16, 8), (128, 32, 8), (128, 64, 8)),
     splits=(2, 4, 8),

@@ -13,8 +13,8 @@ are one-element float32 arrays read in the kernel (a device array is never synch
 host); the epilogue multiplies the total by their product before rounding to bf16.
 
 Tuning space (``FP8_SPACE``, keyed on M, N, K, pruned as gemm_bf16's; docs/gemm.md): 128x256 (4
-stages), 128x192 (5), 128x128 (6, GROUP_M 8 or 16) and 64x128 (8) tiles, clusters of two, split-K
-2, 4, 8 with 128x128 and 64x128 in one launch as gemm_bf16's (the scaled partial sums meet through
+stages), 128x192 (5), 128x128 (6, GROUP_M 8 or 16), 64x128 (8) and 64x32 (12, M <= 64) tiles,
+clusters of two, split-K 2, 4, 8 with 128x128, 64x128 and 64x32 in one launch as gemm_bf16's (the scaled partial sums meet through
 the fp32 workspace; the last split of a block adds them and rounds them into C), swap-AB for
 M <= 64.
 """
@@ -45,6 +45,7 @@ FP8_SPACE = Space(
         (128, 192, 5, 8, UNSPLIT, True),
         (128, 256, 4, 8, UNSPLIT, True),
         (64, 128, 8, 8, ANY_SPLIT, True),
+        (64, 32, 12, 8, ANY_SPLIT, False),
     ),
     swap_tiles=((128, 16, 8), (128, 32, 8), (128, 64, 8)),
     splits=(2, 4, 8),

@@ -54,6 +54,9 @@ def _product(a, b, scale=1.0):
         # three row blocks: the second job's rank-1 tile lies wholly past M (one cluster)
         (260, 136, 136, dict(BM=128, BN=128, SPLIT=1, SWAP=False, CLUSTER=2)),
         (130, 264, 136, dict(BM=64, BN=256, SPLIT=1, SWAP=False, CLUSTER=2)),
+        # 64x32 tiles (M <= 64): one row of M, N ragged, a 32-column epilogue part
+        (1, 72, 200, dict(BM=64, BN=32, SPLIT=1, SWAP=False)),
+        (64, 104, 136, dict(BM=64, BN=32, SPLIT=2, SWAP=False)),
     ],
 )
 def test_bf16_configs_interpreted_are_exact(m, n, k, values):
@@ -172,16 +175,18 @@ def test_an_fp8_swapped_split_config_interpreted_is_exact():
     _assert_zero(w)
 
 
-@pytest.mark.parametrize("tile_m, split, m", [(64, 2, 70), (128, 4, 130)])
-def test_an_fp8_split_k_config_interpreted_is_exact(tile_m, split, m):
+@pytest.mark.parametrize(
+    "tile_m, tile_n, split, m", [(64, 128, 2, 70), (128, 128, 4, 130), (64, 32, 1, 17)]
+)
+def test_an_fp8_split_k_config_interpreted_is_exact(tile_m, tile_n, split, m):
     """Promotion and split-K together: one consumer warpgroup split in two, two consumers
-    split in four (four K-stages of 128, the last ragged)."""
+    split in four (four K-stages of 128, the last ragged); and an unsplit 64x32 tile (M <= 64)."""
     import gemm_fp8
     from gemm_bf16 import new_workspace, run_config
 
-    n, k = 136, 400 if split == 2 else 496
+    n, k = 136, 400 if split in (1, 2) else 496
     a, b, c = _operands(m, n, k, ml_dtypes.float8_e4m3fn, seed=6)
-    config = _config(gemm_fp8.FP8_SPACE, BM=tile_m, BN=128, SPLIT=split, SWAP=False)
+    config = _config(gemm_fp8.FP8_SPACE, BM=tile_m, BN=tile_n, SPLIT=split, SWAP=False)
     w = new_workspace(c, m, n)
     run_config(
         gemm_fp8.gemm_fp8_tuned,
@@ -247,6 +252,9 @@ def test_the_fp8_launch_takes_python_float_scales_on_the_interpreter():
     [
         (1, 4096, 4096, dict(SWAP=True, BN=16)),
         (48, 4096, 4096, dict(BN=64)),
+        # M <= 64: 64x32 tiles fill the GPU over all of K (cuBLAS's choice, run 85)
+        (64, 4096, 4096, dict(BM=64, BN=32, SPLIT=1, SWAP=False)),
+        (1, 4096, 4096, dict(BM=64, BN=32, SPLIT=1, SWAP=False)),
         (8192, 8192, 8192, dict(SPLIT=1, BM=128)),
         # 128-row tiles leave SMs idle: 64-row tiles beyond M = 512 (run 63: 1024^3 in 9.9 us
         # with 64x128 against 15.5 with 128x128), and 128x256 split in two
@@ -262,15 +270,15 @@ def test_pruning_keeps_the_shapes_configs(m, n, k, expect):
     import gemm_bf16
 
     kept = gemm_bf16.BF16_SPACE.candidates(m, n, k)
-    assert 0 < len(kept) <= 12
+    assert 0 < len(kept) <= 16  # docs/gemm.md: 4 to 16
     assert any(all(c.kwargs[key] == v for key, v in expect.items()) for c in kept)
     if m > 1024:  # no swap; split-K only for the last partial wave of 128x256 tiles
         assert not any(c.kwargs["SWAP"] for c in kept)
         for c in (c for c in kept if c.kwargs["SPLIT"] > 1):
             tail = (-(-m // 128) * -(-n // 256)) % gemm_bf16.SMS
             assert c.kwargs["BN"] == 256 and 0 < tail * c.kwargs["SPLIT"] <= gemm_bf16.SMS
-    if m <= 32:
-        assert all(c.kwargs["SWAP"] for c in kept)
+    if m <= 32:  # swap-AB, or the narrow 64x32 tiles
+        assert all(c.kwargs["SWAP"] or c.kwargs["BN"] == 32 for c in kept)
 
 
 @pytest.mark.parametrize("m", [64, 100, 128, 129, 4096])
