@@ -14,9 +14,9 @@ sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 
-def variant(folder: str, name: str, replacements: dict):
-    """examples/gemm_bf16.py with each ``old`` text replaced by ``new``, imported as ``name``."""
-    text = (ROOT / "examples" / "gemm_bf16.py").read_text()
+def variant(folder: str, name: str, replacements: dict, example: str = "gemm_bf16.py"):
+    """examples/``example`` with each ``old`` text replaced by ``new``, imported as ``name``."""
+    text = (ROOT / "examples" / example).read_text()
     for old, new in replacements.items():
         assert old in text, old
         text = text.replace(old, new)
@@ -78,17 +78,8 @@ def fp8_variant(folder: str, name: str, body: dict, fp8: dict):
     """examples/gemm_fp8.py with the ``fp8`` replacements over a variant of gemm_bf16.py (its
     ``body`` replacements, imported as ``name``_body), imported as ``name``."""
     variant(folder, f"{name}_body", body)
-    text = (ROOT / "examples" / "gemm_fp8.py").read_text()
-    for old, new in {"from gemm_bf16 import": f"from {name}_body import", **fp8}.items():
-        assert old in text, old
-        text = text.replace(old, new)
-    path = Path(folder, f"{name}.py")
-    path.write_text(text)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    imports = {"from gemm_bf16 import": f"from {name}_body import"}
+    return variant(folder, name, {**imports, **fp8}, "gemm_fp8.py")
 
 
 def compare_fp8(variants, spec: str, repeat: int = 20) -> list:
