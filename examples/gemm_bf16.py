@@ -38,12 +38,13 @@ about a dozen, so a new shape tunes within seconds.
 
 Registers: the 384-thread block gives every thread 168 registers, and the consumers' 128-float
 accumulator plus their loop state fit in them (0 bytes of local memory). A 128x256 split-K
-config's meeting does not (24 bytes of spill), nor fp8's promoted pair of fragments: those
-configs move registers from the producer to the consumers with ``setmaxnreg`` (40 and 232;
-jittile then assembles the kernel with a standalone ptxas, as nvJitLink's ignores it). Its index arithmetic
-stays 32-bit: a 64-bit division is a call, and a call makes ptxas serialize every wgmma (C7509);
-the consumers count their stages in 32 bits, so that a 5- or 6-stage ring's index is a 32-bit
-modulo by a constant (a 64-bit signed one took about 30 instructions, twice per stage).
+config's meeting does not (24 bytes of spill), nor fp8's promoted fragments: those configs
+move registers from the producer to the consumers with ``setmaxnreg`` (40 and 232; jittile
+then assembles the kernel with a standalone ptxas, as nvJitLink's ignores it). Its index
+arithmetic stays 32-bit: a 64-bit division is a call, and a call makes ptxas serialize every
+wgmma (C7509); the consumers count their stages in 32 bits, so that a 5- or 6-stage ring's index
+is a 32-bit modulo by a constant (a 64-bit signed one took about 30 instructions, twice per
+stage).
 
 M, N and K need not be multiples of the tile: TMA loads fill out-of-bounds elements with zeros
 (they add nothing to the products) and TMA stores skip them. (TMA needs 16-byte row strides: K
@@ -599,8 +600,8 @@ def gemm_body(
     jobs = whole + (tiles - whole) * SPLIT
     k_tiles = (K + TILE_K - 1) // TILE_K
     if T.cuda.warp_id() < 4:  # producer
-        # its registers to the consumers' product fragments and totals (PROMOTE), or to their split-K
-        # meeting over a wide tile (168 registers would spill 24 bytes at 128x256)
+        # its registers to the consumers' product fragments and totals (PROMOTE), or to their
+        # split-K meeting over a wide tile (168 registers would spill 24 bytes at 128x256)
         if (PROMOTE or SPLIT > 1) and TILE_M == 128 and TILE_N > 128:
             T.ptx.setmaxnreg.dec.sync.aligned.u32(40)
         if T.cuda.thread_idx("x") == 0:

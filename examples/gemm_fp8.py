@@ -14,9 +14,9 @@ host); the epilogue multiplies the total by their product before rounding to bf1
 
 Tuning space (``FP8_SPACE``, keyed on M, N, K, pruned as gemm_bf16's; docs/gemm.md): 128x256 (4
 stages), 128x192 (5), 128x128 (6, GROUP_M 8 or 16), 64x128 (8) and 64x32 (12, M <= 64) tiles,
-clusters of two, split-K 2, 4, 8 with 128x128, 64x128 and 64x32 in one launch as gemm_bf16's (the scaled partial sums meet through
-the fp32 workspace; the last split of a block adds them and rounds them into C), swap-AB for
-M <= 64.
+clusters of two, split-K 2, 4, 8 with 128x128, 64x128 and 64x32 in one launch as gemm_bf16's
+(the scaled partial sums meet through the fp32 workspace; the last split of a block adds them
+and rounds them into C), swap-AB for M <= 64.
 """
 
 import numpy as np
