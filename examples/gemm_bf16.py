@@ -200,7 +200,10 @@ def produce(
     """The producer thread: stream each job's K-slices of R and Q into the ring. In a cluster,
     the CTA of rank r loads rows [r, r + 1) * TILE_N / CLUSTER of the shared Q tile and
     multicasts them to every CTA of the cluster."""
-    loaded = 0
+    # the ring position as a stage and a lap parity, stepped (no division: a ring of 5, 6 or 12
+    # stages made the stage index a 64-bit signed modulo of a load count, ~30 instructions)
+    s = T.uint32(0)
+    free = T.uint32(1)  # the phase parity in which stage s is free on this lap
     rank = cluster_rank(CLUSTER)
     job = T.cuda.block_idx("x") // CLUSTER
     while job < jobs:
@@ -209,8 +212,7 @@ def produce(
         first, count = k_range(split, parts, k_tiles)
         for i in range(count):
             k0 = (first + i) * TILE_K
-            s = loaded % RING
-            T.cuda.mbarrier_wait(empty.ptr_to([s]), ((loaded // RING) & 1) ^ 1)
+            T.cuda.mbarrier_wait(empty.ptr_to([s]), free)
             T.ptx.mbarrier.arrive.expect_tx.shared.b64(
                 full.ptr_to([s]), T.uint32((TILE_M + TILE_N) * ROW_BYTES)
             )
@@ -259,12 +261,17 @@ def produce(
                             cta_mask=T.uint16((1 << CLUSTER) - 1),
                             mbar=full.ptr_to([s]),
                         )
-            loaded += 1
+            s = T.uint32(s + 1)
+            if s == RING:
+                s = T.uint32(0)
+                free = T.uint32(1 - free)
         job += T.cuda.grid_dim("x") // CLUSTER
     if CLUSTER > 1:  # every stage released by every consumer of the cluster (CUTLASS's tail):
         for i in T.unroll(RING):  # no other CTA arrives at this CTA's barriers after this
+            wraps = T.uint32(s + i >= RING)  # the i-th stage from here is on the next lap
             T.cuda.mbarrier_wait(
-                empty.ptr_to([(loaded + i) % RING]), (((loaded + i) // RING) & 1) ^ 1
+                empty.ptr_to([T.uint32(s + i - RING * wraps)]),
+                T.uint32(free + wraps) & T.uint32(1),
             )
 
 
