@@ -760,9 +760,9 @@ class Space:
             else:
                 fits = m > 64
             if v["CLUSTER"] > 1:  # the cluster's tiles stack along M: as many row blocks;
-                # over a wave of tiles at least (multicast saves L2 bandwidth, which a partial
-                # wave has to spare: run 62)
-                fits = fits and -(-rows // v["BM"]) >= v["CLUSTER"] and tiles >= sms
+                # over half a wave of tiles (below that every tile splits, rule 3): multicast
+                # halves the B bytes each CTA reads from L2 (cuBLAS's clusters at 512 rows)
+                fits = fits and -(-rows // v["BM"]) >= v["CLUSTER"] and 2 * tiles > sms
             per = -(-k_tiles // v["SPLIT"])
             if v["SPLIT"] > 1 and tiles * 2 <= sms:  # the tiles leave SMs idle: all split
                 fits = fits and tiles * v["SPLIT"] <= 2 * sms and per >= 4
