@@ -30,3 +30,18 @@ run_step() {
 result() { printf "bench/results/%s_run%02d.json" "$1" "$run"; }
 
 GPU_TESTS=(python3 -m pytest -m gpu -q -p no:cacheprovider -rf --tb=short)
+
+# profile NAME M N K BM BN SPLIT [CLUSTER]: Nsight Compute on one tuned-kernel config (its 4th
+# launch, bench/gemm_one_config.py), then on cuBLAS's next two kernels of the same operands.
+sections=(--section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats
+  --section LaunchStats --section SchedulerStats)
+profile() {
+  local name=$1
+  shift
+  run_step "ncu $name jittile" 90 "$out/ncu_${name}_run$run.log" ncu --clock-control none \
+    -k regex:gemm_bf16_tuned --launch-skip 3 --launch-count 1 "${sections[@]}" \
+    python3 bench/gemm_one_config.py "$@"
+  run_step "ncu $name cublas" 60 "$out/ncu_${name}_cublas_run$run.log" ncu --clock-control none \
+    -k 'regex:^(?!jittile).*(gemm|nvjet|gemv|xmma|splitK|cutlass)' --launch-skip 2 --launch-count 2 "${sections[@]}" \
+    python3 bench/gemm_one_config.py "$@"
+}

@@ -381,7 +381,7 @@ class Autotuner:
         try:
             for config in runnable:
                 timing = time.perf_counter()
-                timings[config] = self._time(config, named, grid, block, stream, saved)
+                timings[config] = self._time(config, named, grid, block, stream, saved, device)
                 spent[config] = time.perf_counter() - timing
                 progress.step()
         finally:
@@ -427,7 +427,8 @@ class Autotuner:
             raise LaunchError(f"{self.__name__}: early_config_prune left no config")
         return configs
 
-    def _time(self, config, named, grid, block, stream, saved: _Saved) -> float:
+    def _time(self, config, named, grid, block, stream, saved: _Saved, device: int) -> float:
+        """``config``'s median device milliseconds, each sample from a cold L2 (timing.py)."""
         handle = saved.stream
 
         def prepare():
@@ -442,7 +443,7 @@ class Autotuner:
             return float(self.do_bench(lambda: (prepare(), launch())))
         from .runtime.timing import event_median
 
-        return event_median(prepare, launch, self.warmup, self.rep, handle)
+        return event_median(prepare, launch, self.warmup, self.rep, handle, flush_device=device)
 
     def _compile(self, configs: list[Config], named: dict, grid, block, target) -> dict:
         """Each config's CompiledKernel, or the JittileError that drops it."""

@@ -60,6 +60,16 @@ class StandInDriver:
     def cuEventDestroy(self, event):
         return (0,)
 
+    CUdevice_attribute = types.SimpleNamespace(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE=38)
+
+    def cuDeviceGetAttribute(self, attribute, device):
+        assert attribute == 38
+        return 0, 50 << 20  # the H200's 50 MB
+
+    def cuMemsetD32Async(self, pointer, value, words, stream):
+        self.log.append(("flush", pointer, value, words, stream, self.word.value))
+        return (0,)
+
 
 @pytest.fixture
 def stand_in(monkeypatch):
@@ -121,3 +131,26 @@ def test_without_stream_memory_operations_the_events_time_ungated(stand_in):
     seen = []
     timing.event_median(lambda: None, lambda: seen.append(stand_in.word.value), 0, 3, 0)
     assert seen == [1, 1, 1]  # never closed
+
+
+def test_with_a_flush_device_each_sample_starts_from_a_cold_l2(stand_in, monkeypatch):
+    """Before each timed sample (not the warmup), outside the gate, the stream overwrites one
+    buffer of twice the device's L2, allocated once in that device's context."""
+    allocated, contexts = [], []
+    monkeypatch.setattr(timing, "_flush_buffers", {})
+    monkeypatch.setattr(driver, "alloc", lambda nbytes: allocated.append(nbytes) or 0xF000)
+    monkeypatch.setattr(driver, "context_for", lambda device: ("ctx", device))
+    monkeypatch.setattr(driver, "use_context", lambda ctx: contexts.append(ctx) or "previous")
+    monkeypatch.setattr(driver, "restore_context", lambda previous: contexts.append(previous))
+    for _ in range(2):
+        timing.event_median(lambda: None, lambda: None, warmup=1, rep=3, stream=5, flush_device=1)
+    assert allocated == [100 << 20]
+    flush = ("flush", 0xF000, 0, (100 << 20) // 4, 5, 1)  # gate still open: before the wait
+    sample = [flush, ("wait", 5), ("record", 0), ("record", 0), ("sync", 1)]
+    assert stand_in.log == (sample * 3 + ["free"]) * 2
+    assert contexts == [("ctx", 1), "previous"] * 6
+
+
+def test_without_a_flush_device_nothing_is_overwritten(stand_in):
+    timing.event_median(lambda: None, lambda: None, warmup=0, rep=2, stream=5)
+    assert not any(entry[0] == "flush" for entry in stand_in.log if isinstance(entry, tuple))

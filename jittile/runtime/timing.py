@@ -14,6 +14,14 @@ say), a watchdog thread opens the gate after ``GATE_TIMEOUT_S``, so a sample is 
 the config's remaining samples time without a gate: such work keeps the host behind the GPU
 anyway, and gating it would cost every sample the timeout. Where the driver refuses stream
 memory operations the events time without a gate.
+
+The tuner's samples also start from a cold L2, as Triton's ``do_bench`` has them: before each,
+outside the timed region, the stream overwrites a buffer of twice the device's L2
+(``flush_device``; kept per device for the process, as Triton keeps its one). Repeated on the
+same arrays, a short product's operands would otherwise stay in the L2 (a 4096 x 4096 bf16
+weight is 32 MB of the H200's 50): run 87's tuning timed the M = 64 GEMM's chosen config at
+14.6 us, the benchmark's rotating inputs at 19.6, and the configs whose operands come from the
+DRAM rank differently.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from collections.abc import Callable
 from . import driver
 
 GATE_TIMEOUT_S = 0.25  # far above any launch sequence's host time; a safety net only
+_flush_buffers: dict[int, tuple[int, int]] = {}  # device -> (pointer, 32-bit words)
 
 
 class _Gate:
@@ -60,12 +69,35 @@ class _Gate:
         driver.bindings().cuMemFreeHost(self.host)
 
 
+def _flush_l2(device: int, stream: int) -> None:
+    """Overwrite twice ``device``'s L2 on ``stream``: what the next sample reads comes from the
+    DRAM."""
+    drv = driver.bindings()
+    previous = driver.use_context(driver.context_for(device))
+    try:
+        if device not in _flush_buffers:
+            attribute = drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE
+            l2 = driver.check(drv.cuDeviceGetAttribute(attribute, device), "cuDeviceGetAttribute")
+            words = max(2 * int(l2), 1 << 20) // 4
+            _flush_buffers[device] = (driver.alloc(4 * words), words)
+        pointer, words = _flush_buffers[device]
+        driver.check(drv.cuMemsetD32Async(pointer, 0, words, stream), "cuMemsetD32Async")
+    finally:
+        driver.restore_context(previous)
+
+
 def event_median(
-    prepare: Callable[[], None], fn: Callable[[], None], warmup: int, rep: int, stream: int
+    prepare: Callable[[], None],
+    fn: Callable[[], None],
+    warmup: int,
+    rep: int,
+    stream: int,
+    flush_device: int | None = None,
 ) -> float:
     """Median milliseconds of ``fn``'s device work on ``stream`` over ``rep`` samples (after
     ``warmup`` untimed calls), each issued behind a gate; ``prepare`` (resets, restores) runs
-    before each, outside the timed region."""
+    before each, outside the timed region, and with ``flush_device`` the L2 of that device is
+    overwritten before each sample."""
     drv = driver.bindings()
     flags = drv.CUevent_flags.CU_EVENT_DEFAULT
     start = driver.check(drv.cuEventCreate(flags), "cuEventCreate")
@@ -84,6 +116,8 @@ def event_median(
         samples = []
         for _ in range(rep):
             prepare()
+            if flush_device is not None:
+                _flush_l2(flush_device, stream)
             watchdog = None
             if not opened_late and gate.close(stream):
                 watchdog = threading.Timer(GATE_TIMEOUT_S, release)
