@@ -72,6 +72,9 @@ MULTICAST_LOAD = (
     ".multicast::cluster"
 )
 STORE = "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"
+# The operand loads' L2 promotion (the TensorMap's L2 sector promotion: 0 none, 1/2/3 64/128/256
+# bytes): what a load that misses the L2 fetches from the DRAM
+L2_PROMOTION = 0
 # The wgmma forms by N (16, 32, ... 256: index N // 16 - 1). Tuples of strings, not a dict: a
 # kernel that reads a mutable global has it re-checked on every launch (jittile/watch.py), which
 # cost a third of a tuned launch's host time.
@@ -225,6 +228,7 @@ def produce(
                     coords=(m0, k0),
                     coord_steps=((64, 0),),
                     swizzle=3,
+                    l2_promotion=L2_PROMOTION,
                     mbar=full.ptr_to([s]),
                 )
             else:
@@ -235,6 +239,7 @@ def produce(
                     box=(64, TILE_K),
                     coords=(m0, k0),
                     swizzle=3,
+                    l2_promotion=L2_PROMOTION,
                     mbar=full.ptr_to([s]),
                 )
             if CLUSTER == 1:
@@ -245,6 +250,7 @@ def produce(
                     box=(TILE_N, TILE_K),
                     coords=(n0, k0),
                     swizzle=3,
+                    l2_promotion=L2_PROMOTION,
                     mbar=full.ptr_to([s]),
                 )
             else:
@@ -258,6 +264,7 @@ def produce(
                             box=(part, TILE_K),
                             coords=(n0 + r * part, k0),
                             swizzle=3,
+                            l2_promotion=L2_PROMOTION,
                             cta_mask=T.uint16((1 << CLUSTER) - 1),
                             mbar=full.ptr_to([s]),
                         )
