@@ -118,6 +118,7 @@ def compare_fp8(variants, spec: str, repeat: int = 20) -> list:
     rows = []
     for name, c in outputs.items():
         error = ((c.float() - exact).abs().max() / exact.abs().max()).item()
+        mean_error = ((c.float() - exact).abs().mean() / exact.abs().mean()).item()
         us = 1e3 * times[name]
         rows.append(
             {
@@ -127,11 +128,13 @@ def compare_fp8(variants, spec: str, repeat: int = 20) -> list:
                 "tflops": 2 * m * n * k / us / 1e6,
                 "vs_cublas": times["cuBLAS"] / times[name],
                 "relative_error": error,
+                "mean_relative_error": mean_error,
             }
         )
         print(
             f"{shape} {name}: {us:.1f} us, {rows[-1]['tflops']:.0f} TFLOP/s, "
-            f"{rows[-1]['vs_cublas']:.3f}x cuBLAS, relative error {error:.2g}",
+            f"{rows[-1]['vs_cublas']:.3f}x cuBLAS, relative error {error:.2g}, "
+            f"mean relative error {mean_error:.4g}",
             flush=True,
         )
     return rows

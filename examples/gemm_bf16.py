@@ -93,8 +93,17 @@ def promoted_piece(n: int) -> int:
     return n if n <= 192 else n // 2
 
 
-# By N (index N // 16 - 1): promotion's piece width and its wgmma form, for the kernels.
+def promoted_stages(n: int) -> int:
+    """The K-stages an fp8 N-wide tile's pieces accumulate in the wgmma before each is added
+    into the fp32 total: two (K = 256) for the 256-wide tiles, whose two pieces per stage
+    made promotion cost 11% (run 82), one (K = 128, CUTLASS's and DeepGEMM's interval) for the
+    others."""
+    return 2 if n > 192 else 1
+
+
+# By N (index N // 16 - 1): promotion's piece width, stages and wgmma form, for the kernels.
 PROMOTED_PIECE = tuple(promoted_piece(n) for n in range(16, 257, 16))
+PROMOTED_STAGES = tuple(promoted_stages(n) for n in range(16, 257, 16))
 PROMOTED_MMA = tuple(E4M3_MMA[promoted_piece(n) // 16 - 1] for n in range(16, 257, 16))
 MMA = BF16_MMA[BN // 16 - 1]
 
@@ -444,11 +453,12 @@ def consume(
     PROMOTE,
     SCALED,
     CLUSTER,
+    SUM_STAGES,
 ):
     """A consumer warpgroup's persistent loop: each job's K range into ``acc`` (or with PROMOTE,
-    the width of MMA_OP's N, each K-stage alone into ``part``, PROMOTE columns at a time, added
-    into ``total``), then its epilogue (with split-K, for a split tile, after its splits'
-    meeting: ``settle``)."""
+    the width of MMA_OP's N, each SUM_STAGES K-stages alone into ``part``, PROMOTE columns at a
+    time, added into ``total``), then its epilogue (with split-K, for a split tile, after its
+    splits' meeting: ``settle``)."""
     half = T.cuda.warp_id() // 4 - 1
     leader = T.cuda.thread_idx("x") % 128 == 0
     splits = split_count(k_tiles, SPLIT)
@@ -471,11 +481,14 @@ def consume(
             if PROMOTE:
                 for r in T.unroll(TILE_N // 2):
                     total[r] = 0.0
-            for i in range(count):
-                s = it % ring
-                T.cuda.mbarrier_wait(full.ptr_to([s]), (it // ring) & 1)
-                T.ptx.wgmma.fence.sync.aligned()
-                if PROMOTE:  # each piece of the stage alone into part, added to total
+            if PROMOTE:  # each piece of SUM_STAGES stages alone into part, added to total
+                for _ in range(T.uint32(count) // T.uint32(SUM_STAGES)):
+                    s = it % ring
+                    T.cuda.mbarrier_wait(full.ptr_to([s]), (it // ring) & 1)
+                    s_next = T.uint32(it + 1) % ring  # with SUM_STAGES 2, the second stage
+                    if SUM_STAGES == 2:
+                        T.cuda.mbarrier_wait(full.ptr_to([s_next]), (T.uint32(it + 1) // ring) & 1)
+                    T.ptx.wgmma.fence.sync.aligned()
                     for piece in T.unroll(TILE_N // PROMOTE):
                         if piece > 0:  # part was read since its last wgmma
                             T.ptx.wgmma.fence.sync.aligned()
@@ -486,20 +499,35 @@ def consume(
                             Q_s[s, piece * PROMOTE : (piece + 1) * PROMOTE].T,
                             scale_d=0,
                         )
+                        if SUM_STAGES == 2:
+                            T.cuda.tile.apply(
+                                T.ptx[MMA_OP],
+                                part,
+                                R_s[s_next, half],
+                                Q_s[s_next, piece * PROMOTE : (piece + 1) * PROMOTE].T,
+                                scale_d=1,
+                            )
                         T.ptx.wgmma.commit_group.sync.aligned()
                         T.ptx.wgmma.wait_group.sync.aligned(0)
                         if piece == TILE_N // PROMOTE - 1:
                             if leader:
                                 release(empty, s, CLUSTER)
+                                if SUM_STAGES == 2:
+                                    release(empty, s_next, CLUSTER)
                         for r in T.unroll(PROMOTE // 2):
                             total[piece * PROMOTE // 2 + r] += part[r]
-                else:  # pipelined, one wgmma group in flight
+                    it = T.uint32(it + SUM_STAGES)
+            else:  # pipelined, one wgmma group in flight
+                for i in range(count):
+                    s = it % ring
+                    T.cuda.mbarrier_wait(full.ptr_to([s]), (it // ring) & 1)
+                    T.ptx.wgmma.fence.sync.aligned()
                     T.cuda.tile.apply(T.ptx[MMA_OP], acc, R_s[s, half], Q_s[s].T, scale_d=i)
                     T.ptx.wgmma.commit_group.sync.aligned()
                     T.ptx.wgmma.wait_group.sync.aligned(1)  # the previous stage's are done
                     if i > 0 and leader:
                         release(empty, T.uint32(it + RING - 1) % ring, CLUSTER)
-                it = T.uint32(it + 1)
+                    it = T.uint32(it + 1)
             row0, col0 = job_origin(tile, rank, tiles_m, tiles_n, TILE_M, TILE_N, GROUP, CLUSTER)
             block = (tile - whole) * (TILE_M // 64) + half  # of a split tile
             if PROMOTE:  # every stage was waited for: acc is free (a renaming, no moves)
@@ -613,6 +641,11 @@ def gemm_body(
         whole = tiles - T.uint32(tiles) % T.uint32(T.cuda.grid_dim("x"))
     jobs = whole + (tiles - whole) * SPLIT
     k_tiles = (K + TILE_K - 1) // TILE_K
+    # fp8's unsplit 256-wide tiles promote every two stages (K = 256, ``promoted_stages``), their
+    # K-stages made even by a stage past K (TMA loads it as zeros, which add nothing)
+    sum_stages = PROMOTED_STAGES[TILE_N // 16 - 1] if PROMOTE and SPLIT == 1 else 1
+    if sum_stages == 2:
+        k_tiles = (k_tiles + 1) // 2 * 2
     if T.cuda.warp_id() < 4:  # producer
         # its registers to the consumers' product fragments and totals (PROMOTE), or to their
         # split-K meeting over a wide tile (168 registers would spill 24 bytes at 128x256)
@@ -669,6 +702,7 @@ def gemm_body(
             PROMOTE,
             SCALED,
             CLUSTER,
+            sum_stages,
         )
 
 
