@@ -13,8 +13,8 @@ needs 12% fewer bytes per FLOP (run 82: 4096^3 1188 against 1076 TFLOP/s), but t
 83 had the two consumers take turns issuing them (named barriers, FlashAttention-3's
 ping-pong: -2% .. +1%); run 84 multiplied four 64-wide pieces, two buffers alternating, each
 added while the next is multiplied: 4-5% slower than two pieces, which the example keeps
-(``promoted_piece``). The 128x256 tile now adds each piece once per two K-stages
-(``promoted_stages``: K = 256 between promotions). Per shape, each tile of ``TILES`` in three
+(``promoted_piece``). The unsplit fp8 jobs now add each piece once per two K-stages
+(``PROMOTION_STAGES``: K = 256 between promotions). Per shape, each tile of ``TILES`` in three
 builds:
 
 - ``promoted``: examples/gemm_fp8.py;
@@ -46,7 +46,7 @@ DEFAULT = tuple(
         "8192x4096x14336",
     )
 )
-PER_STAGE = {"    return 2 if n > 192 else 1\n": "    return 1\n"}  # gemm_bf16's promoted_stages
+PER_STAGE = {"PROMOTION_STAGES = 2\n": "PROMOTION_STAGES = 1\n"}
 UNPROMOTED = {  # the non-swapped tuned call's PROMOTE argument
     """            False,
             PROMOTED_PIECE[BN // 16 - 1],
