@@ -27,7 +27,7 @@ dtype = torch.bfloat16 if kind == "bf16" else torch.float8_e4m3fn
 a = torch.randn(m, k, device="cuda").to(dtype)
 b = torch.randn(n, k, device="cuda").to(dtype)
 c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
-extra = () if kind == "bf16" else tuple(gemm_fp8.scale_array(1.0, c) for _ in range(2))
+extra = () if kind == "bf16" else gemm_fp8.tail_arguments(1.0, 1.0, c)
 workspace = gemm_bf16.new_workspace(c, 1, 4)
 t = time.perf_counter()
 gemm_bf16.run_config(tuned, config, (a, b, c), workspace, m, n, k, extra=extra)

@@ -111,8 +111,11 @@ def compare_fp8(variants, spec: str, repeat: int = 20) -> list:
             name = f"{label} {tile}"
             c = outputs[name] = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
             w = body.new_workspace(c, 1, 4)
-            calls[name] = lambda body=body, kernel=module.gemm_fp8_tuned, config=config, c=c, w=w: (
-                body.run_config(kernel, config, (a, b, c), w, m, n, k, extra=(one, one))
+            tail = module.tail_arguments(one, one, c)
+            calls[name] = (
+                lambda body=body, kernel=module.gemm_fp8_tuned, config=config, c=c, w=w, tail=tail: (
+                    body.run_config(kernel, config, (a, b, c), w, m, n, k, extra=tail)
+                )
             )
     times = common.median_ms(calls, repeat=repeat)
     rows = []

@@ -29,7 +29,10 @@ def examples():
     one = (gemm_bf16.np.int32(1),) * 3
     return {
         "bf16": (gemm_bf16.gemm_bf16_tuned, (spec, spec, spec, *work, *one)),
-        "fp8": (gemm_fp8.gemm_fp8_tuned, (fp8, fp8, spec, *work, *one, scale, scale)),
+        "fp8": (
+            gemm_fp8.gemm_fp8_tuned,
+            (fp8, fp8, spec, *work, *one, scale, scale, gemm_fp8.PROMOTION_STAGES),
+        ),
     }
 
 

@@ -14,7 +14,7 @@ needs 12% fewer bytes per FLOP (run 82: 4096^3 1188 against 1076 TFLOP/s), but t
 ping-pong: -2% .. +1%); run 84 multiplied four 64-wide pieces, two buffers alternating, each
 added while the next is multiplied: 4-5% slower than two pieces, which the example keeps
 (``promoted_piece``). The unsplit fp8 jobs now add each piece once per two K-stages
-(``PROMOTION_STAGES``: K = 256 between promotions). Per shape, each tile of ``TILES`` in three
+(gemm_fp8's ``PROMOTION_STAGES``: K = 256 between promotions). Per shape, each tile of ``TILES`` in three
 builds:
 
 - ``promoted``: examples/gemm_fp8.py;
@@ -46,7 +46,7 @@ DEFAULT = tuple(
         "8192x4096x14336",
     )
 )
-PER_STAGE = {"PROMOTION_STAGES = 2\n": "PROMOTION_STAGES = 1\n"}
+PER_STAGE = {"PROMOTION_STAGES = 2\n": "PROMOTION_STAGES = 1\n"}  # in gemm_fp8
 UNPROMOTED = {  # the non-swapped tuned call's PROMOTE argument
     """            False,
             PROMOTED_PIECE[BN // 16 - 1],
@@ -72,7 +72,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         variants = [
             ("promoted", fp8_variant(folder, "promoted", {}, {})),
-            ("per stage", fp8_variant(folder, "per_stage", PER_STAGE, {})),
+            ("per stage", fp8_variant(folder, "per_stage", {}, PER_STAGE)),
             ("unpromoted", fp8_variant(folder, "unpromoted", {}, UNPROMOTED)),
         ]
         rows = []

@@ -96,10 +96,6 @@ def promoted_piece(n: int) -> int:
 # By N (index N // 16 - 1): promotion's piece width and its wgmma form, for the kernels.
 PROMOTED_PIECE = tuple(promoted_piece(n) for n in range(16, 257, 16))
 PROMOTED_MMA = tuple(E4M3_MMA[promoted_piece(n) // 16 - 1] for n in range(16, 257, 16))
-# K-stages an fp8 tile's pieces accumulate in the wgmma before each is added into the fp32
-# total (an unsplit job's): two, K = 256 (one, K = 128, is CUTLASS's and DeepGEMM's interval;
-# two halve the waits and adds: 5-7% faster at 128x256, run 91, the mean error 1.1% higher)
-PROMOTION_STAGES = 2
 MMA = BF16_MMA[BN // 16 - 1]
 
 
@@ -578,6 +574,7 @@ def gemm_body(
     PROMOTE,
     SCALED,
     CLUSTER,
+    PROMOTION,
 ):
     """The whole kernel over ``R @ Q.T`` (rows x cols): shared ring, barriers, producer and
     consumers. ``C`` (bf16) receives the product, transposed with SWAP; with SPLIT > 1 the
@@ -589,7 +586,8 @@ def gemm_body(
     compute CLUSTER tiles stacked along M and multicast their shared Q tile: each stage's
     ``empty`` barrier then counts the consumers of every CTA of the cluster, and the producer
     waits for every stage's release before its CTA may leave (an aligned cluster barrier at the
-    end hung on the H200, run 60)."""
+    end hung on the H200, run 60). With PROMOTE (fp8), an unsplit job adds its pieces into the
+    fp32 total once per PROMOTION K-stages."""
     consumers = TILE_M // 64
     # a consumer's staged output part: the whole (transposed) tile with SWAP or below 64
     # columns, else 128 columns (one 256-byte row), 64 where 128 does not divide the tile
@@ -636,9 +634,9 @@ def gemm_body(
         whole = tiles - T.uint32(tiles) % T.uint32(T.cuda.grid_dim("x"))
     jobs = whole + (tiles - whole) * SPLIT
     k_tiles = (K + TILE_K - 1) // TILE_K
-    # fp8's unsplit jobs promote every PROMOTION_STAGES stages, their K-stages made a multiple by
-    # stages past K (TMA loads them as zeros, which add nothing)
-    sum_stages = PROMOTION_STAGES if PROMOTE and SPLIT == 1 else 1
+    # with PROMOTE, an unsplit job's pieces sum PROMOTION K-stages in the wgmma before each add,
+    # its K-stages made a multiple by stages past K (TMA loads them as zeros, which add nothing)
+    sum_stages = PROMOTION if PROMOTE and SPLIT == 1 else 1
     k_tiles = (k_tiles + sum_stages - 1) // sum_stages * sum_stages
     if T.cuda.warp_id() < 4:  # producer
         # its registers to the consumers' product fragments and totals (PROMOTE), or to their
@@ -732,6 +730,7 @@ def gemm_bf16(
         False,
         False,
         False,
+        1,
         1,
     )
 
@@ -888,6 +887,7 @@ def gemm_bf16_tuned(
             False,
             False,
             CLUSTER,
+            1,
         )
     else:
         gemm_body(
@@ -912,6 +912,7 @@ def gemm_bf16_tuned(
             False,
             False,
             CLUSTER,
+            1,
         )
 
 

@@ -8,8 +8,9 @@ is multiplied alone (``scale_d = 0``) and added into an fp32 register total (``P
 promotion CUTLASS and DeepGEMM use, as cuBLAS does without fast accumulation). A stage's product
 fragment and the total share a consumer's registers: 128x128 tiles fit in 168, 128x192 and
 128x256 raise the consumers' budget to 232 with ``setmaxnreg`` (producer 40), and 128x256 tiles
-multiply each pair of stages (``promoted_stages``: K = 256 between promotions, 5-7% faster than
-one stage, run 91) in two 128-wide pieces (``promoted_piece``: 64 + 128 registers). The scales
+multiply each stage in two 128-wide pieces (``promoted_piece``: 64 + 128 registers). An unsplit
+job sums two stages per promotion (``PROMOTION_STAGES``; ``launch(..., promotion_stages=1)``
+sums one, cuBLAS's accuracy, 5-15% slower: runs 91-92; docs/gemm.md). The scales
 are one-element float32 arrays read in the kernel (a device array is never synchronized to the
 host); the epilogue multiplies the total by their product before rounding to bf16.
 
@@ -38,6 +39,11 @@ import jittile
 from jittile import T
 
 BK = ROW_BYTES  # e4m3: 128 elements per stage
+# K-stages an unsplit job's pieces accumulate in the wgmma before each is added into the fp32
+# total, by default (``launch(..., promotion_stages=)``): two, K = 256 between promotions, half
+# the waits and adds of one stage (K = 128, CUTLASS's and DeepGEMM's interval, whose errors
+# equal cuBLAS's): 5-15% faster (runs 91-92), the mean error 1.1% above cuBLAS's
+PROMOTION_STAGES = 2
 FP8_SPACE = Space(
     1,
     tiles=(
@@ -88,12 +94,13 @@ def gemm_fp8(
         PROMOTED_PIECE[128 // 16 - 1],
         True,
         1,
+        PROMOTION_STAGES,
     )
 
 
 @jittile.autotune(
     configs=FP8_SPACE.configs,
-    key=["M", "N", "K"],
+    key=["M", "N", "K", "PROMOTION"],
     prune_configs_by={"early_config_prune": prune(FP8_SPACE)},
 )
 @jittile.kernel
@@ -108,6 +115,7 @@ def gemm_fp8_tuned(
     K: T.int32,
     S_a: T.Tensor((1,), "float32"),
     S_b: T.Tensor((1,), "float32"),
+    PROMOTION: T.constexpr,  # K-stages per promotion of an unsplit job: 1 or 2
     BM: T.constexpr,
     BN: T.constexpr,
     STAGES: T.constexpr,
@@ -140,6 +148,7 @@ def gemm_fp8_tuned(
             PROMOTED_PIECE[BN // 16 - 1],
             True,
             CLUSTER,
+            PROMOTION,
         )
     else:
         gemm_body(
@@ -164,6 +173,7 @@ def gemm_fp8_tuned(
             PROMOTED_PIECE[BN // 16 - 1],
             True,
             CLUSTER,
+            PROMOTION,
         )
 
 
@@ -179,22 +189,31 @@ def scale_array(scale, like):
     return np.full((1,), scale, np.float32)
 
 
-def launch(a, b, c, scale_a=1.0, scale_b=1.0, sms: int = SMS) -> None:
+def tail_arguments(scale_a, scale_b, c, promotion_stages: int = PROMOTION_STAGES) -> tuple:
+    """The tuned kernel's arguments after K: the scales as arrays beside ``c`` and the K-stages
+    per promotion (1 or 2)."""
+    if promotion_stages not in (1, 2):
+        raise ValueError(f"gemm_fp8: promotion_stages must be 1 or 2, not {promotion_stages!r}")
+    return scale_array(scale_a, c), scale_array(scale_b, c), promotion_stages
+
+
+def launch(
+    a,
+    b,
+    c,
+    scale_a=1.0,
+    scale_b=1.0,
+    sms: int = SMS,
+    promotion_stages: int = PROMOTION_STAGES,
+) -> None:
     """``c = scale_a * scale_b * a @ b.T`` (bf16) for e4m3 ``a`` (M, K) and ``b`` (N, K): device
     arrays (torch float8_e4m3fn), tuned per (M, N, K); without a GPU on the CPU interpreter
-    (ml_dtypes.float8_e4m3fn NumPy arrays) with the shape's first candidate config."""
+    (ml_dtypes.float8_e4m3fn NumPy arrays) with the shape's first candidate config.
+    ``promotion_stages=1`` adds each 128-element K-stage into the fp32 total alone (cuBLAS's
+    error, slower); the default 2 adds pairs of stages."""
     m, k = a.shape
-    run_tuned(
-        gemm_fp8_tuned,
-        FP8_SPACE,
-        (a, b, c),
-        c,
-        m,
-        b.shape[0],
-        k,
-        sms,
-        (scale_array(scale_a, c), scale_array(scale_b, c)),
-    )
+    extra = tail_arguments(scale_a, scale_b, c, promotion_stages)
+    run_tuned(gemm_fp8_tuned, FP8_SPACE, (a, b, c), c, m, b.shape[0], k, sms, extra)
 
 
 def main() -> None:

@@ -169,7 +169,7 @@ def test_an_fp8_swapped_split_config_interpreted_is_exact():
         k,
         sms=2,
         interpret=True,
-        extra=(gemm_fp8.scale_array(2.0, c), gemm_fp8.scale_array(0.5, c)),
+        extra=gemm_fp8.tail_arguments(2.0, 0.5, c),
     )
     np.testing.assert_array_equal(c.astype(np.float32), _product(a, b))
     _assert_zero(w)
@@ -198,7 +198,7 @@ def test_an_fp8_split_k_config_interpreted_is_exact(tile_m, tile_n, split, m):
         k,
         sms=2,
         interpret=True,
-        extra=(gemm_fp8.scale_array(0.25, c), gemm_fp8.scale_array(1.0, c)),
+        extra=gemm_fp8.tail_arguments(0.25, 1.0, c),
     )
     np.testing.assert_array_equal(c.astype(np.float32), _product(a, b, 0.25))
     _assert_zero(w)
@@ -228,7 +228,7 @@ def test_the_fp8_wide_configs_with_register_budgets_interpreted_are_exact(cluste
         k,
         sms=2,
         interpret=True,
-        extra=(gemm_fp8.scale_array(0.5, c), gemm_fp8.scale_array(0.5, c)),
+        extra=gemm_fp8.tail_arguments(0.5, 0.5, c),
     )
     np.testing.assert_array_equal(c.astype(np.float32), _product(a, b, 0.25))
 
@@ -238,9 +238,9 @@ def test_fp8_tiles_promote_every_two_stages_exactly():
     K-stages: nine K-stages become ten (the tenth past K, loaded as zeros), the pairs wrap the
     4-stage ring, and one CTA runs both tiles' jobs."""
     import gemm_fp8
-    from gemm_bf16 import PROMOTION_STAGES, new_workspace, run_config
+    from gemm_bf16 import new_workspace, run_config
 
-    assert PROMOTION_STAGES == 2
+    assert gemm_fp8.PROMOTION_STAGES == 2
     m, n, k = 130, 200, 1040
     a, b, c = _operands(m, n, k, ml_dtypes.float8_e4m3fn, seed=11)
     config = _config(gemm_fp8.FP8_SPACE, BM=128, BN=256, SPLIT=1, SWAP=False, CLUSTER=1)
@@ -254,23 +254,39 @@ def test_fp8_tiles_promote_every_two_stages_exactly():
         k,
         sms=1,
         interpret=True,
-        extra=(gemm_fp8.scale_array(1.0, c), gemm_fp8.scale_array(0.5, c)),
+        extra=gemm_fp8.tail_arguments(1.0, 0.5, c),
     )
     np.testing.assert_array_equal(c.astype(np.float32), _product(a, b, 0.5))
 
 
+def test_fp8_promotion_stages_are_one_or_two():
+    """``promotion_stages`` (the K-stages per promotion) of 1 adds every stage alone; the tuned
+    kernel keys its tunings by it; any other value is refused before a launch."""
+    import gemm_fp8
+
+    c = np.zeros((1, 1), ml_dtypes.bfloat16)
+    assert gemm_fp8.tail_arguments(1.0, 2.0, c, 1)[2] == 1
+    assert gemm_fp8.tail_arguments(1.0, 2.0, c)[2] == gemm_fp8.PROMOTION_STAGES == 2
+    assert "PROMOTION" in gemm_fp8.gemm_fp8_tuned.key
+    with pytest.raises(ValueError, match="promotion_stages must be 1 or 2, not 4"):
+        gemm_fp8.tail_arguments(1.0, 2.0, c, 4)
+
+
 def test_the_fp8_launch_takes_python_float_scales_on_the_interpreter():
-    """launch(a, b, c, scale_a, scale_b) where there is no GPU: the shape's first candidate."""
+    """launch(a, b, c, scale_a, scale_b) where there is no GPU: the shape's first candidate,
+    its K-stages promoted in pairs (the default) or one by one."""
     import gemm_fp8
 
     from jittile.runtime import driver
 
     if driver.available():
         pytest.skip("a GPU is present: tests/test_gpu_gemm.py launches the example there")
-    m, n, k = 20, 72, 144
+    m, n, k = 20, 72, 400
     a, b, c = _operands(m, n, k, ml_dtypes.float8_e4m3fn, seed=5)
-    gemm_fp8.launch(a, b, c, 0.5, 4.0)
-    np.testing.assert_array_equal(c.astype(np.float32), _product(a, b, 2.0))
+    for stages in (2, 1):
+        c[:] = 0
+        gemm_fp8.launch(a, b, c, 0.5, 4.0, promotion_stages=stages)
+        np.testing.assert_array_equal(c.astype(np.float32), _product(a, b, 2.0))
 
 
 @pytest.mark.parametrize(
