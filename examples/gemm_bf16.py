@@ -469,42 +469,32 @@ def consume(
         tile, split, parts = job_split(job, whole, SPLIT)
         _, count = k_range(split, parts, k_tiles)
         if count > 0:
-            if PROMOTE:
+            if PROMOTE:  # SUM_STAGES stages at a time, each piece alone into part, into total
                 for r in T.unroll(TILE_N // 2):
                     total[r] = 0.0
-            if PROMOTE:  # each piece of SUM_STAGES stages alone into part, added to total
                 for _ in range(T.uint32(count) // T.uint32(SUM_STAGES)):
-                    s = it % ring
-                    T.cuda.mbarrier_wait(full.ptr_to([s]), (it // ring) & 1)
-                    s_next = T.uint32(it + 1) % ring  # with SUM_STAGES 2, the second stage
-                    if SUM_STAGES == 2:
-                        T.cuda.mbarrier_wait(full.ptr_to([s_next]), (T.uint32(it + 1) // ring) & 1)
+                    for j in T.unroll(SUM_STAGES):
+                        at = T.uint32(it + j)
+                        T.cuda.mbarrier_wait(full.ptr_to([at % ring]), (at // ring) & 1)
                     T.ptx.wgmma.fence.sync.aligned()
                     for piece in T.unroll(TILE_N // PROMOTE):
                         if piece > 0:  # part was read since its last wgmma
                             T.ptx.wgmma.fence.sync.aligned()
-                        T.cuda.tile.apply(
-                            T.ptx[MMA_OP],
-                            part,
-                            R_s[s, half],
-                            Q_s[s, piece * PROMOTE : (piece + 1) * PROMOTE].T,
-                            scale_d=0,
-                        )
-                        if SUM_STAGES == 2:
+                        for j in T.unroll(SUM_STAGES):
+                            stage = T.uint32(it + j) % ring
                             T.cuda.tile.apply(
                                 T.ptx[MMA_OP],
                                 part,
-                                R_s[s_next, half],
-                                Q_s[s_next, piece * PROMOTE : (piece + 1) * PROMOTE].T,
-                                scale_d=1,
+                                R_s[stage, half],
+                                Q_s[stage, piece * PROMOTE : (piece + 1) * PROMOTE].T,
+                                scale_d=min(j, 1),
                             )
                         T.ptx.wgmma.commit_group.sync.aligned()
                         T.ptx.wgmma.wait_group.sync.aligned(0)
                         if piece == TILE_N // PROMOTE - 1:
                             if leader:
-                                release(empty, s, CLUSTER)
-                                if SUM_STAGES == 2:
-                                    release(empty, s_next, CLUSTER)
+                                for j in T.unroll(SUM_STAGES):
+                                    release(empty, T.uint32(it + j) % ring, CLUSTER)
                         for r in T.unroll(PROMOTE // 2):
                             total[piece * PROMOTE // 2 + r] += part[r]
                     it = T.uint32(it + SUM_STAGES)
