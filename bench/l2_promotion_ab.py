@@ -16,33 +16,20 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common
 import gemm
-from gemm_ab import variant
+from gemm_ab import first_config, variant
 
 PROMOTIONS = (0, 2, 3)
-# shape, config (BM, BN, STAGES, SPLIT, SWAP): each the tuned choice of run 87 or 88
+# shape, tile (BM, BN, SPLIT): each the tuned choice of run 87 or 88 (``first_config``: the
+# space's deepest ring of that tile, GROUP_M 8, no cluster; swap-AB for the 16-wide one)
 SPECS = (
-    ((1, 4096, 4096), (128, 16, 8, 2, True)),
-    ((64, 4096, 4096), (64, 32, 12, 1, False)),
-    ((512, 4096, 4096), (64, 256, 5, 1, False)),
-    ((512, 4096, 4096), (128, 128, 6, 1, False)),
-    ((256, 8192, 8192), (64, 256, 5, 1, False)),
-    ((3000, 5000, 2000), (128, 256, 4, 1, False)),
-    ((4096, 4096, 4096), (128, 256, 4, 1, False)),
+    ((1, 4096, 4096), (128, 16, 2)),
+    ((64, 4096, 4096), (64, 32, 1)),
+    ((512, 4096, 4096), (64, 256, 1)),
+    ((512, 4096, 4096), (128, 128, 1)),
+    ((256, 8192, 8192), (64, 256, 1)),
+    ((3000, 5000, 2000), (128, 256, 1)),
+    ((4096, 4096, 4096), (128, 256, 1)),
 )
-
-
-def forced(module, tile):
-    """The space's config of ``tile`` (GROUP_M 8, no cluster)."""
-    tm, tn, stages, split, swap = tile
-    return next(
-        c
-        for c in module.BF16_SPACE.configs
-        if (c.kwargs["BM"], c.kwargs["BN"], c.kwargs["STAGES"], c.kwargs["SPLIT"])
-        == (tm, tn, stages, split)
-        and c.kwargs["SWAP"] == swap
-        and c.kwargs["GROUP_M"] == 8
-        and c.kwargs["CLUSTER"] == 1
-    )
 
 
 def time_shape(torch, modules: dict, shape: tuple, tile: tuple) -> list:
@@ -57,7 +44,8 @@ def time_shape(torch, modules: dict, shape: tuple, tile: tuple) -> list:
             runs[label] = lambda i, c=c: torch.matmul(sets[i][0], sets[i][1].T, out=c)
             continue
         module = modules[promotion]
-        config, w = forced(module, tile), module.new_workspace(c, m, n)
+        config = first_config(module.BF16_SPACE, *tile)
+        w = module.new_workspace(c, m, n)
         runs[label] = lambda i, module=module, config=config, c=c, w=w: module.run_config(
             module.gemm_bf16_tuned, config, (*sets[i], c), w, m, n, k
         )

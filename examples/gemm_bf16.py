@@ -460,7 +460,7 @@ def consume(
         total = T.alloc_local((64, TILE_N), "float32", layout=wgmma_accumulator)
     # counted in 32 bits (each step truncated: numba widens sums to 64), so that a ring of 5 or
     # 6 stages costs a 32-bit modulo per stage, not a 64-bit signed one (30 instructions; the
-    # producer's one thread keeps its 64-bit count: at 32 bits, 128x256 split builds spill)
+    # producer steps its position instead: a 32-bit count made 128x256 split builds spill)
     it = T.uint32(0)
     ring = T.uint32(RING)
     rank = cluster_rank(CLUSTER)
