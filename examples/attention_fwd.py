@@ -114,17 +114,20 @@ def mask_scores(s_acc, kv0, q0, seq, causal):
     compare with an immediate) against the thread's two row limits, computed once in 32 bits:
     per-register 64-bit column values would be hoisted out of the loop, two registers each."""
     first = T.int32(kv0 + s_acc.col(0))  # the key of the thread's first column
-    top_end = T.int32(seq) - first  # columns at offsets from here on are masked
+    # every step truncated to 32 bits: numba widens int32 arithmetic to 64 bits, and a 64-bit
+    # compare is two ISETPs
+    top_end = T.int32(T.int32(seq) - first)  # columns at offsets from here on are masked
     bottom_end = top_end
     if causal:
-        top_end = min(top_end, T.int32(q0 + s_acc.row(0)) + 1 - first)
-        bottom_end = min(bottom_end, T.int32(q0 + s_acc.row(2)) + 1 - first)
+        top_end = min(top_end, T.int32(T.int32(q0 + s_acc.row(0)) + 1 - first))
+        bottom_end = min(bottom_end, T.int32(T.int32(q0 + s_acc.row(2)) + 1 - first))
     for i in T.unroll(s_acc.size // 4):
-        offset = s_acc.col(4 * i) - s_acc.col(0)  # registers 4i, 4i + 1: columns +0, +1
+        offset = T.int32(s_acc.col(4 * i) - s_acc.col(0))  # registers 4i, 4i + 1: columns +0, +1
+        after = T.int32(offset + 1)
         s_acc[4 * i] = s_acc[4 * i] if offset < top_end else NEG
-        s_acc[4 * i + 1] = s_acc[4 * i + 1] if offset + 1 < top_end else NEG
+        s_acc[4 * i + 1] = s_acc[4 * i + 1] if after < top_end else NEG
         s_acc[4 * i + 2] = s_acc[4 * i + 2] if offset < bottom_end else NEG
-        s_acc[4 * i + 3] = s_acc[4 * i + 3] if offset + 1 < bottom_end else NEG
+        s_acc[4 * i + 3] = s_acc[4 * i + 3] if after < bottom_end else NEG
 
 
 @jittile.func
@@ -154,6 +157,17 @@ def softmax_step(s_acc, top_max, bottom_max, top_sum, bottom_sum, scale, kv0, q0
         bottom_alpha,
         move_top or move_bottom,
     )
+
+
+@jittile.func
+def block_boundary(LSE, top_sum, bottom_sum, seq):
+    """A branch never taken (``seq`` is never negative) whose block reads the row sums: it ends
+    the softmax's basic block. ptxas places a wgmma wait as early as its basic block allows, so
+    without it the wait for this warpgroup's own ``P V`` lands above the softmax's first exp2
+    (every build, in the SASS) and FlashAttention-3's intra-warpgroup overlap does not happen."""
+    if seq < 0:
+        for r in T.unroll(8):
+            LSE[0, 0, r] = top_sum + bottom_sum * r
 
 
 @jittile.func
@@ -334,8 +348,9 @@ def attention_fwd(
                 mbar=qfull.ptr_to([0]),
             )
             for load in range(blocks):
-                stage = load % STAGES
-                free_phase = ((load // STAGES) & 1) ^ 1
+                at = T.int32(load)  # the ring position in 32 bits: 64-bit is two registers
+                stage = T.int32(at % STAGES)
+                free_phase = T.int32(T.int32(at // STAGES) & 1) ^ 1
                 T.cuda.mbarrier_wait(kfree.ptr_to([stage]), free_phase)
                 T.ptx.mbarrier.arrive.expect_tx.shared.b64(
                     kfull.ptr_to([stage]), T.uint32(BN * D * 2)
@@ -377,11 +392,14 @@ def attention_fwd(
         # (or the last) P V overwrites O (scale_d 0), so no branch divides the MMAs (a branch
         # would make ptxas serialize them).
         for block in range(blocks):
-            stage = block % STAGES
-            previous = (block + STAGES - 1) % STAGES
-            T.cuda.mbarrier_wait(kfull.ptr_to([stage]), (block // STAGES) & 1)
+            at = T.int32(block)  # the ring position in 32 bits, as the producer's
+            stage = T.int32(at % STAGES)
+            previous = T.int32(T.int32(at + STAGES - 1) % STAGES)
+            T.cuda.mbarrier_wait(kfull.ptr_to([stage]), T.int32(at // STAGES) & 1)
             if block > 0:
-                T.cuda.mbarrier_wait(vfull.ptr_to([previous]), ((block - 1) // STAGES) & 1)
+                T.cuda.mbarrier_wait(
+                    vfull.ptr_to([previous]), T.int32(T.int32(at - 1) // STAGES) & 1
+                )
             if TURNS:
                 T.ptx.bar.sync(PINGPONG + consumer, 256)
             T.ptx.wgmma.fence.sync.aligned()
@@ -397,6 +415,8 @@ def attention_fwd(
             top_max, bottom_max, top_sum, bottom_sum, top_alpha, bottom_alpha, moved = softmax_step(
                 s_acc, top_max, bottom_max, top_sum, bottom_sum, scale, block * BN, q0, seq, CAUSAL
             )
+            if D >= 128:  # at D=64, P's registers held to the wait would spill
+                block_boundary(LSE, top_sum, bottom_sum, seq)
             T.ptx.wgmma.wait_group.sync.aligned(0)
             if leader and block > 0:
                 T.ptx.mbarrier.arrive.shared.b64(vfree.ptr_to([previous]))

@@ -126,3 +126,21 @@ def test_the_sm90a_build_sets_register_budgets_without_spilling(head_dim, causal
     # the consumers' turns: named barriers of two warpgroups (0x100 threads), where they take them
     turns = re.search(r"BAR\.(SYNC|ARV)\S* \S+, 0x100", ck.sass) is not None
     assert turns == attn.TURNS[head_dim]
+
+
+@pytest.mark.parametrize("head_dim", [128, 256])
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_softmax_runs_under_this_warpgroups_p_v(head_dim, causal):
+    """FlashAttention-3's intra-warpgroup overlap in the SASS: in the loop, every exp2 of the
+    softmax comes after the wait for Q K^T (gsb0 0x1) and before the wait for this warpgroup's
+    own P V (gsb0 0x0), which ptxas would otherwise hoist above them (``block_boundary``)."""
+    sass = attn.compiled(head_dim=head_dim, causal=causal).sass
+    lines = sass.splitlines()
+    qk_wait = next(i for i, line in enumerate(lines) if "DEPBAR.LE gsb0, 0x1" in line)
+    pv_wait = next(
+        i for i, line in enumerate(lines) if i > qk_wait and "DEPBAR.LE gsb0, 0x0" in line
+    )
+    exp2s = [i for i, line in enumerate(lines) if "MUFU.EX2" in line]
+    inside = [i for i in exp2s if qk_wait < i < pv_wait]
+    assert len(inside) >= attn.key_block(head_dim, causal) // 2  # the block's scores, 2 rows
+    assert not [i for i in exp2s if i > pv_wait]
