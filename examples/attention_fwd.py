@@ -100,7 +100,8 @@ NEG = -1.0e30  # a masked score: exp2 of it (minus any finite row maximum) is 0
 # (FlashAttention-4's conditional rescaling; the result divides by the sum taken under the same
 # maximum, so it is the softmax either way). FlashAttention-4's 8 was faster still but less
 # accurate: up to 1.5x cuDNN's max error against float32 on the H200, where rescaling at any
-# move matched it (run 97); interpreted, 8 gave 1.32x the bf16 rounding floor and 2 gives 1.09x
+# move matched it, 1.5-5.7% slower (run 97); 2 stays within 1.06x of it, 0.4-1.6% slower than 8
+# (run 98). Interpreted, 8 gave 1.32x the bf16 rounding floor, 2 gives 1.09x
 # (tests/test_attention.py).
 RESCALE_LOG2 = 2.0
 LOG2E = 1.4426950408889634
