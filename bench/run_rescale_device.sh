@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Issue #24 on the H200: the conditional rescaling's threshold against its accuracy. This build
-# (RESCALE_LOG2 = 8) against BASELINE (the same file with another threshold, carried as an
-# untracked file), bench/attention_ab.py over the D=128, D=64 and D=256 shapes, cuDNN and flash
-# samples interleaved, every output's max error against float32.
+# against BASELINE (examples/attention_fwd.py with another RESCALE_LOG2, carried as an untracked
+# file), bench/attention_ab.py over the D=128, D=64 and D=256 shapes, cuDNN and flash samples
+# interleaved, every output's max error against float32.
 #   bash bench/run_rescale_device.sh "$OUT" RUN BASELINE
 baseline=${3:?baseline attention_fwd.py}
 source bench/device_env.sh "$1" "$2"
