@@ -6,9 +6,9 @@ attention), D in {64, 128, 256}, any S (the ragged end is masked; TMA loads fill
 zeros and TMA stores clip at S), causal or not; ``return_lse=True`` also returns the natural
 log-sum-exp of every row's scaled scores, float32 ``(B, H, S)``.
 
-One CTA computes a block of ``64 * WG`` rows of one head's queries, ``WG`` being its consumer
-warpgroups (FlashAttention-3's: 3 at D=64, 2 at D=128 and D=256; grid ``(ceil(S / (64 WG)), H,
-B)``; causal, the longest row blocks of a head run first):
+A tile is a block of ``64 * WG`` rows of one head's queries, ``WG`` being the CTA's consumer
+warpgroups (FlashAttention-3's: 3 at D=64, 2 at D=128 and D=256); the grid has one persistent
+CTA per SM (``ctas=``), each with:
 
 - a *producer* warpgroup, its register budget lowered by ``setmaxnreg`` (24, or 32 beside three
   consumers), whose first thread loads the Q block once and streams K and V blocks of ``BN``
@@ -45,13 +45,16 @@ B)``; causal, the longest row blocks of a head run first):
 The score mask is a few statements per register (the kernel's statement budget) and compares
 each register's constant column offset with two per-thread limits: 64-bit column values per
 register, hoisted out of the loop by ptxas, spilled 320 bytes at 176 columns (S 88 registers,
-P 44, O 64). Not (yet) FlashAttention-3: a persistent tile scheduler (the next tile's loads
-under this one's epilogue) is missing. The fragment helpers come from
+P 44, O 64). Persistent, as FlashAttention-3: one CTA per SM takes work items in turn
+(``tile_of``: pairs of one head's longest and shortest row blocks, equal causal work), the
+ring, Q's buffer and the turns carrying on from tile to tile, so that the next tile's K, V and
+Q load under this one's epilogue (run 99: 1.01-1.12x the one-tile-per-CTA grid). The fragment helpers come from
 ``jittile.fragment_algebra``.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -89,6 +92,7 @@ TURNS = {64: True, 128: True, 256: False}
 # since one that reads a mutable global has it re-checked on every launch (jittile/watch.py).
 KEY_ROWS = {64: (128, 96), 128: (176, 128), 256: (80,)}
 SHARED_BYTES = 232448  # the H200's opt-in shared memory per block
+SMS = 132  # the H200's SMs: the interpreter's persistent CTAs (a launch asks its device)
 LOAD = "cp.async.bulk.tensor.4d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
 STORE = "cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group"
 # The bf16 wgmma forms by N (8, 16, ... 256: index N // 8 - 1): Q K^T's n=BN, P V's n=D.
@@ -257,6 +261,26 @@ def store_output(o_acc, o_s, out, origin, consumer, lane, leader, inverse, DH):
         T.ptx.cp.async_.bulk.commit_group()
 
 
+@jittile.func
+def tile_of(j, first, ctas, pairs, row_blocks, heads):
+    """The ``j``-th tile of the persistent CTA ``first`` of ``ctas``: its row block, head and batch
+    and whether it exists. The CTA takes work items ``first``, ``first + ctas``, ... in turn, each
+    a pair of one head's row blocks, the longest first (``R - 1 - p``, then ``p``, of ``R``), so
+    that causal or not every item is about ``R + 1`` key blocks of work and a static round robin
+    keeps the SMs equally busy; an odd ``R``'s middle block is its pair alone (``exists`` is
+    false for its second half). Consecutive items are one head's, which shares K and V in the L2.
+    32-bit unsigned division: a 64-bit one is a call."""
+    item = T.uint32(T.uint32(first) + T.uint32(T.uint32(j) // 2) * T.uint32(ctas))
+    pair = T.int32(item % T.uint32(pairs))
+    rest = T.uint32(item // T.uint32(pairs))
+    head = T.int32(rest % T.uint32(heads))
+    batch = T.int32(rest // T.uint32(heads))
+    mirror = T.int32(row_blocks - 1 - pair)
+    second = (j % 2) == 1
+    row_block = pair if second else mirror
+    return row_block, head, batch, not second or pair != mirror
+
+
 @jittile.kernel
 def attention_fwd(
     Q: T.Tensor((None, None, None, None), "bfloat16"),
@@ -265,6 +289,8 @@ def attention_fwd(
     O: T.Tensor((None, None, None, None), "bfloat16"),  # noqa: E741
     LSE: T.Tensor((None, None, None), "float32"),
     seq: T.int32,
+    heads: T.int32,
+    batches: T.int32,
     group: T.int32,
     scale: T.float32,
     D: T.constexpr,
@@ -276,7 +302,7 @@ def attention_fwd(
     TURNS: T.constexpr,  # whether the consumers take turns at the tensor cores (ping-pong)
 ):
     T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=128 * (WG + 1)))
-    BM = 64 * WG  # query rows per CTA
+    BM = 64 * WG  # query rows per tile
     DH = D // 64  # 64-column blocks of the head dimension (one 128-byte swizzle atom each)
     STAGES = 4 if D == 64 else 2  # K and V blocks in the ring
     # O staged in Q's buffer (each warpgroup's part, once its MMAs are done) where Q, the ring and
@@ -284,12 +310,13 @@ def attention_fwd(
     O_IN_Q = 2 * (BM * D * 2) + STAGES * 2 * (BN * D * 2) > SHARED_BYTES - 1024
     tid = T.cuda.thread_idx("x")
     warpgroup = T.cuda.warp_id() // 4
-    row_block = T.cuda.block_idx("x")
-    if CAUSAL:  # the longest row blocks first (x is dispatched first): they no longer end the grid
-        row_block = T.cuda.grid_dim("x") - 1 - row_block
-    m0 = row_block * BM
-    head = T.cuda.block_idx("y")
-    batch = T.cuda.block_idx("z")
+    # persistent: CTA `first` of `ctas` takes every ctas-th work item (a pair of row blocks)
+    first = T.cuda.block_idx("x")
+    ctas = T.cuda.grid_dim("x")
+    row_blocks = T.int32(T.int32(seq + BM - 1) // BM)
+    pairs = T.int32(T.int32(row_blocks + 1) // 2)
+    items = T.int32(pairs * T.int32(heads * batches))
+    tiles = 2 * T.int32(T.int32(items - first + ctas - 1) // ctas)  # halves of this CTA's items
     Q_s = T.alloc_shared(
         (DH, WG, 1, 1, 64, 64),
         "bfloat16",
@@ -318,12 +345,14 @@ def attention_fwd(
             align=1024,
         )
     qfull = T.alloc_shared((1,), "uint64")
+    qfree = T.alloc_shared((1,), "uint64")
     kfull = T.alloc_shared((STAGES,), "uint64")
     vfull = T.alloc_shared((STAGES,), "uint64")
     kfree = T.alloc_shared((STAGES,), "uint64")
     vfree = T.alloc_shared((STAGES,), "uint64")
     if tid == 0:
         T.ptx.mbarrier.init.shared.b64(qfull.ptr_to([0]), T.uint32(1))
+        T.ptx.mbarrier.init.shared.b64(qfree.ptr_to([0]), T.uint32(WG))
         for s in T.unroll(STAGES):
             T.ptx.mbarrier.init.shared.b64(kfull.ptr_to([s]), T.uint32(1))
             T.ptx.mbarrier.init.shared.b64(vfull.ptr_to([s]), T.uint32(1))
@@ -331,52 +360,74 @@ def attention_fwd(
             T.ptx.mbarrier.init.shared.b64(vfree.ptr_to([s]), T.uint32(WG))
         T.ptx.fence.proxy.async_.shared__cta()
     T.cuda.cta_sync()
-    kv_end = seq
-    if CAUSAL:
-        kv_end = min(seq, m0 + BM)
-    blocks = (kv_end + BN - 1) // BN
+    # K/V ring positions and Q's uses count on across the CTA's tiles, in 32 bits (64-bit is two
+    # registers and two compares)
+    loaded, consumed = T.int32(0), T.int32(0)  # K/V blocks through the ring, per side
+    q_loads, q_uses = T.int32(0), T.int32(0)
     if warpgroup == 0:  # producer
         T.ptx.setmaxnreg.dec.sync.aligned.u32(PRODUCER_REGS)
         if tid == 0:
-            kv_head = T.uint32(head) // T.uint32(group)  # 32-bit: a 64-bit division is a call
-            T.ptx.mbarrier.arrive.expect_tx.shared.b64(qfull.ptr_to([0]), T.uint32(BM * D * 2))
-            T.cuda.tile.apply(
-                T.ptx[LOAD],
-                Q_s,
-                Q,
-                box=(1, 1, 64, 64),
-                coords=(batch, head, m0, 0),
-                coord_steps=((0, 0, 0, 64), (0, 0, 64, 0)),
-                swizzle=3,
-                mbar=qfull.ptr_to([0]),
-            )
-            for load in range(blocks):
-                at = T.int32(load)  # the ring position in 32 bits: 64-bit is two registers
-                stage = T.int32(at % STAGES)
-                free_phase = T.int32(T.int32(at // STAGES) & 1) ^ 1
-                T.cuda.mbarrier_wait(kfree.ptr_to([stage]), free_phase)
-                T.ptx.mbarrier.arrive.expect_tx.shared.b64(
-                    kfull.ptr_to([stage]), T.uint32(BN * D * 2)
+            for t in range(tiles):
+                load_block_row, load_head, load_batch, load_exists = tile_of(
+                    t, first, ctas, pairs, row_blocks, heads
                 )
-                load_block(K_s, stage, K, (batch, kv_head, load * BN), kfull.ptr_to([stage]), BN)
-                T.cuda.mbarrier_wait(vfree.ptr_to([stage]), free_phase)
-                T.ptx.mbarrier.arrive.expect_tx.shared.b64(
-                    vfull.ptr_to([stage]), T.uint32(BN * D * 2)
-                )
-                for d in T.unroll(DH):  # one box per 64-column chunk
-                    T.cuda.tile.apply(
-                        T.ptx[LOAD],
-                        V_s[stage, 0:1, 0:1, 0:BN, 64 * d : 64 * d + 64],
-                        V,
-                        box=(1, 1, BN, 64),
-                        coords=(batch, kv_head, load * BN, 64 * d),
-                        swizzle=3,
-                        mbar=vfull.ptr_to([stage]),
-                    )
-    else:  # consumers: warpgroup 1 owns query rows m0..m0+63, warpgroup 2 the next 64, ...
+                if load_exists:
+                    load_m0 = load_block_row * BM
+                    load_end = seq
+                    if CAUSAL:
+                        load_end = min(seq, load_m0 + BM)
+                    load_blocks = T.int32(T.int32(load_end + BN - 1) // BN)
+                    kv_head = T.int32(T.uint32(load_head) // T.uint32(group))
+                    for load in range(load_blocks):
+                        load_at = T.int32(loaded + load)
+                        load_stage = T.int32(load_at % STAGES)
+                        free_phase = T.int32(T.int32(load_at // STAGES) & 1) ^ 1
+                        T.cuda.mbarrier_wait(kfree.ptr_to([load_stage]), free_phase)
+                        T.ptx.mbarrier.arrive.expect_tx.shared.b64(
+                            kfull.ptr_to([load_stage]), T.uint32(BN * D * 2)
+                        )
+                        load_block(
+                            K_s,
+                            load_stage,
+                            K,
+                            (load_batch, kv_head, load * BN),
+                            kfull.ptr_to([load_stage]),
+                            BN,
+                        )
+                        if load == 0:  # Q once the last tile's consumers are done with its buffer
+                            T.cuda.mbarrier_wait(qfree.ptr_to([0]), T.int32(q_loads & 1) ^ 1)
+                            T.ptx.mbarrier.arrive.expect_tx.shared.b64(
+                                qfull.ptr_to([0]), T.uint32(BM * D * 2)
+                            )
+                            T.cuda.tile.apply(
+                                T.ptx[LOAD],
+                                Q_s,
+                                Q,
+                                box=(1, 1, 64, 64),
+                                coords=(load_batch, load_head, load_m0, 0),
+                                coord_steps=((0, 0, 0, 64), (0, 0, 64, 0)),
+                                swizzle=3,
+                                mbar=qfull.ptr_to([0]),
+                            )
+                        T.cuda.mbarrier_wait(vfree.ptr_to([load_stage]), free_phase)
+                        T.ptx.mbarrier.arrive.expect_tx.shared.b64(
+                            vfull.ptr_to([load_stage]), T.uint32(BN * D * 2)
+                        )
+                        for d in T.unroll(DH):  # one box per 64-column chunk
+                            T.cuda.tile.apply(
+                                T.ptx[LOAD],
+                                V_s[load_stage, 0:1, 0:1, 0:BN, 64 * d : 64 * d + 64],
+                                V,
+                                box=(1, 1, BN, 64),
+                                coords=(load_batch, kv_head, load * BN, 64 * d),
+                                swizzle=3,
+                                mbar=vfull.ptr_to([load_stage]),
+                            )
+                    loaded = T.int32(loaded + load_blocks)
+                    q_loads = T.int32(q_loads + 1)
+    else:  # consumers: warpgroup 1 owns a tile's query rows m0..m0+63, warpgroup 2 the next 64...
         T.ptx.setmaxnreg.inc.sync.aligned.u32(CONSUMER_REGS)
         consumer = warpgroup - 1
-        q0 = m0 + 64 * consumer
         leader = tid % 128 == 0
         lane = T.cuda.lane_id()
         s_acc = T.alloc_local((64, BN), "float32", layout=wgmma_accumulator)
@@ -385,67 +436,108 @@ def attention_fwd(
         if TURNS:
             if consumer == WG - 1:  # the turns go round: warpgroup 1 issues its MMAs first
                 T.ptx.bar.arrive(PINGPONG, 256)
-        T.cuda.mbarrier_wait(qfull.ptr_to([0]), 0)
-        top_max, bottom_max = T.float32(NEG), T.float32(NEG)
-        top_sum, bottom_sum = T.float32(0.0), T.float32(0.0)
-        # FlashAttention-3's intra-warpgroup overlap: each turn at the tensor cores issues this
-        # block's S = Q K^T and the previous block's O += P V, and the softmax runs after
-        # wait_group(1) (Q K^T done) while P V is still in flight. Block 0's P V has no block
-        # before it: it runs on whatever the registers and V's other stage hold, and block 1's
-        # (or the last) P V overwrites O (scale_d 0), so no branch divides the MMAs (a branch
-        # would make ptxas serialize them).
-        for block in range(blocks):
-            at = T.int32(block)  # the ring position in 32 bits, as the producer's
-            stage = T.int32(at % STAGES)
-            previous = T.int32(T.int32(at + STAGES - 1) % STAGES)
-            T.cuda.mbarrier_wait(kfull.ptr_to([stage]), T.int32(at // STAGES) & 1)
-            if block > 0:
-                T.cuda.mbarrier_wait(
-                    vfull.ptr_to([previous]), T.int32(T.int32(at - 1) // STAGES) & 1
-                )
-            if TURNS:
-                T.ptx.bar.sync(PINGPONG + consumer, 256)
-            T.ptx.wgmma.fence.sync.aligned()
-            multiply_qk(s_acc, Q_s, K_s, consumer, stage, DH)
-            multiply_pv(o_acc, p_frag, V_s, previous, block > 1)
-            T.ptx.wgmma.commit_group.sync.aligned()
-            if TURNS:
-                if consumer < WG - 1 or block + 1 < blocks:  # the next warpgroup's turn
-                    T.ptx.bar.arrive(PINGPONG + (consumer + 1) % WG, 256)
-            T.ptx.wgmma.wait_group.sync.aligned(1)
-            if leader:
-                T.ptx.mbarrier.arrive.shared.b64(kfree.ptr_to([stage]))
-            top_max, bottom_max, top_sum, bottom_sum, top_alpha, bottom_alpha, moved = softmax_step(
-                s_acc, top_max, bottom_max, top_sum, bottom_sum, scale, block * BN, q0, seq, CAUSAL
-            )
-            if D >= 128:  # at D=64, P's registers held to the wait would spill
-                block_boundary(LSE, top_sum, bottom_sum, seq)
-            T.ptx.wgmma.wait_group.sync.aligned(0)
-            if leader and block > 0:
-                T.ptx.mbarrier.arrive.shared.b64(vfree.ptr_to([previous]))
-            if moved:  # before the first P V: O is overwritten
-                scale_rows(o_acc, top_alpha, bottom_alpha)
-            to_bf16_a(s_acc, p_frag)
-        last = T.int64((blocks - 1) % STAGES)  # 64-bit: it feeds a 64-bit descriptor
-        T.cuda.mbarrier_wait(vfull.ptr_to([last]), ((blocks - 1) // STAGES) & 1)
-        T.ptx.wgmma.fence.sync.aligned()
-        multiply_pv(o_acc, p_frag, V_s, last, blocks > 1)
-        T.ptx.wgmma.commit_group.sync.aligned()
-        T.ptx.wgmma.wait_group.sync.aligned(0)
-        top_sum = quad_sum(top_sum)
-        bottom_sum = quad_sum(bottom_sum)
-        inverse = (T.rcp(top_sum, approx=True), T.rcp(bottom_sum, approx=True))
-        # the warpgroup's MMAs are done with its part of Q: O may be staged there
-        if O_IN_Q:
-            store_output(o_acc, Q_s, O, (batch, head, q0), consumer, lane, leader, inverse, DH)
-        else:
-            store_output(o_acc, O_s, O, (batch, head, q0), consumer, lane, leader, inverse, DH)
-        if lane % 4 == 0:
-            top_row = q0 + s_acc.row(0)
-            if top_row < seq:
-                LSE[batch, head, top_row] = (top_max * scale + T.log2(top_sum)) * LN2
-            if top_row + 8 < seq:
-                LSE[batch, head, top_row + 8] = (bottom_max * scale + T.log2(bottom_sum)) * LN2
+        for j in range(tiles):
+            row_block, head, batch, exists = tile_of(j, first, ctas, pairs, row_blocks, heads)
+            if exists:
+                m0 = row_block * BM
+                q0 = m0 + 64 * consumer
+                kv_end = seq
+                if CAUSAL:
+                    kv_end = min(seq, m0 + BM)
+                blocks = T.int32(T.int32(kv_end + BN - 1) // BN)
+                T.cuda.mbarrier_wait(qfull.ptr_to([0]), T.int32(q_uses & 1))
+                top_max, bottom_max = T.float32(NEG), T.float32(NEG)
+                top_sum, bottom_sum = T.float32(0.0), T.float32(0.0)
+                # FlashAttention-3's intra-warpgroup overlap: each turn at the tensor cores
+                # issues this block's S = Q K^T and the previous block's O += P V, and the
+                # softmax runs after wait_group(1) (Q K^T done) while P V is still in flight.
+                # Block 0's P V has no block before it: it runs on whatever the registers and
+                # V's other stage hold, and block 1's (or the last) P V overwrites O (scale_d 0),
+                # so no branch divides the MMAs (a branch would make ptxas serialize them).
+                for block in range(blocks):
+                    at = T.int32(consumed + block)
+                    stage = T.int32(at % STAGES)
+                    previous = T.int32(T.int32(at + STAGES - 1) % STAGES)
+                    T.cuda.mbarrier_wait(kfull.ptr_to([stage]), T.int32(at // STAGES) & 1)
+                    if block > 0:
+                        T.cuda.mbarrier_wait(
+                            vfull.ptr_to([previous]), T.int32(T.int32(at - 1) // STAGES) & 1
+                        )
+                    if TURNS:
+                        T.ptx.bar.sync(PINGPONG + consumer, 256)
+                    T.ptx.wgmma.fence.sync.aligned()
+                    multiply_qk(s_acc, Q_s, K_s, consumer, stage, DH)
+                    multiply_pv(o_acc, p_frag, V_s, previous, block > 1)
+                    T.ptx.wgmma.commit_group.sync.aligned()
+                    if TURNS:  # the next warpgroup's turn (the last one's goes round)
+                        T.ptx.bar.arrive(PINGPONG + (consumer + 1) % WG, 256)
+                    T.ptx.wgmma.wait_group.sync.aligned(1)
+                    if leader:
+                        T.ptx.mbarrier.arrive.shared.b64(kfree.ptr_to([stage]))
+                    top_max, bottom_max, top_sum, bottom_sum, top_alpha, bottom_alpha, moved = (
+                        softmax_step(
+                            s_acc,
+                            top_max,
+                            bottom_max,
+                            top_sum,
+                            bottom_sum,
+                            scale,
+                            block * BN,
+                            q0,
+                            seq,
+                            CAUSAL,
+                        )
+                    )
+                    if D >= 128:  # at D=64, P's registers held to the wait would spill
+                        block_boundary(LSE, top_sum, bottom_sum, seq)
+                    T.ptx.wgmma.wait_group.sync.aligned(0)
+                    if leader and block > 0:
+                        T.ptx.mbarrier.arrive.shared.b64(vfree.ptr_to([previous]))
+                    if moved:  # before the first P V: O is overwritten
+                        scale_rows(o_acc, top_alpha, bottom_alpha)
+                    to_bf16_a(s_acc, p_frag)
+                at = T.int32(consumed + blocks - 1)
+                last = T.int64(at % STAGES)  # 64-bit: it feeds a 64-bit descriptor
+                T.cuda.mbarrier_wait(vfull.ptr_to([last]), T.int32(at // STAGES) & 1)
+                T.ptx.wgmma.fence.sync.aligned()
+                multiply_pv(o_acc, p_frag, V_s, last, blocks > 1)
+                T.ptx.wgmma.commit_group.sync.aligned()
+                T.ptx.wgmma.wait_group.sync.aligned(0)
+                if leader:
+                    T.ptx.mbarrier.arrive.shared.b64(vfree.ptr_to([last]))
+                    if not O_IN_Q:  # the next tile's Q may load under this epilogue
+                        T.ptx.mbarrier.arrive.shared.b64(qfree.ptr_to([0]))
+                top_sum = quad_sum(top_sum)
+                bottom_sum = quad_sum(bottom_sum)
+                inverse = (T.rcp(top_sum, approx=True), T.rcp(bottom_sum, approx=True))
+                # the previous tile's O store has read the buffer (its leader waited): write it
+                T.ptx.bar.sync(1 + consumer, 128)
+                # the warpgroup's MMAs are done with its part of Q: O may be staged there
+                if O_IN_Q:
+                    store_output(
+                        o_acc, Q_s, O, (batch, head, q0), consumer, lane, leader, inverse, DH
+                    )
+                else:
+                    store_output(
+                        o_acc, O_s, O, (batch, head, q0), consumer, lane, leader, inverse, DH
+                    )
+                if T.uint32(lane) % 4 == 0:  # 32-bit: a 64-bit lane test spilled at D=256
+                    top_row = q0 + s_acc.row(0)
+                    if top_row < seq:
+                        LSE[batch, head, top_row] = (top_max * scale + T.log2(top_sum)) * LN2
+                    if top_row + 8 < seq:
+                        LSE[batch, head, top_row + 8] = (
+                            bottom_max * scale + T.log2(bottom_sum)
+                        ) * LN2
+                if leader:
+                    T.ptx.cp.async_.bulk.wait_group.read(0)  # the O buffer may be written again
+                    if O_IN_Q:
+                        T.ptx.mbarrier.arrive.shared.b64(qfree.ptr_to([0]))
+                consumed = T.int32(consumed + blocks)
+                q_uses = T.int32(q_uses + 1)
+        if TURNS:
+            if consumer == 0:  # the last warpgroup's final hand-over
+                T.ptx.bar.sync(PINGPONG, 256)
         if leader:
             T.ptx.cp.async_.bulk.wait_group(0)
 
@@ -482,6 +574,8 @@ def _specs(head_dim: int):
         bf16,
         bf16,
         T.Tensor((None, None, None), "float32"),
+        np.int32(1),
+        np.int32(1),
         np.int32(1),
         np.int32(1),
         np.float32(1.0),
@@ -542,6 +636,7 @@ def attention(
     key_rows: int | None = None,
     consumers: int | None = None,
     turns: bool | None = None,
+    ctas: int | None = None,
 ):
     """``softmax(q @ k.T * sm_scale) @ v`` over (B, H, S, D) bf16 tensors (K/V with H_kv heads,
     H % H_kv == 0); ``sm_scale`` defaults to 1/sqrt(D). torch CUDA tensors launch on the GPU;
@@ -549,7 +644,8 @@ def attention(
     ``return_lse``, the float32 (B, H, S) natural log-sum-exp of the scaled scores).
     ``key_rows`` picks another of ``KEY_ROWS[D]`` than FlashAttention-3's key block,
     ``consumers`` another of ``CONSUMERS[D]`` than its consumer warpgroups, ``turns`` whether
-    the consumers take turns at the tensor cores (default ``TURNS[D]``)."""
+    the consumers take turns at the tensor cores (default ``TURNS[D]``), ``ctas`` how many
+    persistent CTAs share the tiles (default one per SM; the interpreter's: ``SMS``)."""
     batch, heads, seq, head_dim = q.shape
     kv_heads = k.shape[1]
     constants = _constants(head_dim, causal, key_rows, consumers, turns)
@@ -565,19 +661,38 @@ def attention(
         )
     scale = (1.0 / math.sqrt(head_dim) if sm_scale is None else sm_scale) * LOG2E
     consumers = constants[3]
-    grid, block = (-(-seq // (64 * consumers)), heads, batch), (128 * (consumers + 1),)
-    args = (np.int32(seq), np.int32(heads // kv_heads), np.float32(scale), *constants)
+    rows = 64 * consumers
+    items = (-(-seq // rows) + 1) // 2 * heads * batch  # pairs of row blocks (tile_of)
+    block = (128 * (consumers + 1),)
+    args = (
+        np.int32(seq),
+        np.int32(heads),
+        np.int32(batch),
+        np.int32(heads // kv_heads),
+        np.float32(scale),
+        *constants,
+    )
     if isinstance(q, np.ndarray):
         o = np.zeros(q.shape, q.dtype)
         lse = np.zeros((batch, heads, seq), np.float32)
+        grid = (min(items, ctas or SMS),)
         attention_fwd.interpret[grid, block](q, k, v, o, lse, *args)
     else:
         import torch
 
         o = torch.empty_like(q)
         lse = torch.empty((batch, heads, seq), device=q.device, dtype=torch.float32)
+        grid = (min(items, ctas or _multiprocessors(q.device.index)),)
         attention_fwd[grid, block](q, k, v, o, lse, *args)
     return (o, lse) if return_lse else o
+
+
+@functools.cache
+def _multiprocessors(device: int | None) -> int:
+    """The SMs of a torch CUDA device: the persistent grid's CTAs."""
+    import torch
+
+    return torch.cuda.get_device_properties(device or 0).multi_processor_count
 
 
 def reference(q, k, v, causal: bool = False, sm_scale: float | None = None):

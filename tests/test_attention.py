@@ -33,6 +33,11 @@ def _inputs(heads: int, kv_heads: int, seq: int, head_dim: int, seed: int = 0):
         (256, True, 2, 1, 200, {}),  # 3 key blocks: D=256's 2-stage ring wraps around
         (64, True, 1, 1, 300, {"consumers": 2, "key_rows": 128}),  # two consumers take turns
         (128, False, 2, 1, 300, {"turns": False}),
+        # persistent CTAs taking several tiles each: the ring, Q's buffer and the turns carry on
+        # from tile to tile; 5 row blocks of 192 (an odd count: the middle one is its own pair)
+        (64, True, 2, 1, 900, {"ctas": 1}),
+        (128, False, 3, 1, 300, {"ctas": 2}),  # O staged in Q's buffer before the next Q loads
+        (256, True, 2, 2, 300, {"ctas": 3}),  # no turns; 3 CTAs over 4 items
     ],
 )
 def test_interpreted_attention_matches_float32(head_dim, causal, heads, kv_heads, seq, options):
@@ -67,6 +72,33 @@ def test_interpreted_error_stays_near_the_bf16_rounding_floor():
     expected, _ = attn.reference(q, k, v)
     floor = np.abs(expected.astype(ml_dtypes.bfloat16).astype(np.float32) - expected).max()
     assert np.abs(o.astype(np.float32) - expected).max() <= 1.15 * floor
+
+
+@pytest.mark.parametrize(
+    "row_blocks, heads, ctas",
+    [(5, 2, 1), (4, 3, 2), (1, 1, 1), (7, 1, 3), (32, 4, 132)],
+)
+def test_persistent_ctas_take_every_tile_once_in_balanced_pairs(row_blocks, heads, ctas):
+    """tile_of's schedule, as the kernel walks it (2 * ceil(items / ctas) halves per CTA, the
+    missing halves skipped): every (row block, head, batch) exactly once, each CTA's pair the
+    longest and shortest of a head, so every CTA has about the same causal work."""
+    batches = 2
+    pairs = (row_blocks + 1) // 2
+    items = pairs * heads * batches
+    seen = []
+    for first in range(ctas):
+        work = 0
+        for j in range(2 * -(-(items - first) // ctas)):
+            row_block, head, batch, exists = attn.tile_of.pyfunc(
+                j, first, ctas, pairs, row_blocks, heads
+            )
+            if exists:
+                seen.append((row_block, head, batch))
+                work += row_block + 1
+        if items % ctas == 0 and row_blocks % 2 == 0:
+            assert work == items // ctas * (row_blocks + 1)  # causal key blocks, all CTAs alike
+    expected = [(r, h, b) for r in range(row_blocks) for h in range(heads) for b in range(batches)]
+    assert sorted(seen) == sorted(expected)
 
 
 def test_sm_scale_is_applied():

@@ -78,3 +78,12 @@ def _check_against_float32(batch, heads, kv_heads, seq, head_dim, causal, **opti
     assert torch.isfinite(o.float()).all()
     assert error <= max(2 * sdpa_error, 8e-3), (error, sdpa_error)
     assert (lse - expected_lse).abs().max().item() <= 1e-3
+
+
+@pytest.mark.parametrize("head_dim", attn.HEAD_DIMS)
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("ctas", [1, 7])
+def test_few_persistent_ctas_take_every_tile(head_dim, causal, ctas):
+    """The persistent grid cut to a few CTAs, each taking many tiles in turn (the ring, Q's
+    buffer, the O buffer and the consumers' turns carried from tile to tile)."""
+    _check_against_float32(2, 4, 2, 1500, head_dim, causal, ctas=ctas)
