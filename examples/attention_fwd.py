@@ -281,6 +281,17 @@ def tile_of(j, first, ctas, pairs, row_blocks, heads):
     return row_block, head, batch, not second or pair != mirror
 
 
+@jittile.func
+def tile_rows(row_block, seq, BM, BN, CAUSAL):
+    """A tile's first query row and how many BN-row K/V blocks it attends to (with CAUSAL, those
+    up to its last row): one rule for the producer, which loads them, and the consumers."""
+    m0 = row_block * BM
+    kv_end = seq
+    if CAUSAL:
+        kv_end = min(seq, m0 + BM)
+    return m0, T.int32(T.int32(kv_end + BN - 1) // BN)
+
+
 @jittile.kernel
 def attention_fwd(
     Q: T.Tensor((None, None, None, None), "bfloat16"),
@@ -372,11 +383,7 @@ def attention_fwd(
                     t, first, ctas, pairs, row_blocks, heads
                 )
                 if load_exists:
-                    load_m0 = load_block_row * BM
-                    load_end = seq
-                    if CAUSAL:
-                        load_end = min(seq, load_m0 + BM)
-                    load_blocks = T.int32(T.int32(load_end + BN - 1) // BN)
+                    load_m0, load_blocks = tile_rows(load_block_row, seq, BM, BN, CAUSAL)
                     kv_head = T.int32(T.uint32(load_head) // T.uint32(group))
                     for load in range(load_blocks):
                         load_at = T.int32(loaded + load)
@@ -439,12 +446,8 @@ def attention_fwd(
         for j in range(tiles):
             row_block, head, batch, exists = tile_of(j, first, ctas, pairs, row_blocks, heads)
             if exists:
-                m0 = row_block * BM
+                m0, blocks = tile_rows(row_block, seq, BM, BN, CAUSAL)
                 q0 = m0 + 64 * consumer
-                kv_end = seq
-                if CAUSAL:
-                    kv_end = min(seq, m0 + BM)
-                blocks = T.int32(T.int32(kv_end + BN - 1) // BN)
                 T.cuda.mbarrier_wait(qfull.ptr_to([0]), T.int32(q_uses & 1))
                 top_max, bottom_max = T.float32(NEG), T.float32(NEG)
                 top_sum, bottom_sum = T.float32(0.0), T.float32(0.0)
