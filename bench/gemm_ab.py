@@ -14,6 +14,19 @@ sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 
+# the short and mid-size products' tiles the A/B scripts time by default (runs 101, 103)
+SPECS = (
+    "64x4096x4096:64x32",
+    "16x4096x4096:128x16/4",
+    "1x4096x4096:128x16/2",
+    "128x8192x8192:64x128",
+    "512x4096x4096:64x256",
+    "256x8192x8192:64x256",
+    "1024x1024x1024:64x128",
+    "512x4096x4096:128x128",
+)
+
+
 def variant(folder: str, name: str, replacements: dict, example: str = "gemm_bf16.py"):
     """examples/``example`` with each ``old`` text replaced by ``new``, imported as ``name``."""
     text = (ROOT / "examples" / example).read_text()
@@ -40,38 +53,57 @@ def first_config(space, tm: int, tn: int, split: int = 1, cluster: int = 1):
     )
 
 
-def compare(variants, spec: str) -> None:
-    """Time ``variants`` ((label, module, cluster size) each) on one ``MxNxK:BMxBN`` spec: the
-    space's first unsplit config of that tile, in clusters of the given size, per variant."""
+def compare(variants, spec: str) -> list:
+    """Time ``variants`` ((label, module, cluster size) each) and cuBLAS (``torch.mm``) on one
+    ``MxNxK:BMxBN[/SPLIT]`` spec: the space's first config of that tile (swapped where the space
+    swaps it) split SPLIT ways (default 1), in clusters of the given size, per variant. Returns
+    one row per contender."""
     import common
     import torch
 
     shape, tile = spec.split(":")
     m, n, k = (int(x) for x in shape.split("x"))
+    tile, _, split = tile.partition("/")
+    split = int(split or 1)
     tm, tn = (int(x) for x in tile.split("x"))
     a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
     exact = a.float() @ b.float().T
-    calls, outputs = {}, {}
+    outputs = {"cuBLAS": torch.empty(m, n, device="cuda", dtype=torch.bfloat16)}
+    calls = {"cuBLAS": lambda: torch.mm(a, b.T, out=outputs["cuBLAS"])}
     for label, module, cluster in variants:
         v = first_config(
-            module.BF16_SPACE, tm, tn
+            module.BF16_SPACE, tm, tn, split
         ).kwargs  # the same tile in clusters of ``cluster`` (4: not in the tuned space)
-        config = module.Space._config(tm, tn, v["STAGES"], v["GROUP_M"], 1, False, cluster)
+        config = module.Space._config(tm, tn, v["STAGES"], v["GROUP_M"], split, v["SWAP"], cluster)
         c = outputs[label] = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
-        w = module.new_workspace(c, 1, 4)
+        w = module.new_workspace(c, m, n)
         calls[label] = lambda module=module, config=config, c=c, w=w: module.run_config(
             module.gemm_bf16_tuned, config, (a, b, c), w, m, n, k
         )
     times = common.median_ms(calls, repeat=20)
+    rows = []
     for label, c in outputs.items():
         error = ((c.float() - exact).abs().max() / exact.abs().max()).item()
         us = 1e3 * times[label]
+        rows.append(
+            {
+                "shape": shape,
+                "tile": tile + (f"/{split}" if split > 1 else ""),
+                "contender": label,
+                "us": us,
+                "tflops": 2 * m * n * k / us / 1e6,
+                "vs_cublas": times["cuBLAS"] / times[label],
+                "relative_error": error,
+            }
+        )
         print(
-            f"{m}x{n}x{k} {tm}x{tn} {label}: {us:.1f} us, "
-            f"{2 * m * n * k / us / 1e6:.0f} TFLOP/s, relative error {error:.2g}",
+            f"{m}x{n}x{k} {tm}x{tn}/{split} {label}: {us:.1f} us, "
+            f"{2 * m * n * k / us / 1e6:.0f} TFLOP/s, {rows[-1]['vs_cublas']:.3f}x cuBLAS, "
+            f"relative error {error:.2g}",
             flush=True,
         )
+    return rows
 
 
 def fp8_variant(folder: str, name: str, body: dict, fp8: dict):
