@@ -34,7 +34,8 @@ GPU_TESTS=(python3 -m pytest -m gpu -q -p no:cacheprovider -rf --tb=short)
 # profile NAME M N K BM BN SPLIT [CLUSTER]: Nsight Compute on one tuned-kernel config (its 4th
 # launch, bench/gemm_one_config.py), then on cuBLAS's next two kernels of the same operands.
 sections=(--section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats
-  --section LaunchStats --section SchedulerStats)
+  --section LaunchStats --section SchedulerStats --section ComputeWorkloadAnalysis
+  --section SourceCounters)
 profile() {
   local name=$1
   shift
