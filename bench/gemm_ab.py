@@ -106,6 +106,18 @@ def compare(variants, spec: str) -> list:
     return rows
 
 
+def time_variants(name: str, variants) -> None:
+    """``compare`` the ``variants`` on each spec the command line names after RUN (default
+    SPECS), saving the rows as bench/results/NAME_runRUN.json."""
+    import common
+
+    run = int(sys.argv[1])
+    rows = []
+    for spec in sys.argv[2:] or SPECS:
+        rows += compare(variants, spec)
+    common.save(f"{name}_run{run:02d}", {"rows": rows})
+
+
 def fp8_variant(folder: str, name: str, body: dict, fp8: dict):
     """examples/gemm_fp8.py with the ``fp8`` replacements over a variant of gemm_bf16.py (its
     ``body`` replacements, imported as ``name``_body), imported as ``name``."""

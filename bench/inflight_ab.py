@@ -13,10 +13,9 @@ writes bench/results/inflight_ab_runRUN.json.
 
 from __future__ import annotations
 
-import sys
 import tempfile
 
-from gemm_ab import SPECS, compare, variant
+from gemm_ab import time_variants, variant
 
 LOOP = """                    T.ptx.wgmma.wait_group.sync.aligned(1)  # the previous stage's are done
                     if i > 0 and leader:
@@ -41,10 +40,7 @@ def in_flight(groups: int) -> dict:
 
 
 def main() -> None:
-    import common
     import gemm_bf16
-
-    run = int(sys.argv[1])
 
     with tempfile.TemporaryDirectory() as folder:
         variants = (
@@ -52,10 +48,7 @@ def main() -> None:
             ("2 in flight", variant(folder, "gemm_bf16_inflight2", in_flight(2)), 1),
             ("3 in flight", variant(folder, "gemm_bf16_inflight3", in_flight(3)), 1),
         )
-        rows = []
-        for spec in sys.argv[2:] or SPECS:
-            rows += compare(variants, spec)
-    common.save(f"inflight_ab_run{run:02d}", {"rows": rows})
+        time_variants("inflight_ab", variants)
 
 
 if __name__ == "__main__":

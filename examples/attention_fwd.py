@@ -320,7 +320,9 @@ def attention_fwd(
     # an O buffer would not fit (1 KB left for the barriers)
     O_IN_Q = 2 * (BM * D * 2) + STAGES * 2 * (BN * D * 2) > SHARED_BYTES - 1024
     tid = T.cuda.thread_idx("x")
-    warpgroup = T.cuda.warp_id() // 4
+    # broadcast from lane 0, which ptxas knows to be warp-uniform: what depends on it (the
+    # consumers' Q and O descriptors) is computed in uniform registers, not moved per wgmma
+    warpgroup = T.cuda.shfl_idx(T.int32(T.cuda.warp_id() // 4), 0)
     # persistent: CTA `first` of `ctas` takes every ctas-th work item (a pair of row blocks)
     first = T.cuda.block_idx("x")
     ctas = T.cuda.grid_dim("x")

@@ -450,7 +450,10 @@ def consume(
     the width of MMA_OP's N, each SUM_STAGES K-stages alone into ``part``, PROMOTE columns at a
     time, added into ``total``), then its epilogue (with split-K, for a split tile, after its
     splits' meeting: ``settle``)."""
-    half = T.cuda.warp_id() // 4 - 1
+    # a broadcast from lane 0, which ptxas knows to be warp-uniform: the A operand's
+    # descriptors, which depend on it, are then computed in uniform registers as B's are,
+    # not per thread and moved (R2UR) before every wgmma (CUTLASS's warp-group index)
+    half = T.cuda.shfl_idx(T.int32(T.cuda.warp_id() // 4 - 1), 0)
     leader = T.cuda.thread_idx("x") % 128 == 0
     splits = split_count(k_tiles, SPLIT)
     blocks = (tiles_m * tiles_n - whole) * (TILE_M // 64)  # split-K's 64-row blocks

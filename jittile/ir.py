@@ -139,7 +139,36 @@ class BinOp:
 _PRECEDENCE = {"|": 1, "&": 2, ">>": 3, "+": 4, "*": 5, "%": 5}
 
 
-Expr = Union[int, Var, Special, SharedAddress, GlobalAddress, HostParam, BinOp]  # noqa: UP007
+START_ADDRESS_MASK = 0x3FFF  # a matrix descriptor's bits 0-13: bits 4-17 of its start address
+
+
+def descriptor_word(start: int, fields: int) -> int:
+    """A matrix descriptor's word for the shared address ``start`` (``DescriptorWord``)."""
+    return ((int(start) >> 4) & START_ADDRESS_MASK) | int(fields)
+
+
+@dataclass(frozen=True)
+class DescriptorWord:
+    """The 64-bit word of a shared-memory matrix descriptor (wgmma, tcgen05): the constant
+    fields ``fields`` or-ed with bits 4-17 of the 32-bit shared address ``start`` in bits 0-13.
+    A node of its own, not ``BinOp``s, so that the start field is computed in 32 bits: as 64-bit
+    plan arithmetic a descriptor cost ptxas a dozen instructions (64-bit adds and shifts, then
+    moves into uniform registers) per wgmma, about half of a GEMM's consumer loop."""
+
+    start: Expr
+    fields: int
+
+    def __post_init__(self):
+        if self.fields & START_ADDRESS_MASK:
+            raise ValueError(f"descriptor fields {self.fields:#x} overlap the start address field")
+
+    def __str__(self) -> str:
+        return f"(({_operand(self.start)} >> 4) & {START_ADDRESS_MASK:#x}) | {self.fields:#x}"
+
+
+Expr = Union[  # noqa: UP007
+    int, Var, Special, SharedAddress, GlobalAddress, HostParam, BinOp, DescriptorWord
+]
 
 
 def _operand(expr: Expr) -> str:
@@ -184,6 +213,8 @@ def leaves(expr: Expr):
         yield expr
         for index in expr.index:
             yield from leaves(index)
+    elif isinstance(expr, DescriptorWord):
+        yield from leaves(expr.start)
     elif not isinstance(expr, int):
         yield expr
 
@@ -195,6 +226,7 @@ _EXPR_TAGS = {
     "global": GlobalAddress,
     "host": HostParam,
     "binop": BinOp,
+    "descriptor": DescriptorWord,
 }
 _TAG_OF = {cls: tag for tag, cls in _EXPR_TAGS.items()}
 
@@ -215,6 +247,8 @@ def expr_to_json(expr: Expr):
         return ["global", expr.tensor, [expr_to_json(i) for i in expr.index]]
     if isinstance(expr, HostParam):
         return ["host", expr.name, expr.text]
+    if isinstance(expr, DescriptorWord):
+        return ["descriptor", expr_to_json(expr.start), expr.fields]
     return ["binop", expr.op, expr_to_json(expr.left), expr_to_json(expr.right)]
 
 
@@ -241,6 +275,11 @@ def expr_from_json(data) -> Expr:
         if tag == "host":
             name, text = rest
             return HostParam(_str(name), _str(text))
+        if tag == "descriptor":
+            start, fields = rest
+            if not isinstance(fields, int) or isinstance(fields, bool):
+                raise TypeError(f"descriptor fields {fields!r} are not an integer")
+            return DescriptorWord(expr_from_json(start), fields)
         op, left, right = rest
         return BinOp(_str(op), expr_from_json(left), expr_from_json(right))
     except (TypeError, ValueError) as exc:

@@ -9,6 +9,7 @@ import pytest
 from jittile import T
 from jittile.ir import (
     BinOp,
+    DescriptorWord,
     GlobalAddress,
     HostParam,
     KernelIR,
@@ -16,6 +17,7 @@ from jittile.ir import (
     Special,
     Var,
     add,
+    descriptor_word,
     expr_from_json,
     expr_to_json,
     mul,
@@ -104,6 +106,7 @@ VALUES = [
     GlobalAddress("A", (Var("__jt_v2", "row"), 0)),
     HostParam("__jt_tmap0", "A[0:64, :]"),
     BinOp("|", BinOp("&", BinOp(">>", SharedAddress("s"), 4), 0x3FFF), 1 << 62),
+    DescriptorWord(SharedAddress("s", BinOp("*", Var("__jt_v3", "stage"), 16384)), 1 << 62),
 ]
 
 
@@ -125,3 +128,18 @@ def test_plan_value_text_and_folding():
         expr_from_json(["nope"])
     with pytest.raises(TypeError):
         expr_to_json(True)
+
+
+def test_a_descriptor_word_puts_the_address_bits_4_to_17_under_its_constant_fields():
+    # 128B swizzle (bits 62-63 = 1), SBO 1024 B (64 << 32), LBO 16 B (1 << 16): by hand from the
+    # PTX ISA's matrix-descriptor format; the start field is (address & 0x3FFFF) >> 4
+    fields = (1 << 62) | (64 << 32) | (1 << 16)
+    assert descriptor_word(0x1230, fields) == fields | 0x123
+    assert descriptor_word(0x3FFF0, fields) == fields | 0x3FFF
+    assert descriptor_word(0x40010, fields) == fields | 0x1  # bits past 17 do not reach it
+    word = DescriptorWord(SharedAddress("s", 32), fields)
+    assert str(word) == f"((&s[+32 B] >> 4) & 0x3fff) | {fields:#x}"
+    with pytest.raises(ValueError, match="overlap the start address field"):
+        DescriptorWord(SharedAddress("s"), fields | 0x10)
+    with pytest.raises(ValueError):
+        expr_from_json(["descriptor", ["shared", "s", 0], True])

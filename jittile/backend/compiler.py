@@ -87,6 +87,8 @@ def _namespace(ir: KernelIR, names: dict) -> dict:
             out[name] = intrinsics.shared_address
         elif kind == "gaddr":
             out[name] = intrinsics.global_address
+        elif kind == "mdesc":
+            out[name] = intrinsics.descriptor_word
         elif kind in ("asm", "record"):
             asm = asm_of(spec)
             word = asm.comment.startswith(ptx_math.SHUFFLE_PREFIX)

@@ -17,6 +17,7 @@ numpy_compat.install()
 from numba.cuda import cgutils, types  # noqa: E402
 from numba.cuda.extending import intrinsic  # noqa: E402
 
+from ..ir import START_ADDRESS_MASK  # noqa: E402
 from ..ptx.asm import CONSTRAINT_BITS, AsmCall  # noqa: E402
 
 ADDRSPACE_SHARED = 3
@@ -317,6 +318,34 @@ def shared_address(typingctx, array, index):
         return builder.ptrtoint(shared, ir.IntType(32))
 
     return types.uint32(array, index), codegen
+
+
+@intrinsic
+def descriptor_word(typingctx, start, fields):
+    """A matrix descriptor's 64-bit word (``jittile.ir.DescriptorWord``): the constant
+    ``fields`` with bits 4-17 of the shared address ``start`` in bits 0-13, computed in 32-bit
+    PTX. In LLVM the same shift, mask and or come back as 64-bit operations on the address
+    arithmetic numba widens (instcombine removes the truncation), a dozen SASS instructions
+    per descriptor; as a pure asm on the address's low word they are three."""
+    if not isinstance(start, types.Integer) or not isinstance(fields, types.IntegerLiteral):
+        return None
+    value = fields.literal_value
+    template = (
+        "{\n.reg .b32 %jt_lo, %jt_hi;\n"
+        "shr.b32 %jt_lo, $1, 4;\n"
+        f"and.b32 %jt_lo, %jt_lo, {START_ADDRESS_MASK};\n"
+        f"or.b32 %jt_lo, %jt_lo, {value & 0xFFFFFFFF};\n"
+        f"mov.b32 %jt_hi, {value >> 32};\n"
+        "mov.b64 $0, {%jt_lo, %jt_hi};\n}"
+    )
+
+    def codegen(context, builder, signature, args):
+        i32, i64 = ir.IntType(32), ir.IntType(64)
+        address = context.cast(builder, args[0], signature.args[0], types.uint32)
+        asm = ir.InlineAsm(ir.FunctionType(i64, [i32]), template, "=l,r")
+        return builder.call(asm, [address])
+
+    return types.uint64(start, fields), codegen
 
 
 @intrinsic

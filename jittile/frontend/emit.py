@@ -10,13 +10,14 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from ..ir import BinOp, Expr, GlobalAddress, HostParam, SharedAddress, Special, Var
+from ..ir import BinOp, DescriptorWord, Expr, GlobalAddress, HostParam, SharedAddress, Special, Var
 from ..ptx import builtins
 from .syntax import name as _name
 
 CUDA = "__jt_cuda"
 SHARED_ADDRESS = "__jt_saddr"
 GLOBAL_ADDRESS = "__jt_gaddr"
+DESCRIPTOR_WORD = "__jt_mdesc"
 
 _OPERATORS = {
     "+": ast.Add,
@@ -80,6 +81,12 @@ def render(expr: Expr, asm_name: Callable) -> ast.expr:
         if expr.offset == 0:
             return base
         return ast.BinOp(left=base, op=ast.Add(), right=render(expr.offset, asm_name))
+    if isinstance(expr, DescriptorWord):
+        return ast.Call(
+            func=_name(DESCRIPTOR_WORD),
+            args=[render(expr.start, asm_name), ast.Constant(value=expr.fields)],
+            keywords=[],
+        )
     if isinstance(expr, GlobalAddress):
         index = ast.Tuple(elts=[render(i, asm_name) for i in expr.index], ctx=ast.Load())
         return ast.Call(func=_name(GLOBAL_ADDRESS), args=[_name(expr.tensor), index], keywords=[])

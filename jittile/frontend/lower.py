@@ -38,7 +38,7 @@ from .calls import check_calls
 from .checks import body_problem
 from .divergence import divergent_operations
 from .elements import ElementLowering
-from .emit import CUDA, GLOBAL_ADDRESS, SHARED_ADDRESS
+from .emit import CUDA, DESCRIPTOR_WORD, GLOBAL_ADDRESS, SHARED_ADDRESS
 from .expressions import ExpressionLowering, fits_64_bits, is_number
 from .fragments import FragmentLowering
 from .inline import HelperInlining, assignment_counts
@@ -95,6 +95,7 @@ class KernelLowering(
             CUDA: ("cuda",),
             SHARED_ADDRESS: ("saddr",),
             GLOBAL_ADDRESS: ("gaddr",),
+            DESCRIPTOR_WORD: ("mdesc",),
         }
         self._asm_names: dict[AsmCall, str] = {}
         self._counter = itertools.count()

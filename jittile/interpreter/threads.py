@@ -16,7 +16,8 @@ import numpy as np
 
 from ..dtypes import convert
 from ..errors import InterpreterError
-from ..frontend.emit import CUDA, GLOBAL_ADDRESS, SHARED_ADDRESS
+from ..frontend.emit import CUDA, DESCRIPTOR_WORD, GLOBAL_ADDRESS, SHARED_ADDRESS
+from ..ir import descriptor_word
 from ..scalars import GLOBALS as ARITHMETIC
 from .floats import conversion
 from .instructions import handler
@@ -116,6 +117,7 @@ def globals_factory(lowered, launch, direct: list[str]):
             base[name] = lambda v=view: v
         base[SHARED_ADDRESS] = _shared_address
         base[GLOBAL_ADDRESS] = _global_address(machine)
+        base[DESCRIPTOR_WORD] = descriptor_word
         return base
 
     def make(machine: Machine, thread) -> dict:

@@ -104,7 +104,10 @@ def shfl_up(value, delta: int, /, *, mask: int = FULL_MASK, width: int = 32):
 @intrinsic("T.cuda.shfl_idx")
 def shfl_idx(value, lane: int, /, *, mask: int = FULL_MASK, width: int = 32):
     """``value`` of lane ``lane`` of the caller's segment (``shfl.sync.idx.b32``): a broadcast
-    with one ``lane`` for all. Operands as for ``T.cuda.shfl_xor``."""
+    with one ``lane`` for all. Operands as for ``T.cuda.shfl_xor``. ptxas knows the result is
+    the same in every lane, so a warp-uniform value computed per thread (a warpgroup index from
+    ``T.cuda.warp_id()``) broadcast from lane 0 keeps what depends on it, such as wgmma
+    descriptors, in uniform registers (``examples/gemm_bf16.py``'s ``consume``)."""
 
 
 SHUFFLES = {shfl_xor: "bfly", shfl_down: "down", shfl_up: "up", shfl_idx: "idx"}

@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from ..ir import START_ADDRESS_MASK
 from .descriptors import DescriptorError, check_address_field, check_descriptor_fields
 from .swizzle import SWIZZLE_SPAN, inverse_swizzled_origin, swizzle_address, swizzle_period
 
@@ -44,7 +45,6 @@ from .swizzle import SWIZZLE_SPAN, inverse_swizzled_origin, swizzle_address, swi
 # matrix-descriptor-encode(x) = (x & 0x3FFFF) >> 4.
 SWIZZLE_FIELD = {0: 0, 3: 1, 2: 2, 1: 3}  # jittile mode (none/32B/64B/128B) -> bits 62-63
 _FIELD_SWIZZLE = {v: k for k, v in SWIZZLE_FIELD.items()}
-START_ADDRESS_MASK = 0x3FFF
 
 
 class Major(StrEnum):

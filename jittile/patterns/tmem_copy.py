@@ -13,7 +13,7 @@ import itertools
 from dataclasses import dataclass, replace
 
 from ..errors import CompileError, ContractError
-from ..ir import BinOp, PlanFields, PlanRecord, SharedAddress, add, mul
+from ..ir import DescriptorWord, PlanFields, PlanRecord, SharedAddress, add, mul
 from ..ptx.asm import AsmCall
 from .base import (
     SCOPE_GROUP_AXES,
@@ -57,7 +57,6 @@ STORAGE = ("uint32", "int32", "float32")
 TMEM_LANES = 128
 TMEM_COLUMNS = 512
 COLUMN_ALIGN = 4  # 128 bits of b32 columns
-START_ADDRESS_MASK = 0x3FFF  # descriptor bits 0-13: (address & 0x3FFFF) >> 4
 
 
 def atom_lane(op: Tcgen05CpOpcode, row: int) -> int:
@@ -430,7 +429,7 @@ class TmemCopyPattern(TilePattern):
             taddr = add(tmem.base, *taddr_steps, (inst.lane << 16) | inst.column)
             smem = SharedAddress(shared.buffer.name, add(inst.walk.origin, *smem_steps))
             # The start-address field (bits 0-13) is the 16-byte unit of the shared address.
-            sdesc = BinOp("|", BinOp("&", BinOp(">>", smem, 4), START_ADDRESS_MASK), constant)
+            sdesc = DescriptorWord(smem, constant)
             plan.append(
                 PlanRecord(
                     opcode=op.native_text,

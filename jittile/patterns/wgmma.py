@@ -21,7 +21,17 @@ from dataclasses import dataclass
 
 from ..errors import CompileError, ContractError, Location
 from ..fragment import FragmentLayout
-from ..ir import Asm, BinOp, PlanFields, PlanRecord, SharedAddress, Var, add, mul
+from ..ir import (
+    START_ADDRESS_MASK,
+    Asm,
+    DescriptorWord,
+    PlanFields,
+    PlanRecord,
+    SharedAddress,
+    Var,
+    add,
+    mul,
+)
 from ..ptx.grammar import did_you_mean, split_opcode
 from ..ptx.opcodes import check_target
 from ..ptx.operands import OperandKind
@@ -41,7 +51,7 @@ from .base import (
     runtime_index_step,
 )
 from .descriptors import DescriptorError
-from .matrix_descriptors import MAJORS, START_ADDRESS_MASK, Major, MatrixWalk, derive_matrix_walk
+from .matrix_descriptors import MAJORS, Major, MatrixWalk, derive_matrix_walk
 from .swizzle import swizzle_period
 
 # ---------------------------------------------------------------------------- call parameters
@@ -621,7 +631,7 @@ def _descriptor(region: SharedRegion, walk: MatrixWalk, site: CallSite):
         for value, axis in region.runtime_indices
     ]
     start = SharedAddress(region.buffer.name, add(walk.origin, *steps))
-    return BinOp("|", BinOp("&", BinOp(">>", start, 4), START_ADDRESS_MASK), constant_bits)
+    return DescriptorWord(start, constant_bits)
 
 
 def instruction_asm(
