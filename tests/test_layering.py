@@ -375,3 +375,30 @@ def test_private_reads_are_seen_in_every_spelling():
         "def _f():\n    other._y = 2\n    setattr(other, '_z', 3)\n"
     )
     assert private_definitions(tree) == {"_table", "_m", "_x", "_f", "_y", "_z"}
+
+
+# jittile modules the code generator reaches that cannot change what a kernel compiles to
+NOT_CODEGEN = {"jittile.errors": "error messages only"}
+
+
+def test_every_module_the_code_generator_reaches_is_in_the_cache_key():
+    """A cache entry is keyed by a digest of the modules that shape generated code (``cache/
+    components.py``'s ``_CODEGEN_PARTS``): a module the frontend, backend, patterns, PTX tables
+    or kernel language reach but the digest leaves out would let a changed jittile load a cubin
+    the earlier code built (``ir.py``'s folding, ``scalars.py``'s typing, ``fragment.py``'s
+    layouts were left out until 2026-12-03)."""
+    from jittile.cache.components import _CODEGEN_PARTS
+
+    graph = import_graph()
+    stages = ("frontend", "backend", "patterns", "ptx", "language")
+    starts = [m for m in graph if m.split(".")[1:2] and m.split(".")[1] in stages]
+    assert starts
+    missing = {}
+    for start in starts:
+        for module, path in reachable(graph, start).items():
+            parts = module.split(".")
+            if parts[0] != "jittile" or len(parts) < 2 or module in NOT_CODEGEN:
+                continue
+            if parts[1] not in _CODEGEN_PARTS and f"{parts[1]}.py" not in _CODEGEN_PARTS:
+                missing[module] = " -> ".join(path)
+    assert not missing, missing

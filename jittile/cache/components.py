@@ -54,6 +54,9 @@ _CODEGEN_PARTS = (
     "axis.py",
     "dtypes.py",
     "targets.py",
+    "ir.py",
+    "scalars.py",
+    "fragment.py",
 )
 TOOLCHAIN_DISTRIBUTIONS = {
     "numba-cuda": "numba-cuda",
