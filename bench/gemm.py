@@ -11,7 +11,8 @@ first call tunes (untimed); then ``--samples`` rounds (default 10, after 3 warm-
 one call of every contender, interleaved, with CUDA events. Before each sample a 1 ms GPU spin
 (``torch.cuda._sleep``) lets the host enqueue the call while the GPU is busy, so the events see
 device time; each contender's host microseconds per call are reported apart (``host_us``).
-Inputs rotate over copies that together exceed the 50 MB L2. Every output is checked
+Every call takes the next of several input copies, which together exceed the 50 MB L2, so no
+call finds its inputs in the L2 from the call before it. Every output is checked
 against an fp32 product of the same inputs (max |error| / max |reference|). TFLOP/s, ratios to
 cuBLAS and Triton, geometric means; ``bench/results/gemm_runNN.json``.
 
@@ -111,8 +112,12 @@ def triton_persistent_matmul():
 
 
 def copies_for(nbytes: int) -> int:
-    """Input copies to rotate through so one round's inputs exceed L2."""
-    return max(1, min(8, math.ceil(2 * L2_BYTES / nbytes)))
+    """Input copies to rotate through, every call taking the next (``measure``), so that the
+    others touched since a set's last use exceed twice the L2 (16 sets at most; one where a set
+    alone does)."""
+    if nbytes >= 2 * L2_BYTES:
+        return 1
+    return min(16, 1 + math.ceil(2 * L2_BYTES / nbytes))
 
 
 def bf16_contenders(torch, sms):
@@ -227,9 +232,14 @@ def measure(torch, kind, shape, contenders, samples, warmup=3) -> dict:
             "relative_error": error / scale,
         }
     samples_ms = {name: [] for name in contenders}
+    # every call takes the next input set, whichever contender makes it: had the contenders of a
+    # round shared one set (runs up to 104), those after the first would find the inputs the
+    # first had just read in the L2 (the short products' 32 MB of B fit in it)
+    calls = 0
     for step in range(warmup + samples):
         for name, fn in contenders.items():
-            i = step % copies
+            i = calls % copies
+            calls += 1
             start = torch.cuda.Event(enable_timing=True)
             stop = torch.cuda.Event(enable_timing=True)
             common.spin(torch)

@@ -12,8 +12,10 @@ helpers (``gemm_body``) that ``examples/gemm_fp8.py`` shares:
   K-slice expands into four instructions with advancing descriptors), keeping one wgmma group in
   flight while they release the stage before it;
 - a persistent loop over jobs (one CTA per SM), so the producer already loads the next job while
-  the consumers run the epilogue: round to bf16 pairs, store them into a shared tile with
-  ``stmatrix``, and write it with a TMA store that clips at M and N.
+  the consumers run the epilogue: round to bf16 pairs, store them with ``stmatrix`` into
+  64-column parts that alternate between two 128B-swizzled shared buffers (a part is staged
+  while the last one's store still reads), and write each with a TMA store that clips at M and
+  N.
 
 The tuning space (``BF16_SPACE``; ``jittile.autotune`` keyed on M, N, K, see docs/gemm.md):
 
@@ -30,8 +32,8 @@ The tuning space (``BF16_SPACE``; ``jittile.autotune`` keyed on M, N, K, see doc
   launch (``settle`` cites the memory-model rules). Over several waves of tiles only the last
   partial wave's split (``job_split``), so that it fills the GPU;
 - swap-AB for M <= 64 (``SWAP``): ``C.T = B @ A.T``, B's rows fill wgmma's 64-row side in 128-row
-  tiles and M becomes wgmma's N (16, 32 or 64); the epilogue transposes with ``stmatrix .trans``;
-  with split-K 1, 2, 4 or 8.
+  tiles (and 64-row ones at N = 16) and M becomes wgmma's N (16, 32 or 64); the epilogue
+  transposes with ``stmatrix .trans``; with split-K 1, 2, 4 or 8.
 
 ``prune`` keeps the candidates that fit the shape (``candidates`` says which and why): at most
 about a dozen, so a new shape tunes within seconds.
@@ -283,10 +285,11 @@ def produce(
 
 
 @jittile.func
-def stage_bf16(frag, S_s, scale, part, half, lane, WIDTH, SWAP, SCALED):
-    """Round the fragment's columns [part*WIDTH, +WIDTH) to bf16 pairs into ``S_s[half]`` with
-    stmatrix (transposed with SWAP). Lanes 8i..8i+7 address the rows of matrix i: rows +8 for
-    odd i, columns +8 for i >= 2 of the warp's 16 rows (with .trans: those columns' rows)."""
+def stage_bf16(frag, S_s, scale, part, half, lane, WIDTH, BUFFERS, SWAP, SCALED):
+    """Round the fragment's columns [part*WIDTH, +WIDTH) to bf16 pairs with stmatrix into
+    ``S_s[half]`` (transposed with SWAP), else into its buffer ``part % BUFFERS``. Lanes 8i..8i+7
+    address the rows of matrix i: rows +8 for odd i, columns +8 for i >= 2 of the warp's 16 rows
+    (with .trans: those columns' rows)."""
     warp_row = (T.cuda.warp_id() % 4) * 16
     for j in T.unroll(WIDTH // 16):  # 16 columns: four 8x8 matrices
         r = 8 * (part * WIDTH // 16 + j)  # their first accumulator register
@@ -307,7 +310,12 @@ def stage_bf16(frag, S_s, scale, part, half, lane, WIDTH, SWAP, SCALED):
         else:
             T.ptx.stmatrix.sync.aligned.m8n8.x4.shared.b16(
                 S_s.ptr_to(
-                    [half, warp_row + lane % 8 + 8 * ((lane // 8) % 2), 16 * j + 8 * (lane // 16)]
+                    [
+                        half,
+                        part % BUFFERS,
+                        warp_row + lane % 8 + 8 * ((lane // 8) % 2),
+                        16 * j + 8 * (lane // 16),
+                    ]
                 ),
                 w0,
                 w1,
@@ -327,16 +335,22 @@ def bf16_pair(frag, r, scale, SCALED):
 
 
 @jittile.func
-def epilogue(frag, C, S_s, scale, row0, col0, half, leader, TILE_N, WIDTH, SWAP, SCALED):
+def epilogue(frag, C, S_s, scale, row0, col0, half, leader, TILE_N, WIDTH, BUFFERS, SWAP, SCALED):
     """Write a consumer's 64 x TILE_N fragment at (row0, col0) of the (transposed with SWAP)
-    output: rounded to bf16 in parts of WIDTH columns, each staged in ``S_s[half]`` and written
-    with a TMA store that clips at the output's edges."""
+    output: rounded to bf16 in parts of WIDTH columns, each staged in shared memory and written
+    with a TMA store that clips at the output's edges. Without SWAP, 64-column parts alternate
+    between two 128B-swizzled buffers (``gemm_body``), so that a part is staged while the store
+    of the one before it still reads, and stmatrix's rows fall in different bank groups."""
     lane = T.cuda.lane_id()
     for p in T.unroll(TILE_N // WIDTH):
-        if leader:
-            T.ptx.cp.async_.bulk.wait_group.read(0)  # the last store has read S_s
+        if leader:  # the store that last read this part's buffer is done with it (a tile's
+            # first part: every store, the buffers' last use perhaps an odd part count ago)
+            if p == 0 or BUFFERS == 1:
+                T.ptx.cp.async_.bulk.wait_group.read(0)
+            else:
+                T.ptx.cp.async_.bulk.wait_group.read(1)
         T.ptx.bar.sync(1 + half, 128)
-        stage_bf16(frag, S_s, scale, p, half, lane, WIDTH, SWAP, SCALED)
+        stage_bf16(frag, S_s, scale, p, half, lane, WIDTH, BUFFERS, SWAP, SCALED)
         T.ptx.fence.proxy.async_.shared__cta()  # the staged tile, into the async proxy
         T.ptx.bar.sync(1 + half, 128)
         if leader:
@@ -344,13 +358,22 @@ def epilogue(frag, C, S_s, scale, row0, col0, half, leader, TILE_N, WIDTH, SWAP,
                 T.cuda.tile.apply(
                     T.ptx[STORE], C, S_s[half], box=(TILE_N, 64), coords=(col0, row0 + 64 * half)
                 )
+            elif WIDTH == 64:
+                T.cuda.tile.apply(
+                    T.ptx[STORE],
+                    C,
+                    S_s[half, p % BUFFERS],
+                    box=(64, 64),
+                    coords=(row0 + 64 * half, col0 + p * 64),
+                    swizzle=3,
+                )
             else:
                 T.cuda.tile.apply(
                     T.ptx[STORE],
                     C,
-                    S_s[half],
+                    S_s[half, 0],
                     box=(64, WIDTH),
-                    coords=(row0 + 64 * half, col0 + p * WIDTH),
+                    coords=(row0 + 64 * half, col0),
                 )
             T.ptx.cp.async_.bulk.commit_group()
 
@@ -437,6 +460,7 @@ def consume(
     TILE_M,
     TILE_N,
     WIDTH,
+    BUFFERS,
     RING,
     GROUP,
     SPLIT,
@@ -538,7 +562,21 @@ def consume(
                         SPLIT,
                     )
             if writes:
-                epilogue(acc, C, S_s, scale, row0, col0, half, leader, TILE_N, WIDTH, SWAP, SCALED)
+                epilogue(
+                    acc,
+                    C,
+                    S_s,
+                    scale,
+                    row0,
+                    col0,
+                    half,
+                    leader,
+                    TILE_N,
+                    WIDTH,
+                    BUFFERS,
+                    SWAP,
+                    SCALED,
+                )
         job += T.cuda.grid_dim("x") // CLUSTER
     if leader:
         T.ptx.cp.async_.bulk.wait_group(0)
@@ -583,9 +621,10 @@ def gemm_body(
     fp32 total once per PROMOTION K-stages."""
     consumers = TILE_M // 64
     # a consumer's staged output part: the whole (transposed) tile with SWAP or below 64
-    # columns, else 128 columns (one 256-byte row), 64 where 128 does not divide the tile
-    # (N = 192)
-    width = TILE_N if SWAP or TILE_N < 64 else 128 if TILE_N % 128 == 0 else 64
+    # columns, else 64 columns (128-byte rows, 128B-swizzled) in two alternating buffers, one
+    # where the ring leaves no room for two (N = 192: five 40 KB stages)
+    width = TILE_N if SWAP or TILE_N < 64 else 64
+    buffers = 2 if width == 64 and TILE_N % 128 == 0 else 1
     R_s = T.alloc_shared(
         (RING, consumers, 64, TILE_K),
         ELEMENT,
@@ -600,8 +639,15 @@ def gemm_body(
     )
     if SWAP:
         S_s = T.alloc_shared((consumers, TILE_N, 64), "bfloat16", align=1024)
+    elif width == 64:
+        S_s = T.alloc_shared(
+            (consumers, buffers, 64, 64),
+            "bfloat16",
+            layout=swizzle(3, (consumers, buffers, 64, 64), "bfloat16"),
+            align=1024,
+        )
     else:
-        S_s = T.alloc_shared((consumers, 64, width), "bfloat16", align=1024)
+        S_s = T.alloc_shared((consumers, 1, 64, width), "bfloat16", align=1024)
     full = T.alloc_shared((RING,), "uint64")
     empty = T.alloc_shared((RING,), "uint64")
     last_s = T.alloc_shared((consumers,), "int32")  # a split's arrival, told its warpgroup
@@ -680,6 +726,7 @@ def gemm_body(
             TILE_M,
             TILE_N,
             width,
+            buffers,
             RING,
             GROUP,
             SPLIT,
@@ -816,7 +863,7 @@ BF16_SPACE = Space(
         (64, 128, 8, 8, ANY_SPLIT, True),
         (64, 32, 12, 8, ANY_SPLIT, False),
     ),
-    swap_tiles=((128, 16, 8), (128, 32, 8), (128, 64, 8)),
+    swap_tiles=((128, 16, 8), (128, 32, 8), (128, 64, 8), (64, 16, 12)),
     splits=(2, 4, 8),
 )
 
