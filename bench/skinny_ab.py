@@ -23,6 +23,7 @@ from __future__ import annotations
 import sys
 import tempfile
 
+from gemm import copies_for
 from gemm_ab import first_config, variant
 
 NO_MMA = {
@@ -48,7 +49,6 @@ SPECS = (
     "64x4096x512:64x32:example",
     "16x4096x512:128x16/4:example",
 )
-L2_BYTES = 50 * 2**20
 
 
 def compare(modules: dict, spec: str, cold: bool) -> list:
@@ -62,7 +62,7 @@ def compare(modules: dict, spec: str, cold: bool) -> list:
     tile, _, split = tile.partition("/")
     split = int(split or 1)
     tm, tn = (int(x) for x in tile.split("x"))
-    copies = 1 + -(-2 * L2_BYTES // (2 * (m + n) * k)) if cold else 1
+    copies = copies_for(2 * (m + n) * k) if cold else 1
     operands = [
         (
             torch.randn(m, k, device="cuda", dtype=torch.bfloat16),
