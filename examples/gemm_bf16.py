@@ -7,10 +7,10 @@ helpers (``gemm_body``) that ``examples/gemm_fp8.py`` shares:
 - one *producer* warpgroup whose first thread streams BMx64 tiles of A and BNx64 tiles of B into
   a ``STAGES``-deep ring of 128B-swizzled shared buffers with TMA, each stage guarded by a
   ``full`` mbarrier (TMA transaction bytes) and an ``empty`` one (released by the consumers);
-- ``BM // 64`` *consumer* warpgroups, each owning 64 rows of the BMxBN output tile as a register
-  fragment, issuing ``wgmma.mma_async.m64nBNk16`` per stage (one tile call: the 64-element
-  K-slice expands into four instructions with advancing descriptors), keeping one wgmma group in
-  flight while they release the stage before it;
+- ``BM // 64`` *consumer* warpgroups (one, two or three), each owning 64 rows of the BMxBN
+  output tile as a register fragment, issuing ``wgmma.mma_async.m64nBNk16`` per stage (one tile
+  call: the 64-element K-slice expands into four instructions with advancing descriptors),
+  keeping one wgmma group in flight while they release the stage before it;
 - a persistent loop over jobs (one CTA per SM), so the producer already loads the next job while
   the consumers run the epilogue: round to bf16 pairs, store them with ``stmatrix`` into
   64-column parts that alternate between two 128B-swizzled shared buffers (a part is staged
@@ -23,6 +23,13 @@ The tuning space (``BF16_SPACE``; ``jittile.autotune`` keyed on M, N, K, see doc
   last wave where 128x256's is partial), 128x128 (6 stages), 64x256 (5), 64x128 (8) and 64x32
   (12; M <= 64: 128 tiles at N = 4096 fill the GPU over all of K, cuBLAS's tiles there): 64-row
   tiles run one consumer warpgroup (256 threads);
+- shape-fitted tiles, as cuBLAS picks 176x192 or 152x256 tiles for shapes whose 128x256 tiles
+  end in a partial wave: 128 rows by any width from 136 to 240 in steps of 8, and 192 rows
+  (three consumers, 512 threads) by 128 to 176 or 192; ``candidates`` keeps the two whose waves
+  cost least by a model of wave counts, tile areas and edges (``Space._fitted``), where that
+  beats 128x256's (4097x4104: 660 tiles of 128x208 in five waves, 0.96x cuBLAS, where 128x256
+  split in four reached 0.89x). A width that is not a multiple of 64 stores the columns past
+  its last 64-column part from registers (``edge_stores``);
 - split-K (``SPLIT`` 2, 4, 8), in one launch: the K range is cut in SPLIT pieces, and the
   splits of each 64-row block of a tile meet in ``settle``: each takes a ticket
   (``T.cuda.atomic_add``); all but the last store their fp32 fragments into a workspace from
@@ -77,12 +84,10 @@ STORE = "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"
 # The operand loads' L2 promotion (the TensorMap's L2 sector promotion: 0 none, 1/2/3 64/128/256
 # bytes): what a load that misses the L2 fetches from the DRAM
 L2_PROMOTION = 0
-# The wgmma forms by N (16, 32, ... 256: index N // 16 - 1). Tuples of strings, not a dict: a
-# kernel that reads a mutable global has it re-checked on every launch (jittile/watch.py), which
-# cost a third of a tuned launch's host time.
-BF16_MMA = tuple(
-    f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16" for n in range(16, 257, 16)
-)
+# The wgmma forms by N (bf16: 8, 16, ... 256, index N // 8 - 1; fp8: 16, 32, ... 256, index
+# N // 16 - 1). Tuples of strings, not a dict: a kernel that reads a mutable global has it
+# re-checked on every launch (jittile/watch.py), which cost a third of a tuned launch's host time.
+BF16_MMA = tuple(f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16" for n in range(8, 257, 8))
 E4M3_MMA = tuple(
     f"wgmma.mma_async.sync.aligned.m64n{n}k32.f32.e4m3.e4m3" for n in range(16, 257, 16)
 )
@@ -98,7 +103,7 @@ def promoted_piece(n: int) -> int:
 # By N (index N // 16 - 1): promotion's piece width and its wgmma form, for the kernels.
 PROMOTED_PIECE = tuple(promoted_piece(n) for n in range(16, 257, 16))
 PROMOTED_MMA = tuple(E4M3_MMA[promoted_piece(n) // 16 - 1] for n in range(16, 257, 16))
-MMA = BF16_MMA[BN // 16 - 1]
+MMA = BF16_MMA[BN // 8 - 1]
 
 
 @jittile.func
@@ -221,7 +226,7 @@ def produce(
             T.ptx.mbarrier.arrive.expect_tx.shared.b64(
                 full.ptr_to([s]), T.uint32((TILE_M + TILE_N) * ROW_BYTES)
             )
-            if TILE_M == 128:
+            if TILE_M > 64:  # one 64-row box per consumer
                 T.cuda.tile.apply(
                     T.ptx[LOAD],
                     R_s[s],
@@ -335,12 +340,15 @@ def bf16_pair(frag, r, scale, SCALED):
 
 
 @jittile.func
-def epilogue(frag, C, S_s, scale, row0, col0, half, leader, TILE_N, WIDTH, BUFFERS, SWAP, SCALED):
-    """Write a consumer's 64 x TILE_N fragment at (row0, col0) of the (transposed with SWAP)
-    output: rounded to bf16 in parts of WIDTH columns, each staged in shared memory and written
-    with a TMA store that clips at the output's edges. Without SWAP, 64-column parts alternate
-    between two 128B-swizzled buffers (``gemm_body``), so that a part is staged while the store
-    of the one before it still reads, and stmatrix's rows fall in different bank groups."""
+def epilogue(
+    frag, C, S_s, scale, row0, col0, rows, cols, half, leader, TILE_N, WIDTH, BUFFERS, SWAP, SCALED
+):
+    """Write a consumer's 64 x TILE_N fragment at (row0, col0) of the rows x cols (transposed
+    with SWAP) output: rounded to bf16 in parts of WIDTH columns, each staged in shared memory
+    and written with a TMA store that clips at the output's edges, the columns past the last
+    whole part from registers (``edge_stores``). Without SWAP, 64-column parts alternate between
+    two 128B-swizzled buffers where they fit (``gemm_body``), so that a part is staged while the
+    store of the one before it still reads, and stmatrix's rows fall in different bank groups."""
     lane = T.cuda.lane_id()
     for p in T.unroll(TILE_N // WIDTH):
         if leader:  # the store that last read this part's buffer is done with it (a tile's
@@ -376,6 +384,31 @@ def epilogue(frag, C, S_s, scale, row0, col0, half, leader, TILE_N, WIDTH, BUFFE
                     coords=(row0 + 64 * half, col0),
                 )
             T.ptx.cp.async_.bulk.commit_group()
+    if not SWAP and TILE_N % WIDTH != 0:  # the columns past the last whole part
+        first = TILE_N // WIDTH * WIDTH
+        edge_stores(frag, C, scale, row0 + 64 * half, col0, rows, cols, first, TILE_N, SCALED)
+
+
+@jittile.func
+def edge_stores(frag, C, scale, row0, col0, rows, cols, first, TILE_N, SCALED):
+    """Columns [first, TILE_N) of a consumer's 64-row fragment at (row0, col0) of the rows x
+    cols output C (fewer than 64: a tile width that is not a multiple of 64), stored from
+    registers as bf16 elements, those past C's edges skipped: a TMA store of them would need a
+    TensorMap of its own box.
+    Lane l of warp w holds rows 16w + l // 4 (+ 8) and columns 2 (l % 4) (+ 1) of every
+    8-column group, its registers 4g .. 4g + 3 for group g (wgmma's accumulator layout)."""
+    lane = T.cuda.lane_id()
+    row = row0 + (T.cuda.warp_id() % 4) * 16 + lane // 4
+    for g in T.unroll((TILE_N - first) // 8):
+        col = col0 + first + 8 * g + 2 * (lane % 4)
+        for i in T.unroll(4):
+            y = row + 8 * (i // 2)
+            x = col + i % 2
+            if y < rows and x < cols:
+                if SCALED:
+                    C[y, x] = frag[first // 2 + 4 * g + i] * scale
+                else:
+                    C[y, x] = frag[first // 2 + 4 * g + i]
 
 
 @jittile.func
@@ -456,6 +489,8 @@ def consume(
     tiles_m,
     tiles_n,
     k_tiles,
+    rows,
+    cols,
     MMA_OP,
     TILE_M,
     TILE_N,
@@ -569,6 +604,8 @@ def consume(
                     scale,
                     row0,
                     col0,
+                    rows,
+                    cols,
                     half,
                     leader,
                     TILE_N,
@@ -621,10 +658,14 @@ def gemm_body(
     fp32 total once per PROMOTION K-stages."""
     consumers = TILE_M // 64
     # a consumer's staged output part: the whole (transposed) tile with SWAP or below 64
-    # columns, else 64 columns (128-byte rows, 128B-swizzled) in two alternating buffers, one
-    # where the ring leaves no room for two (N = 192: five 40 KB stages)
+    # columns, else 64 columns (128-byte rows, 128B-swizzled) in two alternating buffers
+    # (the columns past the last whole part of a width that is not a multiple of 64 are stored
+    # from registers: ``edge_stores``), one where the ring leaves no room for two (128x192:
+    # five 40 KB stages; 192-row tiles)
     width = TILE_N if SWAP or TILE_N < 64 else 64
-    buffers = 2 if width == 64 and TILE_N % 128 == 0 else 1
+    ring_bytes = RING * (TILE_M + TILE_N) * ROW_BYTES
+    two = ring_bytes + consumers * 2 * 64 * 64 * 2 <= SHARED_LIMIT - 1024
+    buffers = 2 if width == 64 and two else 1
     R_s = T.alloc_shared(
         (RING, consumers, 64, TILE_K),
         ELEMENT,
@@ -722,6 +763,8 @@ def gemm_body(
             tiles_m,
             tiles_n,
             k_tiles,
+            rows,
+            cols,
             MMA_OP,
             TILE_M,
             TILE_N,
@@ -779,12 +822,26 @@ class Space:
     """The configs of a tuned GEMM over inputs of ``element_bytes``, and its shape -> candidates
     pruning (docs/gemm.md)."""
 
-    def __init__(self, element_bytes: int, tiles: tuple, swap_tiles: tuple, splits: tuple):
+    def __init__(
+        self,
+        element_bytes: int,
+        tiles: tuple,
+        swap_tiles: tuple,
+        splits: tuple,
+        fitted: tuple = (),
+    ):
         """``tiles``: (BM, BN, STAGES, GROUP_M, its SPLIT values, with clusters of
-        CLUSTER_SIZE); ``swap_tiles``: (BM, BN, STAGES), each with SPLIT 1 and ``splits``."""
+        CLUSTER_SIZE); ``swap_tiles``: (BM, BN, STAGES), each with SPLIT 1 and ``splits``;
+        ``fitted``: (BM, its BN values) of the tiles that ``candidates`` fits to a shape's
+        waves (unsplit, GROUP_M 8, each with the deepest ring that fits: ``fitted_stages``)."""
         self.tile_k = ROW_BYTES // element_bytes
         self._chosen: dict[tuple, list] = {}
         self.configs = []
+        listed = {(tm, tn) for tm, tn, *_ in tiles}
+        self.fitted = tuple(
+            (tm, tn) for tm, widths in fitted for tn in widths if (tm, tn) not in listed
+        )
+        tiles += tuple((tm, tn, fitted_stages(tm, tn), 8, UNSPLIT, False) for tm, tn in self.fitted)
         for tm, tn, ring, group, tile_splits, clustered in tiles:
             for split in tile_splits:
                 self.configs.append(self._config(tm, tn, ring, group, split, False))
@@ -821,11 +878,14 @@ class Space:
     def _candidates(self, m: int, n: int, k: int, sms: int) -> list:
         k_tiles = -(-k // self.tile_k)
         out = []
+        fitted = self._fitted(m, n, sms)
         for config in self.configs:
             v = config.kwargs
             rows, cols = (n, m) if v["SWAP"] else (m, n)
             tiles = -(-rows // v["BM"]) * -(-cols // v["BN"])
-            if v["SWAP"]:
+            if (v["BM"], v["BN"]) in self.fitted:
+                fits = (v["BM"], v["BN"]) in fitted
+            elif v["SWAP"]:
                 fits = m <= 64 and v["BN"] == min(b for b in (16, 32, 64) if b >= m)
             elif v["BN"] == 32:  # M <= 64: enough narrow tiles to fill the GPU over all of K
                 fits = m <= 64  # (cuBLAS's 64x32 tiles at 64x4096x4096, run 85)
@@ -849,6 +909,41 @@ class Space:
                 out.append(config)
         return out
 
+    def _fitted(self, m: int, n: int, sms: int, keep: int = 2) -> tuple:
+        """The ``keep`` fitted tiles whose waves cost least on an M x N output, where that cost
+        is below the 128x256 tile's: cuBLAS's way with a shape whose 128x256 tiles end in a
+        partial wave (4097x4104: 561 tiles, 4.25 waves, where 660 128x208 ones make 5 waves
+        of smaller tiles and 528 192x176 ones exactly 4; 3000x5000: 480, 3.6 waves, where 528
+        128x232 or 192x152 ones make 4). The cost: waves of tiles on ``sms`` SMs times a
+        tile's time, its area plus ``TILE_EDGE_COST`` times its perimeter (the operand rows it
+        streams per K-step), times ``ROWS_COST`` for its rows."""
+
+        def cost(tile):
+            tm, tn = tile
+            waves = -(-(-(-m // tm) * -(-n // tn)) // sms)
+            return waves * (tm * tn + TILE_EDGE_COST * (tm + tn)) * ROWS_COST[tm]
+
+        ranked = sorted((t for t in self.fitted if t[0] < m), key=lambda t: (cost(t), -t[1]))
+        return tuple(t for t in ranked[:keep] if cost(t) < cost((128, 256)))
+
+
+# A tile's time per K-step beyond its MMAs, per operand row, in units of one output element's:
+# run 106's tunings of 3000x5000x2000 (128x128: 8 waves in 115.4 us, 128x192: 5 in 98.6,
+# 128x256: 4 in 97.3) fit area + 107 x (BM + BN) per wave within 2%
+TILE_EDGE_COST = 100
+# A wave's time by tile rows, beyond the area-and-edges model: three consumers' tiles take 8-12%
+# longer (runs 110-111, hot L2: 192x176 197.2 us at 4096^3 against 128x256's 178.6, whose
+# model cost is 0.8% more; 197.6 at 4097x4104 against 128x208's 194.7; 192x152 97.9 at
+# 3000x5000x2000 against 128x256's 98.0)
+ROWS_COST = {128: 1.0, 192: 1.1}
+
+
+def fitted_stages(tm: int, tn: int, most: int = 4) -> int:
+    """The deepest ring (up to ``most``) of a TM x TN bf16 tile's stages that fits in shared
+    memory beside one 64x64 epilogue buffer per consumer (and 1 KB for the barriers)."""
+    stage = (tm + tn) * ROW_BYTES
+    return min(most, (SHARED_LIMIT - tm // 64 * 64 * 64 * 2 - 1024) // stage)
+
 
 UNSPLIT, ANY_SPLIT = (1,), (1, 2, 4, 8)  # a tile's SPLIT values in a Space
 
@@ -865,6 +960,12 @@ BF16_SPACE = Space(
     ),
     swap_tiles=((128, 16, 8), (128, 32, 8), (128, 64, 8), (64, 16, 12)),
     splits=(2, 4, 8),
+    # 128-row tiles of widths to 240, 192-row ones (three consumers) to 176 and 192: wider ones
+    # need more than the 128 registers per thread a 512-thread block launches with (ptxas 13.5:
+    # C7602 from 208; it allocates within that count whatever setmaxnreg budgets the code sets,
+    # as NVIDIA/cutlass issue 2904 found for CuTe DSL's three-consumer kernels), and 128x248,
+    # 192x184 and 192x200 spill 8-24 bytes (their edge stores' addresses; bench/gemm_configs.py)
+    fitted=((128, range(136, 241, 8)), (192, (*range(128, 177, 8), 192))),
 )
 
 
@@ -916,7 +1017,7 @@ def gemm_bf16_tuned(
             M,
             K,
             "bfloat16",
-            BF16_MMA[BN // 16 - 1],
+            BF16_MMA[BN // 8 - 1],
             BM,
             BN,
             BK,
@@ -941,7 +1042,7 @@ def gemm_bf16_tuned(
             N,
             K,
             "bfloat16",
-            BF16_MMA[BN // 16 - 1],
+            BF16_MMA[BN // 8 - 1],
             BM,
             BN,
             BK,

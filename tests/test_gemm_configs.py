@@ -57,6 +57,11 @@ def _product(a, b, scale=1.0):
         # 64x32 tiles (M <= 64): one row of M, N ragged, a 32-column epilogue part
         (1, 72, 200, dict(BM=64, BN=32, SPLIT=1, SWAP=False)),
         (64, 104, 136, dict(BM=64, BN=32, SPLIT=2, SWAP=False)),
+        # shape-fitted tiles: three consumers (192 rows) and widths past the last 64-column
+        # part, whose columns are stored from registers (``edge_stores``), in part past N
+        (200, 400, 136, dict(BM=192, BN=176, SPLIT=1, SWAP=False)),
+        (130, 256, 200, dict(BM=128, BN=232, SPLIT=1, SWAP=False)),
+        (390, 136, 72, dict(BM=192, BN=128, SPLIT=1, SWAP=False)),
     ],
 )
 def test_bf16_configs_interpreted_are_exact(m, n, k, values):
@@ -303,8 +308,12 @@ def test_the_fp8_launch_takes_python_float_scales_on_the_interpreter():
         (1024, 1024, 1024, dict(BM=64, BN=128, SPLIT=1)),
         (1024, 1024, 1024, dict(BM=128, BN=256, SPLIT=2)),
         (256, 8192, 8192, dict(BM=128, BN=256, SPLIT=2)),
-        # 561 tiles of 128x256: four waves of 132 and 33 tiles, which split in four fill a fifth
+        # 561 tiles of 128x256: four waves of 132 and 33 tiles, which split in four fill a fifth,
+        # or 660 tiles of 128x208 make five waves of smaller tiles (run 111: 194.7 us against
+        # 205.7 split in four)
         (4097, 4104, 4096, dict(BM=128, BN=256, SPLIT=4)),
+        (4097, 4104, 4096, dict(BM=128, BN=208, SPLIT=1)),
+        (3000, 5000, 2000, dict(BM=128, BN=232, SPLIT=1)),  # 528 tiles: 4 waves, not 3.6
         (4096, 11008, 4096, dict(BM=128, BN=256, SPLIT=2)),  # 1376 tiles: 56 past 10 waves
     ],
 )
@@ -321,6 +330,86 @@ def test_pruning_keeps_the_shapes_configs(m, n, k, expect):
             assert c.kwargs["BN"] == 256 and 0 < tail * c.kwargs["SPLIT"] <= gemm_bf16.SMS
     if m <= 32:  # swap-AB, or the narrow 64x32 tiles
         assert all(c.kwargs["SWAP"] or c.kwargs["BN"] == 32 for c in kept)
+
+
+@pytest.mark.parametrize(
+    "m, n, fitted",
+    [
+        (4097, 4104, {(128, 208), (128, 216)}),  # 660 and 627 tiles: 5 waves each
+        (3000, 5000, {(128, 232), (128, 240)}),  # 528 and 504 tiles: 4 waves each
+        (1920, 6848, {(192, 176), (128, 200)}),  # 390 tiles: 3 waves; 525: 4
+        (4096, 4096, set()),  # 512 tiles of 128x256, 3.9 waves: none fits better
+        (64, 4096, set()),  # no fitted tile has fewer rows than M
+    ],
+)
+def test_fitted_tiles_are_the_cheapest_waves_below_128x256s(m, n, fitted):
+    """The shape-fitted tiles a shape keeps: the two whose waves of tiles on 132 SMs cost least
+    (a wave's time: a tile's area plus 100 per operand row, ``TILE_EDGE_COST``, times 1.1 for
+    192 rows, ``ROWS_COST``), those cheaper than 128x256's waves only, and only tiles with
+    fewer rows than M. The expected sets are the rule computed by hand: at 4097x4104, 128x208
+    makes 33 x 20 = 660 tiles, 5 waves of 128 x 208 + 100 x 336 = 60224, 301120 in all;
+    128x216 33 x 19 = 627, 5 waves of 62048 (310240); 192x176 22 x 24 = 528, 4 waves of
+    70592 x 1.1 (310604.8, third); 128x256 561 tiles, 5 waves of 71168 (355840)."""
+    import gemm_bf16
+
+    space = gemm_bf16.BF16_SPACE
+    kept = {
+        (c.kwargs["BM"], c.kwargs["BN"])
+        for c in space.candidates(m, n, 4096)
+        if (c.kwargs["BM"], c.kwargs["BN"]) in space.fitted
+    }
+    assert kept == fitted
+    for tm, tn in kept:  # unsplit, unclustered, GROUP_M 8, the deepest ring that fits
+        (config,) = [c for c in space.configs if (c.kwargs["BM"], c.kwargs["BN"]) == (tm, tn)]
+        assert config.kwargs["SPLIT"] == 1 and config.kwargs["CLUSTER"] == 1
+        assert config.block == 128 + 2 * tm
+        stage = (tm + tn) * 128
+        ring = config.kwargs["STAGES"]
+        assert ring * stage + tm // 64 * 8192 <= gemm_bf16.SHARED_LIMIT - 1024
+        assert ring == 4 or (ring + 1) * stage + tm // 64 * 8192 > gemm_bf16.SHARED_LIMIT - 1024
+
+
+def test_fitted_tiles_cover_the_widths_the_registers_allow():
+    """128-row tiles of every width from 136 to 240 in steps of 8 (but 192, listed otherwise),
+    192-row ones from 128 to 176 and 192: a 512-thread block launches with 128 registers per
+    thread, and 208 columns need 134 (ptxas C7602), 184 and 200 spill; the wgmma forms cover
+    every multiple of 8."""
+    import gemm_bf16
+
+    space = gemm_bf16.BF16_SPACE
+    assert {tn for tm, tn in space.fitted if tm == 128} == set(range(136, 241, 8)) - {192}
+    assert {tn for tm, tn in space.fitted if tm == 192} == {*range(128, 177, 8), 192}
+    mma = gemm_bf16.BF16_MMA[176 // 8 - 1]
+    assert mma == "wgmma.mma_async.sync.aligned.m64n176k16.f32.bf16.bf16"
+
+
+@pytest.mark.parametrize("tm, tn", [(128, 240), (192, 176), (192, 192)])
+def test_the_widest_fitted_tiles_compile_within_their_blocks_registers(tm, tn):
+    """The widest fitted tiles for sm_90a, built for their launch block (ptxas then keeps
+    within 65536 / block registers per thread): no local memory, no warning."""
+    import warnings
+
+    import gemm_bf16
+
+    from jittile import JittileWarning, T
+
+    spec = T.Tensor((None, None), "bfloat16")
+    work = (T.Tensor((None,), "float32"), T.Tensor((None,), "int32"))
+    config = _config(gemm_bf16.BF16_SPACE, BM=tm, BN=tn, SPLIT=1, GROUP_M=8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JittileWarning)
+        ck = gemm_bf16.gemm_bf16_tuned.kernel.compile(
+            spec,
+            spec,
+            spec,
+            *work,
+            *(np.int32(1),) * 3,
+            target="sm_90a",
+            launch=T.cuda.LaunchConfig(grid=1, block=config.block),
+            **config.kwargs,
+        )
+    assert ck.metadata["local_bytes"] == 0
+    assert ck.metadata["registers"] <= 65536 // config.block
 
 
 @pytest.mark.parametrize("m", [64, 100, 128, 129, 4096])

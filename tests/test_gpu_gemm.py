@@ -30,6 +30,10 @@ FORCED = [
     dict(BM=128, BN=256, SPLIT=1, SWAP=False, CLUSTER=2),
     dict(BM=128, BN=128, SPLIT=1, SWAP=False, CLUSTER=2),
     dict(BM=64, BN=256, SPLIT=1, SWAP=False, CLUSTER=2),
+    # shape-fitted tiles: three consumers; widths past the last 64-column part
+    dict(BM=192, BN=176, SPLIT=1, SWAP=False),
+    dict(BM=192, BN=192, SPLIT=1, SWAP=False),
+    dict(BM=128, BN=208, SPLIT=1, SWAP=False),
 ]
 
 
