@@ -910,8 +910,8 @@ class Space:
         return out
 
     def _fitted(self, m: int, n: int, sms: int, keep: int = 2) -> tuple:
-        """The ``keep`` fitted tiles whose waves cost least on an M x N output, where that cost
-        is below the 128x256 tile's: cuBLAS's way with a shape whose 128x256 tiles end in a
+        """The ``keep`` fitted tiles whose waves cost least on an M x N output of more than a
+        wave of 128x256 tiles, where that cost is below the 128x256 tile's: cuBLAS's way with a shape whose 128x256 tiles end in a
         partial wave (4097x4104: 561 tiles, 4.25 waves, where 660 128x208 ones make 5 waves
         of smaller tiles and 528 192x176 ones exactly 4; 3000x5000: 480, 3.6 waves, where 528
         128x232 or 192x152 ones make 4). The cost: waves of tiles on ``sms`` SMs times a
@@ -923,6 +923,8 @@ class Space:
             waves = -(-(-(-m // tm) * -(-n // tn)) // sms)
             return waves * (tm * tn + TILE_EDGE_COST * (tm + tn)) * ROWS_COST[tm]
 
+        if -(-m // 128) * -(-n // 256) <= sms:  # one wave: no partial one to fit
+            return ()
         ranked = sorted((t for t in self.fitted if t[0] < m), key=lambda t: (cost(t), -t[1]))
         return tuple(t for t in ranked[:keep] if cost(t) < cost((128, 256)))
 

@@ -340,13 +340,14 @@ def test_pruning_keeps_the_shapes_configs(m, n, k, expect):
         (1920, 6848, {(192, 176), (128, 200)}),  # 390 tiles: 3 waves; 525: 4
         (4096, 4096, set()),  # 512 tiles of 128x256, 3.9 waves: none fits better
         (64, 4096, set()),  # no fitted tile has fewer rows than M
+        (256, 8192, set()),  # 64 tiles of 128x256: no partial wave to fit
     ],
 )
 def test_fitted_tiles_are_the_cheapest_waves_below_128x256s(m, n, fitted):
     """The shape-fitted tiles a shape keeps: the two whose waves of tiles on 132 SMs cost least
     (a wave's time: a tile's area plus 100 per operand row, ``TILE_EDGE_COST``, times 1.1 for
-    192 rows, ``ROWS_COST``), those cheaper than 128x256's waves only, and only tiles with
-    fewer rows than M. The expected sets are the rule computed by hand: at 4097x4104, 128x208
+    192 rows, ``ROWS_COST``), those cheaper than 128x256's waves only, only tiles with fewer
+    rows than M, and only over more than a wave of 128x256 tiles. The expected sets are the rule computed by hand: at 4097x4104, 128x208
     makes 33 x 20 = 660 tiles, 5 waves of 128 x 208 + 100 x 336 = 60224, 301120 in all;
     128x216 33 x 19 = 627, 5 waves of 62048 (310240); 192x176 22 x 24 = 528, 4 waves of
     70592 x 1.1 (310604.8, third); 128x256 561 tiles, 5 waves of 71168 (355840)."""
