@@ -10,7 +10,6 @@ writes bench/results/fitted_ab_runRUN.json.
 
 from __future__ import annotations
 
-import sys
 import tempfile
 
 from gemm_ab import time_variants, variant
@@ -27,13 +26,10 @@ SPECS = (
 
 
 def main() -> None:
-    if len(sys.argv) == 2:
-        sys.argv += SPECS
-    folder = tempfile.mkdtemp()
     import gemm_bf16
 
-    variants = [("example", gemm_bf16, 1), ("3 stages", variant(folder, "fitted_three", THREE), 1)]
-    time_variants("fitted_ab", variants)
+    three = variant(tempfile.mkdtemp(), "fitted_three", THREE)
+    time_variants("fitted_ab", [("example", gemm_bf16, 1), ("3 stages", three, 1)], SPECS)
 
 
 if __name__ == "__main__":

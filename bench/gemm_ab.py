@@ -106,14 +106,14 @@ def compare(variants, spec: str) -> list:
     return rows
 
 
-def time_variants(name: str, variants) -> None:
+def time_variants(name: str, variants, specs: tuple = SPECS) -> None:
     """``compare`` the ``variants`` on each spec the command line names after RUN (default
-    SPECS), saving the rows as bench/results/NAME_runRUN.json."""
+    ``specs``), saving the rows as bench/results/NAME_runRUN.json."""
     import common
 
     run = int(sys.argv[1])
     rows = []
-    for spec in sys.argv[2:] or SPECS:
+    for spec in sys.argv[2:] or specs:
         rows += compare(variants, spec)
     common.save(f"{name}_run{run:02d}", {"rows": rows})
 

@@ -32,10 +32,6 @@ SPECS = (
 
 
 def main() -> None:
-    import sys
-
-    if len(sys.argv) == 2:
-        sys.argv += SPECS
     folder = tempfile.mkdtemp()
     variants = [
         ("example", variant(folder, "tail_example", {}), 1),
@@ -43,7 +39,7 @@ def main() -> None:
         ("no W", variant(folder, "tail_no_w", NO_W), 1),
         ("no settle", variant(folder, "tail_no_settle", NO_SETTLE), 1),
     ]
-    time_variants("tail_ab", variants)
+    time_variants("tail_ab", variants, SPECS)
 
 
 if __name__ == "__main__":
