@@ -12,8 +12,9 @@ CTA per SM (``ctas=``), each with:
 
 - a *producer* warpgroup, its register budget lowered by ``setmaxnreg`` (24, or 32 beside three
   consumers), whose first thread loads the Q block once and streams K and V blocks of ``BN``
-  rows (128 at D=64, 96 causal; at D=128 FlashAttention-3's 176 without the causal mask, 128
-  with it; 80 at D=256; ``key_rows=`` picks another of ``KEY_ROWS[D]``) into a ring (4 stages
+  rows (``DEFAULT_KEY_ROWS``: 128 at D=64, 96 causal; 128 at D=128, where FlashAttention-3
+  has 176 without the causal mask; 80 at D=256; ``key_rows=`` picks another of
+  ``KEY_ROWS[D]``) into a ring (4 stages
   at D=64, 2 at D=128 and D=256) of
   128B-swizzled shared buffers with TMA (``kfull`` / ``vfull`` barriers per stage, with
   transaction bytes, and ``kfree`` / ``vfree`` ones the consumers release: K as soon as its
@@ -80,17 +81,29 @@ BUDGETS = {2: (24, 240), 3: (32, 160)}  # consumers -> (producer, consumer) regi
 # Per head dimension: whether the consumers take turns at the tensor cores (ping-pong), as
 # FlashAttention-3 has them at D <= 128 and not at D=256 (run 71: 0.4-1.7% faster without)
 TURNS = {64: True, 128: True, 256: False}
-# Per head dimension: the key rows per pipeline stage (BN) a build may use (the block without
-# the causal mask first, the causal one last); the K/V ring has 4 stages at D=64, 2 at D=128 and
-# D=256. At D=64 192x128 tiles (FlashAttention-3's) and, causal, 192x96: with three consumers'
-# budgets of 160 registers the causal 192x128 build spills 8 bytes (two values kept across the
-# loop), though it ran 2% faster in run 72 (399 against 390 TFLOP/s). At D=128 FA3's 128x176 tiles (S 88 registers beside O's 64; Q's 32 KB
-# and 2 stages of 176-row K and V, 176 KB, leave no room for an O buffer) and, causal, 128x128
-# (fewer masked scores on the diagonal); at D=256 FA3's 128x80 tiles: S stays 40 registers
-# beside O's 128, and Q (64 KB) plus 2 stages of 80-row K and V (160 KB) fill the shared memory.
-# KEY_ROWS is the host's (key_block, the benchmark): the kernel reads only immutable globals,
-# since one that reads a mutable global has it re-checked on every launch (jittile/watch.py).
-KEY_ROWS = {64: (128, 96), 128: (176, 128), 256: (80,)}
+# Per head dimension: the key rows per pipeline stage (BN) a build may use; the K/V ring has 4
+# stages at D=64, 2 at D=128 and D=256. At D=64 192x128 tiles (FlashAttention-3's) and, causal,
+# 192x96: with three consumers' budgets of 160 registers the causal 192x128 build spills 8
+# bytes (two values kept across the loop), though it ran 2% faster in run 72 (399 against 390
+# TFLOP/s). At D=128 128x128 tiles, causal or not, and FA3's 128x176 (S 88 registers beside
+# O's 64; Q's 32 KB and 2 stages of 176-row K and V, 176 KB, leave no room for an O buffer):
+# on the H200 128 rows ran faster without the causal mask at S <= 4096 (run 104, against cuDNN:
+# S=4096 0.999x where 176 rows gave 0.986x, S=1024 0.951x / 0.907x, ragged 3000 1.092x /
+# 1.077x, grouped-query 1.007x / 0.995x) and 0.8% slower at S=8192 (1.009x / 1.017x), and with
+# it everywhere (fewer masked scores on the diagonal); at D=256 FA3's 128x80 tiles: S stays 40
+# registers beside O's 128, and Q (64 KB) plus 2 stages of 80-row K and V (160 KB) fill the
+# shared memory. KEY_ROWS and DEFAULT_KEY_ROWS (by head dimension and causal mask) are the
+# host's (key_block, the benchmark): the kernel reads only immutable globals, since one that
+# reads a mutable global has it re-checked on every launch (jittile/watch.py).
+KEY_ROWS = {64: (128, 96), 128: (128, 176), 256: (80,)}
+DEFAULT_KEY_ROWS = {
+    (64, False): 128,
+    (64, True): 96,
+    (128, False): 128,
+    (128, True): 128,
+    (256, False): 80,
+    (256, True): 80,
+}
 SHARED_BYTES = 232448  # the H200's opt-in shared memory per block
 SMS = 132  # the H200's SMs: the interpreter's persistent CTAs (a launch asks its device)
 LOAD = "cp.async.bulk.tensor.4d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
@@ -613,16 +626,15 @@ def other_builds(head_dim: int, causal: bool) -> list[dict]:
 
 
 def key_block(head_dim: int, causal: bool, key_rows: int | None = None) -> int:
-    """The key block of a build: ``key_rows`` if given (one of ``KEY_ROWS[head_dim]``), else the
-    head dimension's default, the first without the causal mask and the last with it (at D=128
-    FlashAttention-3's 176 and 128 rows)."""
+    """The key block of a build: ``key_rows`` if given (one of ``KEY_ROWS[head_dim]``), else
+    ``DEFAULT_KEY_ROWS`` of the head dimension and the causal mask."""
     if head_dim not in HEAD_DIMS:
         raise ValueError(
             f"attention: head dimension {head_dim} is not supported (one of {HEAD_DIMS})"
         )
     choices = KEY_ROWS[head_dim]
     if key_rows is None:
-        return choices[-1] if causal else choices[0]
+        return DEFAULT_KEY_ROWS[head_dim, causal]
     if key_rows not in choices:
         raise ValueError(
             f"attention: key_rows={key_rows} is not built at head dimension {head_dim} "
@@ -647,7 +659,7 @@ def attention(
     H % H_kv == 0); ``sm_scale`` defaults to 1/sqrt(D). torch CUDA tensors launch on the GPU;
     NumPy ``ml_dtypes.bfloat16`` arrays run on the CPU interpreter. Returns ``o`` (and, with
     ``return_lse``, the float32 (B, H, S) natural log-sum-exp of the scaled scores).
-    ``key_rows`` picks another of ``KEY_ROWS[D]`` than FlashAttention-3's key block,
+    ``key_rows`` picks another of ``KEY_ROWS[D]`` than the default (``DEFAULT_KEY_ROWS``),
     ``consumers`` another of ``CONSUMERS[D]`` than its consumer warpgroups, ``turns`` whether
     the consumers take turns at the tensor cores (default ``TURNS[D]``), ``ctas`` how many
     persistent CTAs share the tiles (default one per SM; the interpreter's: ``SMS``)."""
