@@ -75,6 +75,9 @@ CLUSTER_SIZE = 2  # a clustered config's CTAs: two row blocks sharing one multic
 GROUP_M = 8  # tiles run in bands of 8 row-blocks, so concurrent CTAs share A and B in L2
 ROW_BYTES = 128  # a stage's K-slice is one 128-byte swizzle row: 64 bf16 or 128 fp8 elements
 SHARED_LIMIT = 232448  # the H200's opt-in shared memory per block
+# What a ring and its epilogue buffers may take of it: 1 KB stays for the barriers
+RING_ROOM = SHARED_LIMIT - 1024
+PART_BYTES = 64 * 64 * 2  # one consumer's 64x64 bf16 epilogue buffer
 LOAD = "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
 MULTICAST_LOAD = (
     "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
@@ -405,10 +408,10 @@ def edge_stores(frag, C, scale, row0, col0, rows, cols, first, TILE_N, SCALED):
             y = row + 8 * (i // 2)
             x = col + i % 2
             if y < rows and x < cols:
+                value = frag[first // 2 + 4 * g + i]
                 if SCALED:
-                    C[y, x] = frag[first // 2 + 4 * g + i] * scale
-                else:
-                    C[y, x] = frag[first // 2 + 4 * g + i]
+                    value = value * scale
+                C[y, x] = value
 
 
 @jittile.func
@@ -664,7 +667,7 @@ def gemm_body(
     # five 40 KB stages; 192-row tiles)
     width = TILE_N if SWAP or TILE_N < 64 else 64
     ring_bytes = RING * (TILE_M + TILE_N) * ROW_BYTES
-    two = ring_bytes + consumers * 2 * 64 * 64 * 2 <= SHARED_LIMIT - 1024
+    two = ring_bytes + consumers * 2 * PART_BYTES <= RING_ROOM
     buffers = 2 if width == 64 and two else 1
     R_s = T.alloc_shared(
         (RING, consumers, 64, TILE_K),
@@ -911,12 +914,12 @@ class Space:
 
     def _fitted(self, m: int, n: int, sms: int, keep: int = 2) -> tuple:
         """The ``keep`` fitted tiles whose waves cost least on an M x N output of more than a
-        wave of 128x256 tiles, where that cost is below the 128x256 tile's: cuBLAS's way with a shape whose 128x256 tiles end in a
-        partial wave (4097x4104: 561 tiles, 4.25 waves, where 660 128x208 ones make 5 waves
-        of smaller tiles and 528 192x176 ones exactly 4; 3000x5000: 480, 3.6 waves, where 528
-        128x232 or 192x152 ones make 4). The cost: waves of tiles on ``sms`` SMs times a
-        tile's time, its area plus ``TILE_EDGE_COST`` times its perimeter (the operand rows it
-        streams per K-step), times ``ROWS_COST`` for its rows."""
+        wave of 128x256 tiles, where that cost is below the 128x256 tile's: cuBLAS's way with a
+        shape whose 128x256 tiles end in a partial wave (4097x4104: 561 tiles, 4.25 waves,
+        where 660 128x208 ones make 5 waves of smaller tiles and 528 192x176 ones exactly 4;
+        3000x5000: 480, 3.6 waves, where 528 128x232 or 192x152 ones make 4). The cost: waves
+        of tiles on ``sms`` SMs times a tile's time, its area plus ``TILE_EDGE_COST`` times its
+        perimeter (the operand rows it streams per K-step), times ``ROWS_COST`` for its rows."""
 
         def cost(tile):
             tm, tn = tile
@@ -944,7 +947,7 @@ def fitted_stages(tm: int, tn: int, most: int = 4) -> int:
     """The deepest ring (up to ``most``) of a TM x TN bf16 tile's stages that fits in shared
     memory beside one 64x64 epilogue buffer per consumer (and 1 KB for the barriers)."""
     stage = (tm + tn) * ROW_BYTES
-    return min(most, (SHARED_LIMIT - tm // 64 * 64 * 64 * 2 - 1024) // stage)
+    return min(most, (RING_ROOM - tm // 64 * PART_BYTES) // stage)
 
 
 UNSPLIT, ANY_SPLIT = (1,), (1, 2, 4, 8)  # a tile's SPLIT values in a Space
