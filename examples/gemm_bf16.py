@@ -7,10 +7,11 @@ helpers (``gemm_body``) that ``examples/gemm_fp8.py`` shares:
 - one *producer* warpgroup whose first thread streams BMx64 tiles of A and BNx64 tiles of B into
   a ``STAGES``-deep ring of 128B-swizzled shared buffers with TMA, each stage guarded by a
   ``full`` mbarrier (TMA transaction bytes) and an ``empty`` one (released by the consumers);
-- ``BM // 64`` *consumer* warpgroups (one, two or three), each owning 64 rows of the BMxBN
-  output tile as a register fragment, issuing ``wgmma.mma_async.m64nBNk16`` per stage (one tile
-  call: the 64-element K-slice expands into four instructions with advancing descriptors),
-  keeping one wgmma group in flight while they release the stage before it;
+- ``CONSUMERS[BM // 64]`` *consumer* warpgroups (one, two or three), each owning 64 rows of the
+  BMxBN output tile as a register fragment (a 256-row tile's two: 128 rows, two fragments),
+  issuing ``wgmma.mma_async.m64nBNk16`` per stage and fragment (one tile call: the 64-element
+  K-slice expands into four instructions with advancing descriptors), keeping one wgmma group
+  in flight while they release the stage before it;
 - a persistent loop over jobs (one CTA per SM), so the producer already loads the next job while
   the consumers run the epilogue: round to bf16 pairs, store them with ``stmatrix`` into
   64-column parts that alternate between two 128B-swizzled shared buffers (a part is staged
@@ -24,12 +25,14 @@ The tuning space (``BF16_SPACE``; ``jittile.autotune`` keyed on M, N, K, see doc
   (12; M <= 64: 128 tiles at N = 4096 fill the GPU over all of K, cuBLAS's tiles there): 64-row
   tiles run one consumer warpgroup (256 threads);
 - shape-fitted tiles, as cuBLAS picks 176x192 or 152x256 tiles for shapes whose 128x256 tiles
-  end in a partial wave: 128 rows by any width from 136 to 240 in steps of 8, and 192 rows
-  (three consumers, 512 threads) by 128 to 176 or 192; ``candidates`` keeps the two whose waves
-  cost least by a model of wave counts, tile areas and edges (``Space._fitted``), where that
-  beats 128x256's (4097x4104: 660 tiles of 128x208 in five waves, 0.96x cuBLAS, where 128x256
-  split in four reached 0.89x). A width that is not a multiple of 64 stores the columns past
-  its last 64-column part from registers (``edge_stores``);
+  end in a partial wave: 128 rows by any width from 136 to 240 in steps of 8, 192 rows
+  (three consumers, 512 threads) by 128 to 176 or 192, and 256 rows (two consumers of 128 rows,
+  each two 64-row accumulators: ``CONSUMERS``) by 128 to 160; ``candidates`` keeps the two of
+  128 or 192 rows and the one of 256 whose waves cost least by a model of wave counts, tile
+  areas and edges (``Space._fitted``), where that beats 128x256's (4097x4104: 660 tiles of
+  128x208 in five waves, 0.96x cuBLAS, where 128x256 split in four reached 0.89x). A width
+  that is not a multiple of 64 stores the columns past its last 64-column part from registers
+  (``edge_stores``);
 - split-K (``SPLIT`` 2, 4, 8), in one launch: the K range is cut in SPLIT pieces, and the
   splits of each 64-row block of a tile meet in ``settle``: each takes a ticket
   (``T.cuda.atomic_add``); all but the last store their fp32 fragments into a workspace from
@@ -47,9 +50,11 @@ about a dozen, so a new shape tunes within seconds.
 
 Registers: the 384-thread block gives every thread 168 registers, and the consumers' 128-float
 accumulator plus their loop state fit in them (0 bytes of local memory). A 128x256 split-K
-config's meeting does not (24 bytes of spill), nor fp8's promoted fragments: those configs
-move registers from the producer to the consumers with ``setmaxnreg`` (40 and 232; jittile
-then assembles the kernel with a standalone ptxas, as nvJitLink's ignores it). Its index
+config's meeting does not (24 bytes of spill), nor fp8's promoted fragments, nor a 256-row
+tile's two fragments per consumer: those configs move registers from the producer to the
+consumers with ``setmaxnreg`` (40 and 232; jittile then assembles the kernel with a standalone
+ptxas, as nvJitLink's ignores it, and it allocates up to the budget: 210 registers in 256x152's
+consumers). Its index
 arithmetic stays 32-bit: a 64-bit division is a call, and a call makes ptxas serialize every
 wgmma (C7509); the consumers count their stages in 32 bits, so that a 5- or 6-stage ring's index
 is a 32-bit modulo by a constant (a 64-bit signed one took about 30 instructions, twice per
@@ -107,6 +112,15 @@ def promoted_piece(n: int) -> int:
 PROMOTED_PIECE = tuple(promoted_piece(n) for n in range(16, 257, 16))
 PROMOTED_MMA = tuple(E4M3_MMA[promoted_piece(n) // 16 - 1] for n in range(16, 257, 16))
 MMA = BF16_MMA[BN // 8 - 1]
+# Consumer warpgroups by tile rows (index BM // 64): each owns 64 rows, but a 256-row tile's two
+# own 128 (two 64-row accumulators each, cuBLAS's and CUTLASS's 256-row tiles): four 64-row
+# consumers would launch 640 threads with 96 registers each
+CONSUMERS = (0, 1, 2, 3, 2)
+
+
+def block_of(meta) -> int:
+    """A producer warpgroup and the tile's consumers (``CONSUMERS``)."""
+    return 128 * (1 + CONSUMERS[meta["BM"] // 64])
 
 
 @jittile.func
@@ -344,14 +358,30 @@ def bf16_pair(frag, r, scale, SCALED):
 
 @jittile.func
 def epilogue(
-    frag, C, S_s, scale, row0, col0, rows, cols, half, leader, TILE_N, WIDTH, BUFFERS, SWAP, SCALED
+    frag,
+    C,
+    S_s,
+    scale,
+    row0,
+    col0,
+    rows,
+    cols,
+    half,
+    row_block,
+    leader,
+    TILE_N,
+    WIDTH,
+    BUFFERS,
+    SWAP,
+    SCALED,
 ):
-    """Write a consumer's 64 x TILE_N fragment at (row0, col0) of the rows x cols (transposed
-    with SWAP) output: rounded to bf16 in parts of WIDTH columns, each staged in shared memory
-    and written with a TMA store that clips at the output's edges, the columns past the last
-    whole part from registers (``edge_stores``). Without SWAP, 64-column parts alternate between
-    two 128B-swizzled buffers where they fit (``gemm_body``), so that a part is staged while the
-    store of the one before it still reads, and stmatrix's rows fall in different bank groups."""
+    """Write consumer ``half``'s 64 x TILE_N fragment of the tile's 64-row block ``row_block``
+    at (row0, col0) of the rows x cols (transposed with SWAP) output: rounded to bf16 in parts
+    of WIDTH columns, each staged in shared memory and written with a TMA store that clips at
+    the output's edges, the columns past the last whole part from registers (``edge_stores``).
+    Without SWAP, 64-column parts alternate between two 128B-swizzled buffers where they fit
+    (``gemm_body``), so that a part is staged while the store of the one before it still reads,
+    and stmatrix's rows fall in different bank groups."""
     lane = T.cuda.lane_id()
     for p in T.unroll(TILE_N // WIDTH):
         if leader:  # the store that last read this part's buffer is done with it (a tile's
@@ -367,7 +397,11 @@ def epilogue(
         if leader:
             if SWAP:
                 T.cuda.tile.apply(
-                    T.ptx[STORE], C, S_s[half], box=(TILE_N, 64), coords=(col0, row0 + 64 * half)
+                    T.ptx[STORE],
+                    C,
+                    S_s[half],
+                    box=(TILE_N, 64),
+                    coords=(col0, row0 + 64 * row_block),
                 )
             elif WIDTH == 64:
                 T.cuda.tile.apply(
@@ -375,7 +409,7 @@ def epilogue(
                     C,
                     S_s[half, p % BUFFERS],
                     box=(64, 64),
-                    coords=(row0 + 64 * half, col0 + p * 64),
+                    coords=(row0 + 64 * row_block, col0 + p * 64),
                     swizzle=3,
                 )
             else:
@@ -384,12 +418,12 @@ def epilogue(
                     C,
                     S_s[half, 0],
                     box=(64, WIDTH),
-                    coords=(row0 + 64 * half, col0),
+                    coords=(row0 + 64 * row_block, col0),
                 )
             T.ptx.cp.async_.bulk.commit_group()
     if not SWAP and TILE_N % WIDTH != 0:  # the columns past the last whole part
         first = TILE_N // WIDTH * WIDTH
-        edge_stores(frag, C, scale, row0 + 64 * half, col0, rows, cols, first, TILE_N, SCALED)
+        edge_stores(frag, C, scale, row0 + 64 * row_block, col0, rows, cols, first, TILE_N, SCALED)
 
 
 @jittile.func
@@ -508,21 +542,27 @@ def consume(
     CLUSTER,
     SUM_STAGES,
 ):
-    """A consumer warpgroup's persistent loop: each job's K range into ``acc`` (or with PROMOTE,
-    the width of MMA_OP's N, each SUM_STAGES K-stages alone into ``part``, PROMOTE columns at a
-    time, added into ``total``), then its epilogue (with split-K, for a split tile, after its
-    splits' meeting: ``settle``)."""
+    """A consumer warpgroup's persistent loop: each job's K range into its ``BLOCKS`` 64-row
+    accumulators (``acc``, and ``acc2`` for the second 64 rows of a 256-row tile's 128), or with
+    PROMOTE, the width of MMA_OP's N, each SUM_STAGES K-stages alone into ``part``, PROMOTE
+    columns at a time, added into ``total`` (``total2``), then each block's end: ``finish``."""
     # a broadcast from lane 0, which ptxas knows to be warp-uniform: the A operand's
     # descriptors, which depend on it, are then computed in uniform registers as B's are,
     # not per thread and moved (R2UR) before every wgmma (CUTLASS's warp-group index)
     half = T.cuda.shfl_idx(T.int32(T.cuda.warp_id() // 4 - 1), 0)
+    BLOCKS = TILE_M // 64 // CONSUMERS[TILE_M // 64]  # this warpgroup's 64-row blocks
+    first_block = T.int32(half * BLOCKS)  # its first, of the tile's (32-bit, as half)
     leader = T.cuda.thread_idx("x") % 128 == 0
     splits = split_count(k_tiles, SPLIT)
     blocks = (tiles_m * tiles_n - whole) * (TILE_M // 64)  # split-K's 64-row blocks
     acc = T.alloc_local((64, TILE_N), "float32", layout=wgmma_accumulator)
-    if PROMOTE:  # a stage's product, one column piece at a time, and the fp32 total
+    if BLOCKS == 2:
+        acc2 = T.alloc_local((64, TILE_N), "float32", layout=wgmma_accumulator)
+    if PROMOTE:  # a stage's product, one column piece at a time, and the fp32 totals
         part = T.alloc_local((64, PROMOTE), "float32", layout=wgmma_accumulator)
         total = T.alloc_local((64, TILE_N), "float32", layout=wgmma_accumulator)
+        if BLOCKS == 2:
+            total2 = T.alloc_local((64, TILE_N), "float32", layout=wgmma_accumulator)
     # counted in 32 bits (each step truncated: numba widens sums to 64), so that a ring of 5 or
     # 6 stages costs a 32-bit modulo per stage, not a 64-bit signed one (30 instructions; the
     # producer steps its position instead: a 32-bit count made 128x256 split builds spill)
@@ -537,89 +577,180 @@ def consume(
             if PROMOTE:  # SUM_STAGES stages at a time, each piece alone into part, into total
                 for r in T.unroll(TILE_N // 2):
                     total[r] = 0.0
+                    if BLOCKS == 2:
+                        total2[r] = 0.0
                 for _ in range(T.uint32(count) // T.uint32(SUM_STAGES)):
                     for j in T.unroll(SUM_STAGES):
                         at = T.uint32(it + j)
                         T.cuda.mbarrier_wait(full.ptr_to([at % ring]), (at // ring) & 1)
                     T.ptx.wgmma.fence.sync.aligned()
                     for piece in T.unroll(TILE_N // PROMOTE):
-                        if piece > 0:  # part was read since its last wgmma
-                            T.ptx.wgmma.fence.sync.aligned()
-                        for j in T.unroll(SUM_STAGES):
-                            stage = T.uint32(it + j) % ring
-                            T.cuda.tile.apply(
-                                T.ptx[MMA_OP],
-                                part,
-                                R_s[stage, half],
-                                Q_s[stage, piece * PROMOTE : (piece + 1) * PROMOTE].T,
-                                scale_d=min(j, 1),
-                            )
-                        T.ptx.wgmma.commit_group.sync.aligned()
-                        T.ptx.wgmma.wait_group.sync.aligned(0)
-                        if piece == TILE_N // PROMOTE - 1:
-                            if leader:
-                                for j in T.unroll(SUM_STAGES):
-                                    release(empty, T.uint32(it + j) % ring, CLUSTER)
-                        for r in T.unroll(PROMOTE // 2):
-                            total[piece * PROMOTE // 2 + r] += part[r]
+                        for b in T.unroll(BLOCKS):
+                            if piece > 0 or b > 0:  # part was read since its last wgmma
+                                T.ptx.wgmma.fence.sync.aligned()
+                            for j in T.unroll(SUM_STAGES):
+                                stage = T.uint32(it + j) % ring
+                                T.cuda.tile.apply(
+                                    T.ptx[MMA_OP],
+                                    part,
+                                    R_s[stage, first_block + b],
+                                    Q_s[stage, piece * PROMOTE : (piece + 1) * PROMOTE].T,
+                                    scale_d=min(j, 1),
+                                )
+                            T.ptx.wgmma.commit_group.sync.aligned()
+                            T.ptx.wgmma.wait_group.sync.aligned(0)
+                            if piece == TILE_N // PROMOTE - 1 and b == BLOCKS - 1:
+                                if leader:
+                                    for j in T.unroll(SUM_STAGES):
+                                        release(empty, T.uint32(it + j) % ring, CLUSTER)
+                            for r in T.unroll(PROMOTE // 2):
+                                if b == 0:
+                                    total[piece * PROMOTE // 2 + r] += part[r]
+                                else:
+                                    total2[piece * PROMOTE // 2 + r] += part[r]
                     it = T.uint32(it + SUM_STAGES)
             else:  # pipelined, one wgmma group in flight
                 for i in range(count):
                     s = it % ring
                     T.cuda.mbarrier_wait(full.ptr_to([s]), (it // ring) & 1)
                     T.ptx.wgmma.fence.sync.aligned()
-                    T.cuda.tile.apply(T.ptx[MMA_OP], acc, R_s[s, half], Q_s[s].T, scale_d=i)
+                    T.cuda.tile.apply(T.ptx[MMA_OP], acc, R_s[s, first_block], Q_s[s].T, scale_d=i)
+                    if BLOCKS == 2:
+                        T.cuda.tile.apply(
+                            T.ptx[MMA_OP], acc2, R_s[s, first_block + 1], Q_s[s].T, scale_d=i
+                        )
                     T.ptx.wgmma.commit_group.sync.aligned()
                     T.ptx.wgmma.wait_group.sync.aligned(1)  # the previous stage's are done
                     if i > 0 and leader:
                         release(empty, T.uint32(it + RING - 1) % ring, CLUSTER)
                     it = T.uint32(it + 1)
             row0, col0 = job_origin(tile, rank, tiles_m, tiles_n, TILE_M, TILE_N, GROUP, CLUSTER)
-            block = (tile - whole) * (TILE_M // 64) + half  # of a split tile
             if PROMOTE:  # every stage was waited for: acc is free (a renaming, no moves)
                 for r in T.unroll(TILE_N // 2):
                     acc[r] = total[r]
+                    if BLOCKS == 2:
+                        acc2[r] = total2[r]
             else:
                 T.ptx.wgmma.wait_group.sync.aligned(0)
                 if leader:
                     release(empty, T.uint32(it + RING - 1) % ring, CLUSTER)
-            writes = True  # a split tile's block is written by its last split only
-            if SPLIT > 1:  # first: an unsplit build has no workspace to lower settle on
-                if parts > 1:
-                    writes = settle(
-                        acc,
-                        W,
-                        Arrivals,
-                        last_s,
-                        block,
-                        blocks,
-                        split,
-                        splits,
-                        leader,
-                        TILE_N,
-                        SPLIT,
-                    )
-            if writes:
-                epilogue(
-                    acc,
+            block = (tile - whole) * (TILE_M // 64) + first_block  # of a split tile
+            finish(
+                acc,
+                C,
+                W,
+                Arrivals,
+                S_s,
+                last_s,
+                scale,
+                row0,
+                col0,
+                rows,
+                cols,
+                half,
+                first_block,
+                leader,
+                block,
+                blocks,
+                split,
+                splits,
+                parts,
+                TILE_N,
+                WIDTH,
+                BUFFERS,
+                SPLIT,
+                SWAP,
+                SCALED,
+            )
+            if BLOCKS == 2:
+                finish(
+                    acc2,
                     C,
+                    W,
+                    Arrivals,
                     S_s,
+                    last_s,
                     scale,
                     row0,
                     col0,
                     rows,
                     cols,
                     half,
+                    T.int32(first_block + 1),
                     leader,
+                    block + 1,
+                    blocks,
+                    split,
+                    splits,
+                    parts,
                     TILE_N,
                     WIDTH,
                     BUFFERS,
+                    SPLIT,
                     SWAP,
                     SCALED,
                 )
         job += T.cuda.grid_dim("x") // CLUSTER
     if leader:
         T.ptx.cp.async_.bulk.wait_group(0)
+
+
+@jittile.func
+def finish(
+    frag,
+    C,
+    W,
+    Arrivals,
+    S_s,
+    last_s,
+    scale,
+    row0,
+    col0,
+    rows,
+    cols,
+    half,
+    row_block,
+    leader,
+    block,
+    blocks,
+    split,
+    splits,
+    parts,
+    TILE_N,
+    WIDTH,
+    BUFFERS,
+    SPLIT,
+    SWAP,
+    SCALED,
+):
+    """The end of a job for one 64-row block (``row_block`` of the tile) of consumer warpgroup
+    ``half``: the epilogue, after the splits' meeting for a split tile (``settle``: only its
+    last split writes the block)."""
+    writes = True
+    if SPLIT > 1:  # first: an unsplit build has no workspace to lower settle on
+        if parts > 1:
+            writes = settle(
+                frag, W, Arrivals, last_s, block, blocks, split, splits, leader, TILE_N, SPLIT
+            )
+    if writes:
+        epilogue(
+            frag,
+            C,
+            S_s,
+            scale,
+            row0,
+            col0,
+            rows,
+            cols,
+            half,
+            row_block,
+            leader,
+            TILE_N,
+            WIDTH,
+            BUFFERS,
+            SWAP,
+            SCALED,
+        )
 
 
 @jittile.func
@@ -659,7 +790,7 @@ def gemm_body(
     waits for every stage's release before its CTA may leave (an aligned cluster barrier at the
     end hung on the H200, run 60). With PROMOTE (fp8), an unsplit job adds its pieces into the
     fp32 total once per PROMOTION K-stages."""
-    consumers = TILE_M // 64
+    consumers = CONSUMERS[TILE_M // 64]
     # a consumer's staged output part: the whole (transposed) tile with SWAP or below 64
     # columns, else 64 columns (128-byte rows, 128B-swizzled) in two alternating buffers
     # (the columns past the last whole part of a width that is not a multiple of 64 are stored
@@ -669,10 +800,10 @@ def gemm_body(
     ring_bytes = RING * (TILE_M + TILE_N) * ROW_BYTES
     two = ring_bytes + consumers * 2 * PART_BYTES <= RING_ROOM
     buffers = 2 if width == 64 and two else 1
-    R_s = T.alloc_shared(
-        (RING, consumers, 64, TILE_K),
+    R_s = T.alloc_shared(  # the tile's 64-row blocks of R
+        (RING, TILE_M // 64, 64, TILE_K),
         ELEMENT,
-        layout=swizzle(3, (RING, consumers, 64, TILE_K), ELEMENT),
+        layout=swizzle(3, (RING, TILE_M // 64, 64, TILE_K), ELEMENT),
         align=1024,
     )
     Q_s = T.alloc_shared(
@@ -722,9 +853,10 @@ def gemm_body(
     sum_stages = PROMOTION if PROMOTE and SPLIT == 1 else 1
     k_tiles = (k_tiles + sum_stages - 1) // sum_stages * sum_stages
     if T.cuda.warp_id() < 4:  # producer
-        # its registers to the consumers' product fragments and totals (PROMOTE), or to their
-        # split-K meeting over a wide tile (168 registers would spill 24 bytes at 128x256)
-        if (PROMOTE or SPLIT > 1) and TILE_M == 128 and TILE_N > 128:
+        # its registers to the consumers' product fragments and totals (PROMOTE), to their
+        # split-K meeting over a wide tile (168 registers would spill 24 bytes at 128x256), or
+        # to a 256-row tile's two accumulators per consumer
+        if (PROMOTE or SPLIT > 1) and TILE_M == 128 and TILE_N > 128 or TILE_M == 256:
             T.ptx.setmaxnreg.dec.sync.aligned.u32(40)
         if T.cuda.thread_idx("x") == 0:
             produce(
@@ -747,8 +879,8 @@ def gemm_body(
                 SPLIT,
                 CLUSTER,
             )
-    else:  # consumer warpgroup w computes rows 64(w-1) .. 64w - 1 of the tile
-        if (PROMOTE or SPLIT > 1) and TILE_M == 128 and TILE_N > 128:
+    else:  # consumer warpgroup w computes 64-row blocks (w - 1) * BLOCKS .. w * BLOCKS - 1
+        if (PROMOTE or SPLIT > 1) and TILE_M == 128 and TILE_N > 128 or TILE_M == 256:
             T.ptx.setmaxnreg.inc.sync.aligned.u32(232)
         consume(
             R_s,
@@ -866,7 +998,7 @@ class Space:
                 "SWAP": swap,
                 "CLUSTER": cluster,
             },
-            block=128 + 2 * tm,
+            block=block_of({"BM": tm}),
             cluster=(cluster, 1, 1) if cluster > 1 else None,
         )
 
@@ -929,7 +1061,11 @@ class Space:
         if -(-m // 128) * -(-n // 256) <= sms:  # one wave: no partial one to fit
             return ()
         ranked = sorted((t for t in self.fitted if t[0] < m), key=lambda t: (cost(t), -t[1]))
-        return tuple(t for t in ranked[:keep] if cost(t) < cost((128, 256)))
+        ranked = [t for t in ranked if cost(t) < cost((128, 256))]
+        return (
+            tuple(t for t in ranked if t[0] < 256)[:keep]
+            + tuple(t for t in ranked if t[0] == 256)[:1]
+        )
 
 
 # A tile's time per K-step beyond its MMAs, per operand row, in units of one output element's:
@@ -940,14 +1076,15 @@ TILE_EDGE_COST = 100
 # longer (runs 110-111, hot L2: 192x176 197.2 us at 4096^3 against 128x256's 178.6, whose
 # model cost is 0.8% more; 197.6 at 4097x4104 against 128x208's 194.7; 192x152 97.9 at
 # 3000x5000x2000 against 128x256's 98.0)
-ROWS_COST = {128: 1.0, 192: 1.1}
+# Two consumers of 128 rows each (256-row tiles): not yet measured, taken as 128-row tiles' cost
+ROWS_COST = {128: 1.0, 192: 1.1, 256: 1.0}
 
 
 def fitted_stages(tm: int, tn: int, most: int = 4) -> int:
     """The deepest ring (up to ``most``) of a TM x TN bf16 tile's stages that fits in shared
     memory beside one 64x64 epilogue buffer per consumer (and 1 KB for the barriers)."""
     stage = (tm + tn) * ROW_BYTES
-    return min(most, (RING_ROOM - tm // 64 * PART_BYTES) // stage)
+    return min(most, (RING_ROOM - CONSUMERS[tm // 64] * PART_BYTES) // stage)
 
 
 UNSPLIT, ANY_SPLIT = (1,), (1, 2, 4, 8)  # a tile's SPLIT values in a Space
@@ -970,7 +1107,11 @@ BF16_SPACE = Space(
     # C7602 from 208; it allocates within that count whatever setmaxnreg budgets the code sets,
     # as NVIDIA/cutlass issue 2904 found for CuTe DSL's three-consumer kernels), and 128x248,
     # 192x184 and 192x200 spill 8-24 bytes (their edge stores' addresses; bench/gemm_configs.py)
-    fitted=((128, range(136, 241, 8)), (192, (*range(128, 177, 8), 192))),
+    fitted=(
+        (128, range(136, 241, 8)),
+        (192, (*range(128, 177, 8), 192)),
+        (256, range(128, 161, 8)),
+    ),
 )
 
 
@@ -1087,13 +1228,10 @@ def resident_clusters(sms: int, size: int) -> int:
 
     if size == 1 or not driver.available():
         return sms // size
-    resident = gemm_bf16.compile(target="sm_90a").max_active_clusters((size, 1, 1), 128 + 2 * BM)
+    resident = gemm_bf16.compile(target="sm_90a").max_active_clusters(
+        (size, 1, 1), block_of({"BM": BM})
+    )
     return min(sms // size, resident)
-
-
-def block_of(meta) -> int:
-    """A producer warpgroup and BM / 64 consumers."""
-    return 128 + 2 * meta["BM"]
 
 
 def arrival_slots(m: int, n: int) -> int:

@@ -3,6 +3,7 @@ with promotion), exact on small ragged products of small integers (every partial
 fp32 and the result in bf16, so any summation order gives the same bits), split-K's summation
 order, the workspace's size, and the pruning rules."""
 
+import re
 import sys
 from pathlib import Path
 
@@ -62,6 +63,10 @@ def _product(a, b, scale=1.0):
         (200, 400, 136, dict(BM=192, BN=176, SPLIT=1, SWAP=False)),
         (130, 256, 200, dict(BM=128, BN=232, SPLIT=1, SWAP=False)),
         (390, 136, 72, dict(BM=192, BN=128, SPLIT=1, SWAP=False)),
+        # 256 rows: two consumers of two 64-row fragments each; the second row of tiles has 44
+        # rows (its last two blocks wholly past M), the second column 48 columns (edge stores
+        # past N)
+        (300, 200, 136, dict(BM=256, BN=152, SPLIT=1, SWAP=False)),
     ],
 )
 def test_bf16_configs_interpreted_are_exact(m, n, k, values):
@@ -76,6 +81,35 @@ def test_bf16_configs_interpreted_are_exact(m, n, k, values):
     )
     np.testing.assert_array_equal(c.astype(np.float32), _product(a, b))
     _assert_zero(workspace)  # as the next launch needs it
+
+
+@pytest.mark.parametrize("kind", ["bf16 split", "fp8"])
+def test_two_fragment_consumers_split_and_promoted_interpreted_are_exact(kind):
+    """A 256-row tile's consumers (two 64-row fragments each) outside the space's unsplit bf16
+    configs: split in two (each fragment's block meets its splits in ``settle`` on its own), and
+    fp8 with promotion (each fragment's piece products added into its own total)."""
+    import gemm_bf16
+    import gemm_fp8
+
+    import jittile
+
+    m, n, k = (300, 200, 520) if kind == "bf16 split" else (300, 136, 400)
+    values = dict(BM=256, BN=152 if kind == "bf16 split" else 128, STAGES=4, GROUP_M=8)
+    values.update(SPLIT=2 if kind == "bf16 split" else 1, SWAP=False, CLUSTER=1)
+    config = jittile.Config(values, block=384)
+    assert gemm_bf16.block_of(values) == 384
+    if kind == "fp8":
+        a, b, c = _operands(m, n, k, ml_dtypes.float8_e4m3fn, seed=6)
+        tuned, extra, scale = gemm_fp8.gemm_fp8_tuned, gemm_fp8.tail_arguments(0.25, 1.0, c), 0.25
+    else:
+        a, b, c = _operands(m, n, k, ml_dtypes.bfloat16)
+        tuned, extra, scale = gemm_bf16.gemm_bf16_tuned, (), 1.0
+    workspace = gemm_bf16.new_workspace(c, m, n)
+    gemm_bf16.run_config(
+        tuned, config, (a, b, c), workspace, m, n, k, 2, extra=extra, interpret=True
+    )
+    np.testing.assert_array_equal(c.astype(np.float32), _product(a, b, scale))
+    _assert_zero(workspace)
 
 
 def _assert_zero(workspace):
@@ -314,6 +348,7 @@ def test_the_fp8_launch_takes_python_float_scales_on_the_interpreter():
         (4097, 4104, 4096, dict(BM=128, BN=256, SPLIT=4)),
         (4097, 4104, 4096, dict(BM=128, BN=208, SPLIT=1)),
         (3000, 5000, 2000, dict(BM=128, BN=232, SPLIT=1)),  # 528 tiles: 4 waves, not 3.6
+        (3000, 5000, 2000, dict(BM=256, BN=152, SPLIT=1)),  # 396 tiles: 3 waves (cuBLAS's)
         (4096, 11008, 4096, dict(BM=128, BN=256, SPLIT=2)),  # 1376 tiles: 56 past 10 waves
     ],
 )
@@ -335,22 +370,27 @@ def test_pruning_keeps_the_shapes_configs(m, n, k, expect):
 @pytest.mark.parametrize(
     "m, n, fitted",
     [
-        (4097, 4104, {(128, 208), (128, 216)}),  # 660 and 627 tiles: 5 waves each
-        (3000, 5000, {(128, 232), (128, 240)}),  # 528 and 504 tiles: 4 waves each
-        (1920, 6848, {(192, 176), (128, 200)}),  # 390 tiles: 3 waves; 525: 4
+        # 660 and 627 tiles: 5 waves each; 256x136: 527, 4
+        (4097, 4104, {(128, 208), (128, 216), (256, 136)}),
+        # 528 and 504 tiles: 4 waves each; 256x152: 396, 3
+        (3000, 5000, {(128, 232), (128, 240), (256, 152)}),
+        (1920, 6848, {(192, 176), (128, 200), (256, 144)}),  # 390 tiles: 3 waves; 525: 4
         (4096, 4096, set()),  # 512 tiles of 128x256, 3.9 waves: none fits better
         (64, 4096, set()),  # no fitted tile has fewer rows than M
         (256, 8192, set()),  # 64 tiles of 128x256: no partial wave to fit
     ],
 )
 def test_fitted_tiles_are_the_cheapest_waves_below_128x256s(m, n, fitted):
-    """The shape-fitted tiles a shape keeps: the two whose waves of tiles on 132 SMs cost least
-    (a wave's time: a tile's area plus 100 per operand row, ``TILE_EDGE_COST``, times 1.1 for
-    192 rows, ``ROWS_COST``), those cheaper than 128x256's waves only, only tiles with fewer
-    rows than M, and only over more than a wave of 128x256 tiles. The expected sets are the rule computed by hand: at 4097x4104, 128x208
-    makes 33 x 20 = 660 tiles, 5 waves of 128 x 208 + 100 x 336 = 60224, 301120 in all;
-    128x216 33 x 19 = 627, 5 waves of 62048 (310240); 192x176 22 x 24 = 528, 4 waves of
-    70592 x 1.1 (310604.8, third); 128x256 561 tiles, 5 waves of 71168 (355840)."""
+    """The shape-fitted tiles a shape keeps: the two of 128 or 192 rows and the one of 256 whose
+    waves of tiles on 132 SMs cost least (a wave's time: a tile's area plus 100 per operand row,
+    ``TILE_EDGE_COST``, times 1.1 for 192 rows, ``ROWS_COST``), those cheaper than 128x256's
+    waves only, only tiles with fewer rows than M, and only over more than a wave of 128x256
+    tiles. The expected sets are the rule computed by hand: at 4097x4104, 128x208 makes
+    33 x 20 = 660 tiles, 5 waves of 128 x 208 + 100 x 336 = 60224, 301120 in all; 128x216
+    33 x 19 = 627, 5 waves of 62048 (310240); 192x176 22 x 24 = 528, 4 waves of 70592 x 1.1
+    (310604.8, third); 256x136 17 x 31 = 527, 4 waves of 74016 (296064); 128x256 561 tiles,
+    5 waves of 71168 (355840). At 3000x5000, 256x152: 12 x 33 = 396 tiles, 3 waves of 79712
+    (239136), 256x160 12 x 32 = 384, 3 waves of 82560 (247680, second of 256 rows)."""
     import gemm_bf16
 
     space = gemm_bf16.BF16_SPACE
@@ -363,28 +403,31 @@ def test_fitted_tiles_are_the_cheapest_waves_below_128x256s(m, n, fitted):
     for tm, tn in kept:  # unsplit, unclustered, GROUP_M 8, the deepest ring that fits
         (config,) = [c for c in space.configs if (c.kwargs["BM"], c.kwargs["BN"]) == (tm, tn)]
         assert config.kwargs["SPLIT"] == 1 and config.kwargs["CLUSTER"] == 1
-        assert config.block == 128 + 2 * tm
+        consumers = {128: 2, 192: 3, 256: 2}[tm]
+        assert config.block == 128 * (1 + consumers)
         stage = (tm + tn) * 128
         ring = config.kwargs["STAGES"]
-        assert ring * stage + tm // 64 * 8192 <= gemm_bf16.SHARED_LIMIT - 1024
-        assert ring == 4 or (ring + 1) * stage + tm // 64 * 8192 > gemm_bf16.SHARED_LIMIT - 1024
+        room = gemm_bf16.SHARED_LIMIT - 1024 - consumers * 8192  # and an epilogue buffer each
+        assert ring * stage <= room
+        assert ring == 4 or (ring + 1) * stage > room
 
 
 def test_fitted_tiles_cover_the_widths_the_registers_allow():
     """128-row tiles of every width from 136 to 240 in steps of 8 (but 192, listed otherwise),
     192-row ones from 128 to 176 and 192: a 512-thread block launches with 128 registers per
-    thread, and 208 columns need 134 (ptxas C7602), 184 and 200 spill; the wgmma forms cover
-    every multiple of 8."""
+    thread, and 208 columns need 134 (ptxas C7602), 184 and 200 spill; 256-row ones from 128
+    to 160, the widths with 4 stages; the wgmma forms cover every multiple of 8."""
     import gemm_bf16
 
     space = gemm_bf16.BF16_SPACE
     assert {tn for tm, tn in space.fitted if tm == 128} == set(range(136, 241, 8)) - {192}
     assert {tn for tm, tn in space.fitted if tm == 192} == {*range(128, 177, 8), 192}
+    assert {tn for tm, tn in space.fitted if tm == 256} == set(range(128, 161, 8))
     mma = gemm_bf16.BF16_MMA[176 // 8 - 1]
     assert mma == "wgmma.mma_async.sync.aligned.m64n176k16.f32.bf16.bf16"
 
 
-@pytest.mark.parametrize("tm, tn", [(128, 240), (192, 176), (192, 192)])
+@pytest.mark.parametrize("tm, tn", [(128, 240), (192, 176), (192, 192), (256, 160)])
 def test_the_widest_fitted_tiles_compile_within_their_blocks_registers(tm, tn):
     """The widest fitted tiles for sm_90a, built for their launch block (ptxas then keeps
     within 65536 / block registers per thread): no local memory, no warning."""
@@ -411,6 +454,10 @@ def test_the_widest_fitted_tiles_compile_within_their_blocks_registers(tm, tn):
         )
     assert ck.metadata["local_bytes"] == 0
     assert ck.metadata["registers"] <= 65536 // config.block
+    if tm == 256:  # the consumers' two fragments live in the budget setmaxnreg raises them to
+        assert "USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0xe8" in ck.sass  # 232
+        used = max(int(r) for r in re.findall(r"\bR(\d+)\b", ck.sass))
+        assert 65536 // config.block < used < 232
 
 
 @pytest.mark.parametrize("m", [64, 100, 128, 129, 4096])

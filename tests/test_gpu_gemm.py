@@ -34,6 +34,8 @@ FORCED = [
     dict(BM=192, BN=176, SPLIT=1, SWAP=False),
     dict(BM=192, BN=192, SPLIT=1, SWAP=False),
     dict(BM=128, BN=208, SPLIT=1, SWAP=False),
+    # two consumers of two 64-row fragments each, in setmaxnreg budgets
+    dict(BM=256, BN=152, SPLIT=1, SWAP=False),
 ]
 
 
@@ -69,8 +71,8 @@ def test_each_kind_of_bf16_config_matches_torch(values):
     import gemm_bf16
 
     m, n, k = (24, 1000, 1096) if values["SWAP"] else (200, 1032, 1096)
-    if values.get("CLUSTER", 1) > 1:  # 5 row blocks of 128: 3 cluster jobs per column, 1 partial
-        m = 600
+    if values.get("CLUSTER", 1) > 1 or values["BM"] == 256:  # 5 row blocks of 128: 3 cluster
+        m = 600  # jobs per column, 1 partial; 3 row tiles of 256, the last with 88 rows
     config = _forced(gemm_bf16, {"CLUSTER": 1, **values})
     a, b, c = _bf16(torch, m, n, k)
     workspace = gemm_bf16.new_workspace(c, m, n)
