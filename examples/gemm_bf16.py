@@ -1045,11 +1045,13 @@ class Space:
         return out
 
     def _fitted(self, m: int, n: int, sms: int, keep: int = 2) -> tuple:
-        """The ``keep`` fitted tiles whose waves cost least on an M x N output of more than a
-        wave of 128x256 tiles, where that cost is below the 128x256 tile's: cuBLAS's way with a
-        shape whose 128x256 tiles end in a partial wave (4097x4104: 561 tiles, 4.25 waves,
-        where 660 128x208 ones make 5 waves of smaller tiles and 528 192x176 ones exactly 4;
-        3000x5000: 480, 3.6 waves, where 528 128x232 or 192x152 ones make 4). The cost: waves
+        """The ``keep`` fitted tiles of 128 or 192 rows and the one of 256 rows whose waves cost
+        least on an M x N output of more than a wave of 128x256 tiles, where that cost is below
+        the 128x256 tile's: cuBLAS's way with a shape whose 128x256 tiles end in a partial wave
+        (4097x4104: 561 tiles, 4.25 waves, where 660 128x208 ones make 5 waves of smaller tiles
+        and 528 192x176 ones exactly 4; 3000x5000: 480, 3.6 waves, where 528 128x232 ones make
+        4 and 396 256x152 ones 3). A 256-row tile is kept beside the others, not instead of
+        them, as its cost per row is not yet measured (``ROWS_COST``). The cost: waves
         of tiles on ``sms`` SMs times a tile's time, its area plus ``TILE_EDGE_COST`` times its
         perimeter (the operand rows it streams per K-step), times ``ROWS_COST`` for its rows."""
 
