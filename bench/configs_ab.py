@@ -1,8 +1,8 @@
 """Forced configs of examples/gemm_bf16.py beside cuBLAS on the H200 (hot L2, samples
 interleaved): what each tile and split costs on a shape, where the tuner shows only the best.
-Specs ``MxNxK:BMxBN[/SPLIT]`` as bench/gemm_ab.py reads them.
+Specs ``MxNxK:BMxBN[/SPLIT][@CLUSTER]`` as bench/gemm_ab.py reads them.
 
-    PYTHONPATH=$PWD python3 bench/configs_ab.py RUN MxNxK:BMxBN[/SPLIT] ...
+    PYTHONPATH=$PWD python3 bench/configs_ab.py RUN MxNxK:BMxBN[/SPLIT][@CLUSTER] ...
 
 writes bench/results/configs_ab_runRUN.json.
 """

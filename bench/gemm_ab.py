@@ -55,14 +55,15 @@ def first_config(space, tm: int, tn: int, split: int = 1, cluster: int = 1):
 
 def compare(variants, spec: str) -> list:
     """Time ``variants`` ((label, module, cluster size) each) and cuBLAS (``torch.mm``) on one
-    ``MxNxK:BMxBN[/SPLIT]`` spec: the space's first config of that tile (swapped where the space
-    swaps it) split SPLIT ways (default 1), in clusters of the given size, per variant. Returns
-    one row per contender."""
+    ``MxNxK:BMxBN[/SPLIT][@CLUSTER]`` spec: the space's first config of that tile (swapped where
+    the space swaps it) split SPLIT ways (default 1), in clusters of CLUSTER CTAs where the spec
+    names it, else of the variant's size. Returns one row per contender."""
     import common
     import torch
 
     shape, tile = spec.split(":")
     m, n, k = (int(x) for x in shape.split("x"))
+    tile, _, clustered = tile.partition("@")
     tile, _, split = tile.partition("/")
     split = int(split or 1)
     tm, tn = (int(x) for x in tile.split("x"))
@@ -75,7 +76,8 @@ def compare(variants, spec: str) -> list:
         v = first_config(
             module.BF16_SPACE, tm, tn, split
         ).kwargs  # the same tile in clusters of ``cluster`` (4: not in the tuned space)
-        config = module.Space._config(tm, tn, v["STAGES"], v["GROUP_M"], split, v["SWAP"], cluster)
+        size = int(clustered or cluster)
+        config = module.Space._config(tm, tn, v["STAGES"], v["GROUP_M"], split, v["SWAP"], size)
         c = outputs[label] = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
         w = module.new_workspace(c, m, n)
         calls[label] = lambda module=module, config=config, c=c, w=w: module.run_config(
@@ -89,7 +91,9 @@ def compare(variants, spec: str) -> list:
         rows.append(
             {
                 "shape": shape,
-                "tile": tile + (f"/{split}" if split > 1 else ""),
+                "tile": tile
+                + (f"/{split}" if split > 1 else "")
+                + (f"@{clustered}" if clustered else ""),
                 "contender": label,
                 "us": us,
                 "tflops": 2 * m * n * k / us / 1e6,
@@ -98,7 +102,7 @@ def compare(variants, spec: str) -> list:
             }
         )
         print(
-            f"{m}x{n}x{k} {tm}x{tn}/{split} {label}: {us:.1f} us, "
+            f"{m}x{n}x{k} {tm}x{tn}/{split}@{clustered or cluster} {label}: {us:.1f} us, "
             f"{2 * m * n * k / us / 1e6:.0f} TFLOP/s, {rows[-1]['vs_cublas']:.3f}x cuBLAS, "
             f"relative error {error:.2g}",
             flush=True,

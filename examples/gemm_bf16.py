@@ -31,8 +31,8 @@ The tuning space (``BF16_SPACE``; ``jittile.autotune`` keyed on M, N, K, see doc
   128 or 192 rows and the one of 256 whose waves cost least by a model of wave counts, tile
   areas and edges (``Space._fitted``), where that beats 128x256's (4097x4104: 660 tiles of
   128x208 in five waves, 0.96x cuBLAS, where 128x256 split in four reached 0.89x). A width
-  that is not a multiple of 64 stores the columns past its last 64-column part from registers
-  (``edge_stores``);
+  that is not a multiple of 64 ends its epilogue in a 64-column part flush with its last
+  column, which overlaps the part before it (``epilogue``);
 - split-K (``SPLIT`` 2, 4, 8), in one launch: the K range is cut in SPLIT pieces, and the
   splits of each 64-row block of a tile meet in ``settle``: each takes a ticket
   (``T.cuda.atomic_add``); all but the last store their fp32 fragments into a workspace from
@@ -225,8 +225,9 @@ def produce(
     CLUSTER,
 ):
     """The producer thread: stream each job's K-slices of R and Q into the ring. In a cluster,
-    the CTA of rank r loads rows [r, r + 1) * TILE_N / CLUSTER of the shared Q tile and
-    multicasts them to every CTA of the cluster."""
+    the CTA of rank r loads about rows [r, r + 1) * TILE_N / CLUSTER of the shared Q tile and
+    multicasts them to every CTA of the cluster (the shares cut at multiples of 8 rows, so that
+    each starts at a whole 1024-byte swizzle period: 72 and 80 rows of a 152-row tile)."""
     # the ring position as a stage and a lap parity, stepped (no division: a ring of 5, 6 or 12
     # stages made the stage index a 64-bit signed modulo of a load count, ~30 instructions)
     s = T.uint32(0)
@@ -278,15 +279,16 @@ def produce(
                     mbar=full.ptr_to([s]),
                 )
             else:
-                part = TILE_N // CLUSTER
                 for r in T.unroll(CLUSTER):
-                    if rank == r:
+                    if rank == r:  # its share of the rows, cut at whole 8-row swizzle periods
+                        lo = r * TILE_N // CLUSTER // 8 * 8
+                        hi = (r + 1) * TILE_N // CLUSTER // 8 * 8
                         T.cuda.tile.apply(
                             T.ptx[MULTICAST_LOAD],
-                            Q_s[s, r * part : (r + 1) * part],
+                            Q_s[s, lo:hi],
                             Q,
-                            box=(part, TILE_K),
-                            coords=(n0 + r * part, k0),
+                            box=(hi - lo, TILE_K),
+                            coords=(n0 + lo, k0),
                             swizzle=3,
                             l2_promotion=L2_PROMOTION,
                             cta_mask=T.uint16((1 << CLUSTER) - 1),
@@ -307,14 +309,15 @@ def produce(
 
 
 @jittile.func
-def stage_bf16(frag, S_s, scale, part, half, lane, WIDTH, BUFFERS, SWAP, SCALED):
-    """Round the fragment's columns [part*WIDTH, +WIDTH) to bf16 pairs with stmatrix into
+def stage_bf16(frag, S_s, scale, part, first, half, lane, WIDTH, BUFFERS, SWAP, SCALED):
+    """Round the fragment's columns [first, first + WIDTH) (``first`` a multiple of 8) of
+    output part ``part`` to bf16 pairs with stmatrix into
     ``S_s[half]`` (transposed with SWAP), else into its buffer ``part % BUFFERS``. Lanes 8i..8i+7
     address the rows of matrix i: rows +8 for odd i, columns +8 for i >= 2 of the warp's 16 rows
     (with .trans: those columns' rows)."""
     warp_row = (T.cuda.warp_id() % 4) * 16
     for j in T.unroll(WIDTH // 16):  # 16 columns: four 8x8 matrices
-        r = 8 * (part * WIDTH // 16 + j)  # their first accumulator register
+        r = first // 2 + 8 * j  # their first accumulator register
         w0 = bf16_pair(frag, r, scale, SCALED)
         w1 = bf16_pair(frag, r + 2, scale, SCALED)
         w2 = bf16_pair(frag, r + 4, scale, SCALED)
@@ -378,12 +381,16 @@ def epilogue(
     """Write consumer ``half``'s 64 x TILE_N fragment of the tile's 64-row block ``row_block``
     at (row0, col0) of the rows x cols (transposed with SWAP) output: rounded to bf16 in parts
     of WIDTH columns, each staged in shared memory and written with a TMA store that clips at
-    the output's edges, the columns past the last whole part from registers (``edge_stores``).
-    Without SWAP, 64-column parts alternate between two 128B-swizzled buffers where they fit
-    (``gemm_body``), so that a part is staged while the store of the one before it still reads,
-    and stmatrix's rows fall in different bank groups."""
+    the output's edges. Without SWAP, 64-column parts alternate between two 128B-swizzled
+    buffers where they fit (``gemm_body``), so that a part is staged while the store of the one
+    before it still reads, and stmatrix's rows fall in different bank groups. A width that is
+    not a multiple of 64 ends in a part flush with the tile's last column, overlapping the one
+    before it (152: columns 0, 64 and 88 on): the overlap is written twice with the same values,
+    where bounds-checked element stores of the columns past the last whole part cost 256x152
+    tiles 8% of their time at 3000x5000x2000 (run 118: 98.9 us against 91.2 without them)."""
     lane = T.cuda.lane_id()
-    for p in T.unroll(TILE_N // WIDTH):
+    for p in T.unroll((TILE_N + WIDTH - 1) // WIDTH):
+        first = min(p * WIDTH, TILE_N - WIDTH)  # the part's first column
         if leader:  # the store that last read this part's buffer is done with it (a tile's
             # first part: every store, the buffers' last use perhaps an odd part count ago)
             if p == 0 or BUFFERS == 1:
@@ -391,7 +398,7 @@ def epilogue(
             else:
                 T.ptx.cp.async_.bulk.wait_group.read(1)
         T.ptx.bar.sync(1 + half, 128)
-        stage_bf16(frag, S_s, scale, p, half, lane, WIDTH, BUFFERS, SWAP, SCALED)
+        stage_bf16(frag, S_s, scale, p, first, half, lane, WIDTH, BUFFERS, SWAP, SCALED)
         T.ptx.fence.proxy.async_.shared__cta()  # the staged tile, into the async proxy
         T.ptx.bar.sync(1 + half, 128)
         if leader:
@@ -409,7 +416,7 @@ def epilogue(
                     C,
                     S_s[half, p % BUFFERS],
                     box=(64, 64),
-                    coords=(row0 + 64 * row_block, col0 + p * 64),
+                    coords=(row0 + 64 * row_block, col0 + first),
                     swizzle=3,
                 )
             else:
@@ -421,31 +428,6 @@ def epilogue(
                     coords=(row0 + 64 * row_block, col0),
                 )
             T.ptx.cp.async_.bulk.commit_group()
-    if not SWAP and TILE_N % WIDTH != 0:  # the columns past the last whole part
-        first = TILE_N // WIDTH * WIDTH
-        edge_stores(frag, C, scale, row0 + 64 * row_block, col0, rows, cols, first, TILE_N, SCALED)
-
-
-@jittile.func
-def edge_stores(frag, C, scale, row0, col0, rows, cols, first, TILE_N, SCALED):
-    """Columns [first, TILE_N) of a consumer's 64-row fragment at (row0, col0) of the rows x
-    cols output C (fewer than 64: a tile width that is not a multiple of 64), stored from
-    registers as bf16 elements, those past C's edges skipped: a TMA store of them would need a
-    TensorMap of its own box.
-    Lane l of warp w holds rows 16w + l // 4 (+ 8) and columns 2 (l % 4) (+ 1) of every
-    8-column group, its registers 4g .. 4g + 3 for group g (wgmma's accumulator layout)."""
-    lane = T.cuda.lane_id()
-    row = row0 + (T.cuda.warp_id() % 4) * 16 + lane // 4
-    for g in T.unroll((TILE_N - first) // 8):
-        col = col0 + first + 8 * g + 2 * (lane % 4)
-        for i in T.unroll(4):
-            y = row + 8 * (i // 2)
-            x = col + i % 2
-            if y < rows and x < cols:
-                value = frag[first // 2 + 4 * g + i]
-                if SCALED:
-                    value = value * scale
-                C[y, x] = value
 
 
 @jittile.func
@@ -793,9 +775,9 @@ def gemm_body(
     consumers = CONSUMERS[TILE_M // 64]
     # a consumer's staged output part: the whole (transposed) tile with SWAP or below 64
     # columns, else 64 columns (128-byte rows, 128B-swizzled) in two alternating buffers
-    # (the columns past the last whole part of a width that is not a multiple of 64 are stored
-    # from registers: ``edge_stores``), one where the ring leaves no room for two (128x192:
-    # five 40 KB stages; 192-row tiles)
+    # (a width that is not a multiple of 64 ends in a part that overlaps the one before it:
+    # ``epilogue``), one where the ring leaves no room for two (128x192: five 40 KB stages;
+    # 192-row tiles)
     width = TILE_N if SWAP or TILE_N < 64 else 64
     ring_bytes = RING * (TILE_M + TILE_N) * ROW_BYTES
     two = ring_bytes + consumers * 2 * PART_BYTES <= RING_ROOM
@@ -1051,14 +1033,14 @@ class Space:
         (4097x4104: 561 tiles, 4.25 waves, where 660 128x208 ones make 5 waves of smaller tiles
         and 528 192x176 ones exactly 4; 3000x5000: 480, 3.6 waves, where 528 128x232 ones make
         4 and 396 256x152 ones 3). A 256-row tile is kept beside the others, not instead of
-        them, as its cost per row is not yet measured (``ROWS_COST``). The cost: waves
-        of tiles on ``sms`` SMs times a tile's time, its area plus ``TILE_EDGE_COST`` times its
-        perimeter (the operand rows it streams per K-step), times ``ROWS_COST`` for its rows."""
+        them, as the model ranks 256x136 first at 4097x4104, where 192x176 runs 8% faster (run
+        119). The cost: waves of tiles on ``sms`` SMs times a tile's time, its area plus
+        ``TILE_EDGE_COST`` times its perimeter (the operand rows it streams per K-step), times
+        ``ROWS_COST`` for its rows."""
 
         def cost(tile):
             tm, tn = tile
-            waves = -(-(-(-m // tm) * -(-n // tn)) // sms)
-            return waves * (tm * tn + TILE_EDGE_COST * (tm + tn)) * ROWS_COST[tm]
+            return waves(m, n, tm, tn, sms) * (tm * tn + TILE_EDGE_COST * (tm + tn)) * ROWS_COST[tm]
 
         if -(-m // 128) * -(-n // 256) <= sms:  # one wave: no partial one to fit
             return ()
@@ -1070,16 +1052,33 @@ class Space:
         )
 
 
+def in_clusters(config: jittile.Config, size: int) -> jittile.Config:
+    """``config`` launched in clusters of ``size`` CTAs that share its B tile by multicast (of
+    the space's configs only the listed tiles have one: fitted tiles in clusters of two ran 1-2%
+    slower than alone on an H100, run 119: 256x152 0.970x cuBLAS against 0.980, 192x176 0.987
+    against 1.007)."""
+    v = config.kwargs
+    return Space._config(v["BM"], v["BN"], v["STAGES"], v["GROUP_M"], v["SPLIT"], v["SWAP"], size)
+
+
+def waves(m: int, n: int, tm: int, tn: int, sms: int) -> int:
+    """The waves of TM x TN tiles over an M x N output on ``sms`` SMs."""
+    return -(-(-(-m // tm) * -(-n // tn)) // sms)
+
+
 # A tile's time per K-step beyond its MMAs, per operand row, in units of one output element's:
 # run 106's tunings of 3000x5000x2000 (128x128: 8 waves in 115.4 us, 128x192: 5 in 98.6,
 # 128x256: 4 in 97.3) fit area + 107 x (BM + BN) per wave within 2%
 TILE_EDGE_COST = 100
-# A wave's time by tile rows, beyond the area-and-edges model: three consumers' tiles take 8-12%
-# longer (runs 110-111, hot L2: 192x176 197.2 us at 4096^3 against 128x256's 178.6, whose
-# model cost is 0.8% more; 197.6 at 4097x4104 against 128x208's 194.7; 192x152 97.9 at
-# 3000x5000x2000 against 128x256's 98.0)
-# Two consumers of 128 rows each (256-row tiles): not yet measured, taken as 128-row tiles' cost
-ROWS_COST = {128: 1.0, 192: 1.1, 256: 1.0}
+# A wave's time by tile rows, beyond the area-and-edges model: three consumers' tiles took 8-12%
+# longer while widths past the last 64-column part stored those columns from registers (runs
+# 110-111, hot L2: 192x176 197.2 us at 4096^3 against 128x256's 178.6, whose model cost is 0.8%
+# more; 197.6 at 4097x4104 against 128x208's 194.7), and none with the overlapping last part
+# (run 119: 192x176 186.8 us at 4097x4104 against 128x208's 198.9, the model's ratio 0.938 to
+# the measured 0.939); 5% keeps them out where 128x256 fills its waves (4096^3), as measured
+# Two consumers of 128 rows each (256-row tiles): taken as 128-row tiles' cost (run 119: 256x152
+# 93.2 us at 3000x5000x2000 against 128x232's 96.6, the model's ratio 0.910)
+ROWS_COST = {128: 1.0, 192: 1.05, 256: 1.0}
 
 
 def fitted_stages(tm: int, tn: int, most: int = 4) -> int:
@@ -1108,7 +1107,8 @@ BF16_SPACE = Space(
     # need more than the 128 registers per thread a 512-thread block launches with (ptxas 13.5:
     # C7602 from 208; it allocates within that count whatever setmaxnreg budgets the code sets,
     # as NVIDIA/cutlass issue 2904 found for CuTe DSL's three-consumer kernels), and 128x248,
-    # 192x184 and 192x200 spill 8-24 bytes (their edge stores' addresses; bench/gemm_configs.py)
+    # 192x184 and 192x200 spilled 8-24 bytes (the addresses of the element stores that wrote
+    # the columns past the last 64-column part then; bench/gemm_configs.py)
     fitted=(
         (128, range(136, 241, 8)),
         (192, (*range(128, 177, 8), 192)),

@@ -59,14 +59,17 @@ def _product(a, b, scale=1.0):
         (1, 72, 200, dict(BM=64, BN=32, SPLIT=1, SWAP=False)),
         (64, 104, 136, dict(BM=64, BN=32, SPLIT=2, SWAP=False)),
         # shape-fitted tiles: three consumers (192 rows) and widths past the last 64-column
-        # part, whose columns are stored from registers (``edge_stores``), in part past N
+        # part, whose last part overlaps the one before it (``epilogue``), in part past N
         (200, 400, 136, dict(BM=192, BN=176, SPLIT=1, SWAP=False)),
         (130, 256, 200, dict(BM=128, BN=232, SPLIT=1, SWAP=False)),
         (390, 136, 72, dict(BM=192, BN=128, SPLIT=1, SWAP=False)),
         # 256 rows: two consumers of two 64-row fragments each; the second row of tiles has 44
-        # rows (its last two blocks wholly past M), the second column 48 columns (edge stores
-        # past N)
+        # rows (its last two blocks wholly past M), the second column 48 columns (its
+        # overlapping last part past N)
         (300, 200, 136, dict(BM=256, BN=152, SPLIT=1, SWAP=False)),
+        # in clusters of two: B's 152 rows multicast in shares of 72 and 80 (whole swizzle
+        # periods); three row blocks, so the second cluster's rank-1 tile lies past M
+        (600, 200, 136, dict(BM=256, BN=152, SPLIT=1, SWAP=False, CLUSTER=2)),
     ],
 )
 def test_bf16_configs_interpreted_are_exact(m, n, k, values):
@@ -74,7 +77,8 @@ def test_bf16_configs_interpreted_are_exact(m, n, k, values):
 
     a, b, c = _operands(m, n, k, ml_dtypes.bfloat16)
     sms = values.pop("sms", 2)
-    config = _config(gemm_bf16.BF16_SPACE, GROUP_M=8, **values)
+    cluster = values.pop("CLUSTER", 1)  # the space's only clustered configs are listed tiles
+    config = gemm_bf16.in_clusters(_config(gemm_bf16.BF16_SPACE, GROUP_M=8, **values), cluster)
     workspace = gemm_bf16.new_workspace(c, m, n)
     gemm_bf16.run_config(
         gemm_bf16.gemm_bf16_tuned, config, (a, b, c), workspace, m, n, k, sms, interpret=True
@@ -370,10 +374,10 @@ def test_pruning_keeps_the_shapes_configs(m, n, k, expect):
 @pytest.mark.parametrize(
     "m, n, fitted",
     [
-        # 660 and 627 tiles: 5 waves each; 256x136: 527, 4
-        (4097, 4104, {(128, 208), (128, 216), (256, 136)}),
-        # 528 and 504 tiles: 4 waves each; 256x152: 396, 3
-        (3000, 5000, {(128, 232), (128, 240), (256, 152)}),
+        # 192x176: 528 tiles, 4 waves; 128x208: 660, 5; 256x136: 527, 4
+        (4097, 4104, {(192, 176), (128, 208), (256, 136)}),
+        # 528 tiles each: 4 waves; 256x152: 396, 3
+        (3000, 5000, {(128, 232), (192, 152), (256, 152)}),
         (1920, 6848, {(192, 176), (128, 200), (256, 144)}),  # 390 tiles: 3 waves; 525: 4
         (4096, 4096, set()),  # 512 tiles of 128x256, 3.9 waves: none fits better
         (64, 4096, set()),  # no fitted tile has fewer rows than M
@@ -383,14 +387,17 @@ def test_pruning_keeps_the_shapes_configs(m, n, k, expect):
 def test_fitted_tiles_are_the_cheapest_waves_below_128x256s(m, n, fitted):
     """The shape-fitted tiles a shape keeps: the two of 128 or 192 rows and the one of 256 whose
     waves of tiles on 132 SMs cost least (a wave's time: a tile's area plus 100 per operand row,
-    ``TILE_EDGE_COST``, times 1.1 for 192 rows, ``ROWS_COST``), those cheaper than 128x256's
+    ``TILE_EDGE_COST``, times 1.05 for 192 rows, ``ROWS_COST``), those cheaper than 128x256's
     waves only, only tiles with fewer rows than M, and only over more than a wave of 128x256
-    tiles. The expected sets are the rule computed by hand: at 4097x4104, 128x208 makes
-    33 x 20 = 660 tiles, 5 waves of 128 x 208 + 100 x 336 = 60224, 301120 in all; 128x216
-    33 x 19 = 627, 5 waves of 62048 (310240); 192x176 22 x 24 = 528, 4 waves of 70592 x 1.1
-    (310604.8, third); 256x136 17 x 31 = 527, 4 waves of 74016 (296064); 128x256 561 tiles,
-    5 waves of 71168 (355840). At 3000x5000, 256x152: 12 x 33 = 396 tiles, 3 waves of 79712
-    (239136), 256x160 12 x 32 = 384, 3 waves of 82560 (247680, second of 256 rows)."""
+    tiles. The expected sets are the rule computed by hand: at 4097x4104, 192x176 makes
+    22 x 24 = 528 tiles, 4 waves of (192 x 176 + 100 x 368) x 1.05 = 74121.6, 296486.4 in all;
+    128x208 33 x 20 = 660, 5 waves of 128 x 208 + 100 x 336 = 60224 (301120); 128x216
+    33 x 19 = 627, 5 waves of 62048 (310240, third); 256x136 17 x 31 = 527, 4 waves of 74016
+    (296064); 128x256 561 tiles, 5 waves of 71168 (355840). At 3000x5000, 128x232: 24 x 22 =
+    528 tiles, 4 waves of 65696 (262784); 192x152 16 x 33 = 528, 4 waves of 63584 x 1.05
+    (267052.8); 128x240 24 x 21 = 504, 4 waves of 67520 (270080, third); 256x152: 12 x 33 =
+    396, 3 waves of 79712 (239136), 256x160 12 x 32 = 384, 3 waves of 82560 (247680, second of
+    256 rows)."""
     import gemm_bf16
 
     space = gemm_bf16.BF16_SPACE

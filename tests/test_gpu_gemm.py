@@ -36,6 +36,10 @@ FORCED = [
     dict(BM=128, BN=208, SPLIT=1, SWAP=False),
     # two consumers of two 64-row fragments each, in setmaxnreg budgets
     dict(BM=256, BN=152, SPLIT=1, SWAP=False),
+    # fitted tiles in clusters of two: B's rows multicast in shares cut at 8-row periods
+    dict(BM=256, BN=152, SPLIT=1, SWAP=False, CLUSTER=2),
+    dict(BM=192, BN=176, SPLIT=1, SWAP=False, CLUSTER=2),
+    dict(BM=128, BN=216, SPLIT=1, SWAP=False, CLUSTER=2),
 ]
 
 
@@ -136,12 +140,18 @@ def test_the_last_partial_waves_tiles_split(split, sms):
 
 
 def _forced(gemm_bf16, values):
+    """The space's GROUP_M 8 config of ``values``, in clusters of their CLUSTER (which the space
+    has for its listed tiles only)."""
+    values = dict(values)
+    cluster = values.pop("CLUSTER")
     (config,) = [
         c
         for c in gemm_bf16.BF16_SPACE.configs
-        if c.kwargs["GROUP_M"] == 8 and all(c.kwargs[x] == v for x, v in values.items())
+        if c.kwargs["GROUP_M"] == 8
+        and c.kwargs["CLUSTER"] == 1
+        and all(c.kwargs[x] == v for x, v in values.items())
     ]
-    return config
+    return gemm_bf16.in_clusters(config, cluster)
 
 
 def test_clusters_resident_at_once_fill_the_gpu():
