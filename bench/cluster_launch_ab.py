@@ -1,0 +1,55 @@
+"""What of a cluster's cost is the launch (issue #23; run 122: 128x128 tiles in clusters of two
+run 12-21% slower than alone whether or not B is multicast). Variants of examples/gemm_bf16.py
+beside cuBLAS, hot L2, samples interleaved:
+
+- ``alone`` and ``cluster``: the example, unclustered and in clusters of two;
+- ``cluster launch only``: the unclustered kernel (no remote arrivals, no multicast) launched in
+  clusters of two, so that only the CTAs' placement changes;
+- ``ring 5``: the 128x128 tile with five stages instead of six, alone and in clusters: how near
+  the pipeline is to being bound by the latency of a stage's round trip.
+
+    PYTHONPATH=$PWD python3 bench/cluster_launch_ab.py RUN
+
+writes bench/results/cluster_launch_ab_runRUN.json.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+
+from gemm_ab import compare, variant
+
+LAUNCH_ONLY = {'                "CLUSTER": cluster,\n': '                "CLUSTER": 1,\n'}
+RING_5 = {
+    "        (128, 128, 6, 8, ANY_SPLIT, True),\n": "        (128, 128, 5, 8, ANY_SPLIT, True),\n"
+}
+
+
+def main() -> None:
+    import common
+    import gemm_bf16
+
+    run = int(sys.argv[1])
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        launch_only = variant(folder, "gemm_bf16_launch_only", LAUNCH_ONLY)
+        ring_5 = variant(folder, "gemm_bf16_ring_5", RING_5)
+        variants = (
+            ("alone", gemm_bf16, 1),
+            ("cluster", gemm_bf16, 2),
+            ("cluster launch only", launch_only, 2),
+            ("ring 5 alone", ring_5, 1),
+            ("ring 5 cluster", ring_5, 2),
+        )
+        for spec in (
+            "512x4096x4096:128x128",
+            "256x8192x8192:128x128",
+            "8192x8192x8192:128x128",
+        ):
+            rows += compare(variants, spec)
+    common.save(f"cluster_launch_ab_run{run:02d}", {"rows": rows})
+
+
+if __name__ == "__main__":
+    main()
