@@ -24,6 +24,9 @@ import tempfile
 
 from gemm_ab import compare, variant
 
+# the 128x128 tiles the cluster A/B scripts time alone and in clusters (cuBLAS's 2x1 clusters
+# win at 256 and 512 rows; 8192^3: many waves)
+CLUSTERED_128 = ("512x4096x4096:128x128", "256x8192x8192:128x128", "8192x8192x8192:128x128")
 NO_MULTICAST = {
     "            if CLUSTER == 1:\n                T.cuda.tile.apply(\n": (
         "            if CLUSTER >= 1:\n                T.cuda.tile.apply(\n"

@@ -15,10 +15,10 @@ writes bench/results/cluster_launch_ab_runRUN.json.
 
 from __future__ import annotations
 
-import sys
 import tempfile
 
-from gemm_ab import compare, variant
+from cluster_cost_ab import CLUSTERED_128
+from gemm_ab import time_variants, variant
 
 LAUNCH_ONLY = {'                "CLUSTER": cluster,\n': '                "CLUSTER": 1,\n'}
 RING_5 = {
@@ -27,11 +27,8 @@ RING_5 = {
 
 
 def main() -> None:
-    import common
     import gemm_bf16
 
-    run = int(sys.argv[1])
-    rows = []
     with tempfile.TemporaryDirectory() as folder:
         launch_only = variant(folder, "gemm_bf16_launch_only", LAUNCH_ONLY)
         ring_5 = variant(folder, "gemm_bf16_ring_5", RING_5)
@@ -42,13 +39,11 @@ def main() -> None:
             ("ring 5 alone", ring_5, 1),
             ("ring 5 cluster", ring_5, 2),
         )
-        for spec in (
-            "512x4096x4096:128x128",
-            "256x8192x8192:128x128",
-            "8192x8192x8192:128x128",
-        ):
-            rows += compare(variants, spec)
-    common.save(f"cluster_launch_ab_run{run:02d}", {"rows": rows})
+        time_variants(
+            "cluster_launch_ab",
+            variants,
+            CLUSTERED_128,
+        )
 
 
 if __name__ == "__main__":

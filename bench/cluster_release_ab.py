@@ -18,11 +18,10 @@ writes bench/results/cluster_release_ab_runRUN.json.
 
 from __future__ import annotations
 
-import sys
 import tempfile
 
-from cluster_cost_ab import NO_MULTICAST
-from gemm_ab import compare, variant
+from cluster_cost_ab import CLUSTERED_128, NO_MULTICAST
+from gemm_ab import time_variants, variant
 
 LOCAL_RELEASE = {
     **NO_MULTICAST,
@@ -60,11 +59,8 @@ LANE_RELEASE = {
 
 
 def main() -> None:
-    import common
     import gemm_bf16
 
-    run = int(sys.argv[1])
-    rows = []
     with tempfile.TemporaryDirectory() as folder:
         remote = variant(folder, "gemm_bf16_remote_release", NO_MULTICAST)
         local = variant(folder, "gemm_bf16_local_release", LOCAL_RELEASE)
@@ -75,13 +71,11 @@ def main() -> None:
             ("local release", local, 2),
             ("lane release", lane, 2),
         )
-        for spec in (
-            "512x4096x4096:128x128",
-            "256x8192x8192:128x128",
-            "8192x8192x8192:128x128",
-        ):
-            rows += compare(variants, spec)
-    common.save(f"cluster_release_ab_run{run:02d}", {"rows": rows})
+        time_variants(
+            "cluster_release_ab",
+            variants,
+            CLUSTERED_128,
+        )
 
 
 if __name__ == "__main__":

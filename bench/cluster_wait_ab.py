@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import sys
 import tempfile
 
 os.environ["JITTILE_CACHE"] = "0"  # before jittile reads it
 
-from gemm_ab import compare, variant
+from cluster_cost_ab import CLUSTERED_128
+from gemm_ab import time_variants, variant
 
 WAITS = {
     "test_wait spin": "mbarrier.test_wait.parity.shared::cta.b64 jt_done, [$0], $1;",
@@ -59,24 +59,18 @@ def with_wait(folder: str, name: str, line: str):
 
 
 def main() -> None:
-    import common
     import gemm_bf16
 
-    run = int(sys.argv[1])
-    rows = []
     with tempfile.TemporaryDirectory() as folder:
         variants = [("try_wait", gemm_bf16, 1), ("try_wait cluster", gemm_bf16, 2)]
         for i, (label, line) in enumerate(WAITS.items()):
             module = with_wait(folder, f"gemm_bf16_wait{i}", line)
             variants += [(label, module, 1), (f"{label} cluster", module, 2)]
-        for spec in (
-            "512x4096x4096:128x128",
-            "256x8192x8192:128x128",
-            "8192x8192x8192:128x128",
-            "1024x1024x1024:64x128",
-        ):
-            rows += compare(variants, spec)
-    common.save(f"cluster_wait_ab_run{run:02d}", {"rows": rows})
+        time_variants(
+            "cluster_wait_ab",
+            variants,
+            (*CLUSTERED_128, "1024x1024x1024:64x128"),
+        )
 
 
 if __name__ == "__main__":

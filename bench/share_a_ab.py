@@ -13,11 +13,10 @@ writes bench/results/share_a_ab_runRUN.json.
 
 from __future__ import annotations
 
-import sys
 import tempfile
 
 from cluster_cost_ab import NO_MULTICAST
-from gemm_ab import compare, variant
+from gemm_ab import time_variants, variant
 
 SHARE_A = {
     **NO_MULTICAST,
@@ -34,26 +33,8 @@ SHARE_A = {
     "            else:\n"
     "                T.cuda.tile.apply(\n"
     "                    T.ptx[LOAD],\n"
-    "                    R_s[s, 0],\n"
-    "                    R,\n"
-    "                    box=(64, TILE_K),\n"
-    "                    coords=(m0, k0),\n"
-    "                    swizzle=3,\n"
-    "                    l2_promotion=L2_PROMOTION,\n"
-    "                    mbar=full.ptr_to([s]),\n"
-    "                )\n": (
-        "            elif CLUSTER == 1:\n"
-        "                T.cuda.tile.apply(\n"
-        "                    T.ptx[LOAD],\n"
-        "                    R_s[s, 0],\n"
-        "                    R,\n"
-        "                    box=(64, TILE_K),\n"
-        "                    coords=(m0, k0),\n"
-        "                    swizzle=3,\n"
-        "                    l2_promotion=L2_PROMOTION,\n"
-        "                    mbar=full.ptr_to([s]),\n"
-        "                )\n"
-        "            else:\n"
+    "                    R_s[s, 0],\n": (
+        "            elif CLUSTER > 1:\n"
         "                for r in T.unroll(CLUSTER):\n"
         "                    if rank == r:\n"
         "                        a_lo = r * TILE_M // CLUSTER // 8 * 8\n"
@@ -69,29 +50,32 @@ SHARE_A = {
         "                            cta_mask=T.uint16((1 << CLUSTER) - 1),\n"
         "                            mbar=full.ptr_to([s]),\n"
         "                        )\n"
+        "            else:\n"
+        "                T.cuda.tile.apply(\n"
+        "                    T.ptx[LOAD],\n"
+        "                    R_s[s, 0],\n"
     ),
 }
 
 
 def main() -> None:
-    import common
     import gemm_bf16
 
-    run = int(sys.argv[1])
-    rows = []
     with tempfile.TemporaryDirectory() as folder:
         share_a = variant(folder, "gemm_bf16_share_a", SHARE_A)
         variants = (("alone", gemm_bf16, 1), ("sharing A", share_a, 2))
-        for spec in sys.argv[2:] or (
-            "64x4096x4096:64x32",
-            "64x4096x4096:64x128",
-            "128x8192x8192:64x128",
-            "1024x1024x1024:64x128",
-            "512x4096x4096:64x256",
-            "256x8192x8192:64x256",
-        ):
-            rows += compare(variants, spec)
-    common.save(f"share_a_ab_run{run:02d}", {"rows": rows})
+        time_variants(
+            "share_a_ab",
+            variants,
+            (
+                "64x4096x4096:64x32",
+                "64x4096x4096:64x128",
+                "128x8192x8192:64x128",
+                "1024x1024x1024:64x128",
+                "512x4096x4096:64x256",
+                "256x8192x8192:64x256",
+            ),
+        )
 
 
 if __name__ == "__main__":
