@@ -1,7 +1,8 @@
 # Sourced by the bench/run_*_device.sh scripts (on the GPU machine, from the project root) with
 # their "$OUT" and RUN arguments: sets out, run and log (device_run$RUN.log in $OUT, opened with
-# the GPU, its driver, clock and the date), the import path, parallel compile workers and the
-# printed autotuning lines. JITTILE_CACHE_DIR defaults to a fresh folder per run (a cold cache).
+# the GPU, its driver, clock and the date, after what a script before wrote there), the import
+# path, parallel compile workers and the printed autotuning lines. JITTILE_CACHE_DIR defaults to
+# a fresh folder per run (a cold cache).
 set -u
 out=${1:?output folder}
 run=${2:?run number}
@@ -10,7 +11,7 @@ export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 JITTILE_AUTOTUNE_JOBS=${JITTILE_AUTOTU
 export JITTILE_CACHE_DIR=${JITTILE_CACHE_DIR:-/tmp/jittile-device-cache-$run}
 export JITTILE_PRINT_AUTOTUNING=1
 log="$out/device_run$run.log"
-{ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; nproc; date -u; } > "$log" 2>&1
+{ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; nproc; date -u; } >> "$log" 2>&1
 
 # run_step NAME SECONDS OUTPUT COMMAND...: COMMAND under a timeout, its output into OUTPUT (the
 # log itself when OUTPUT is "$log"), then "NAME rc=STATUS TIME" into the log.

@@ -61,8 +61,10 @@ is a 32-bit modulo by a constant (a 64-bit signed one took about 30 instructions
 stage).
 
 M, N and K need not be multiples of the tile: TMA loads fill out-of-bounds elements with zeros
-(they add nothing to the products) and TMA stores skip them. (TMA needs 16-byte row strides: K
-and N multiples of 8.)
+(they add nothing to the products) and TMA stores skip them. TMA needs 16-byte row strides (K
+and N multiples of 8) and elements side by side in a row: ``launch`` copies an operand that is
+not so (a transposed view, K = 1000 + 1) into one that is, zero-padding K, and a C into a
+padded one it copies back (``stage``), at the cost of the copies.
 """
 
 import functools
@@ -72,6 +74,8 @@ import numpy as np
 import jittile
 from jittile import T
 from jittile.layout import swizzle, wgmma_accumulator
+from jittile.runtime.arrays import device_view
+from jittile.runtime.fingerprints import reader
 
 SMS = 132  # the H200's SMs: one persistent CTA each
 BM, BN, BK = 128, 256, 64  # gemm_bf16's output tile and the K-slice of one pipeline stage
@@ -1338,41 +1342,155 @@ def new_workspace(c, m: int, n: int, sums: int | None = None) -> tuple:
             split_sums({"SPLIT": 8, "SWAP": swap, "BM": 128, "BN": width}, m, n)
             for swap, width in ((False, 256), (False, 192), (True, 64))
         )
-    shapes = ((max(sums, 4),), (arrival_slots(m, n),))
-    if hasattr(c, "new_empty"):  # torch
+    return (
+        allocate(c, (max(sums, 4),), "float32"),
+        allocate(c, (arrival_slots(m, n),), "int32", zeroed=True),
+    )
+
+
+def allocate(like, shape: tuple, dtype: str | None = None, zeroed: bool = False):
+    """A new C-contiguous array of ``shape`` where ``like`` lives, in its framework (torch,
+    CuPy, a Numba device array, else NumPy for the interpreter): of ``dtype`` (a NumPy name),
+    or of like's own element type where None; zeros where ``zeroed``, else left as it is."""
+    if hasattr(like, "new_empty"):  # torch
         import torch
 
-        return (
-            torch.empty(shapes[0], dtype=torch.float32, device=c.device),
-            torch.zeros(shapes[1], dtype=torch.int32, device=c.device),
-        )
-    if type(c).__module__.split(".")[0] == "cupy":
+        kind = like.dtype if dtype is None else getattr(torch, dtype)
+        make = torch.zeros if zeroed else torch.empty
+        return make(shape, dtype=kind, device=like.device)
+    kind = like.dtype if dtype is None else np.dtype(dtype)
+    if type(like).__module__.split(".")[0] == "cupy":
         import cupy
 
-        with c.device:
-            return cupy.empty(shapes[0], cupy.float32), cupy.zeros(shapes[1], cupy.int32)
-    host = (np.empty(shapes[0], np.float32), np.zeros(shapes[1], np.int32))
-    if hasattr(c, "__cuda_array_interface__"):  # a Numba device array
+        with like.device:
+            return (cupy.zeros if zeroed else cupy.empty)(shape, kind)
+    host = (np.zeros if zeroed else np.empty)(shape, kind)
+    if hasattr(like, "__cuda_array_interface__"):  # a Numba device array
         from numba import cuda
 
-        return tuple(cuda.to_device(h) for h in host)
+        return cuda.to_device(host)
     return host
+
+
+RESTAGE_THREADS = 256
+RESTAGE_CTAS = 1024  # at most; a CTA copies every RESTAGE_CTAS-th row
+
+
+@jittile.kernel
+def restage(Src, Dst, rows: T.int32, cols: T.int32, height: T.int32, width: T.int32):
+    """``Dst`` (``height`` x ``width``) = ``Src`` (``rows`` x ``cols``) where both have the
+    element, zero where only ``Dst`` has it: an operand copied into (or the output out of) a
+    layout that TMA can describe, for ``stage``. Any strides on either side."""
+    T.device_entry(launch=T.cuda.LaunchConfig(grid=RESTAGE_CTAS, block=RESTAGE_THREADS))
+    for r in range(T.cuda.block_idx(), height, T.cuda.grid_dim("x")):
+        for col in range(T.cuda.thread_idx(), width, RESTAGE_THREADS):
+            if r < rows and col < cols:
+                Dst[r, col] = Src[r, col]
+            else:
+                Dst[r, col] = 0
+
+
+def copy_into(src, dst, rows: int, cols: int) -> None:
+    """``restage`` on the GPU, else on the CPU interpreter, in the current stream's order."""
+    from jittile.runtime import driver
+
+    kernel = restage if driver.available() else restage.interpret
+    height, width = dst.shape
+    grid = max(1, min(height, RESTAGE_CTAS))
+    kernel[grid, RESTAGE_THREADS](src, dst, rows, cols, height, width)
+
+
+def aligned_width(cols: int, element_bytes: int) -> int:
+    """The fewest columns, at least ``cols`` and one, whose row is a multiple of 16 bytes: the
+    row stride a TensorMap needs."""
+    per_16 = 16 // element_bytes
+    return -(-max(cols, 1) // per_16) * per_16
+
+
+def tma_ready(view) -> bool:
+    """Whether a 2-D array (its ``jittile.runtime.arrays.device_view``) is as TMA reads and
+    writes it: elements side by side in a row, rows a positive multiple of 16 bytes apart and
+    not overlapping, the start 16-byte aligned (a host array's view is its contiguous upload)."""
+    return rows_ready(view) and view.ptr % 16 == 0
+
+
+def rows_ready(view) -> bool:
+    """``tma_ready`` but for where the array starts."""
+    size, (rows, cols) = view.dtype.bytes, view.shape
+    row, inner = view.strides
+    return (inner == size or cols == 1) and (
+        row % 16 == 0 and row >= size * cols or rows == 1 and size * cols % 16 == 0
+    )
+
+
+LAYOUTS: dict = {}  # an array's type and fingerprint but its pointer -> (rows_ready, bytes)
+READERS: dict = {}  # an array type -> its fingerprint reader (None: a host array)
+
+
+def layout(x) -> tuple:
+    """(whether ``x`` is ``tma_ready``, its element's bytes), on every launch: memoised on the
+    attributes that decide it (``jittile.runtime.fingerprints``, a fraction of a microsecond
+    where a view takes several), the pointer checked each time."""
+    kind = type(x)
+    read = READERS.get(kind) or READERS.setdefault(kind, reader(kind, False))
+    if read is None:  # a host array (the interpreter's)
+        view = device_view(x)
+        return tma_ready(view), view.dtype.bytes
+    pointer, *rest = read(x)
+    key = (kind, *rest)
+    found = LAYOUTS.get(key)
+    if found is None:
+        view = device_view(x)
+        found = LAYOUTS[key] = rows_ready(view), view.dtype.bytes
+    return found[0] and pointer % 16 == 0, found[1]
+
+
+def stage(a, b, c) -> tuple:
+    """``(a, b, c)`` as the kernels' TensorMaps can take them, and the output to copy back:
+    each of A (M, K), B (N, K) and C (M, N) that is not ``tma_ready`` or whose row is not a
+    multiple of 16 bytes (K or N not a multiple of 8 bf16 or 16 fp8 elements) is copied into
+    a new array, A's and B's K zero-padded alike (zeros add nothing to the products), C's N
+    padded (those columns are dropped); the second item is the padded C to copy into ``c``
+    after the product, or None where ``c`` itself was written. Such a product pays the copies
+    (``restage``, one pass over each staged array) besides the GEMM."""
+    (m, k), n = a.shape, b.shape[0]
+    (a_ready, size), (b_ready, _), (c_ready, out_size) = layout(a), layout(b), layout(c)
+    width = aligned_width(k, size)
+    operands = []
+    for x, ready in ((a, a_ready), (b, b_ready)):
+        if width == k and ready:
+            operands.append(x)
+        else:
+            operands.append(allocate(x, (x.shape[0], width)))
+            copy_into(x, operands[-1], x.shape[0], k)
+    if aligned_width(n, out_size) == n and c_ready:
+        return (*operands, c), None
+    padded = allocate(c, (m, aligned_width(n, out_size)))
+    return (*operands, padded), padded
 
 
 def run_tuned(
     tuned, space: Space, args: tuple, c, m: int, n: int, k: int, sms: int, extra: tuple = ()
 ) -> None:
-    """Launch a tuned kernel (``args`` before the workspace; M, N, K and ``extra`` after it):
-    tuned on the GPU, else the first candidate on the CPU interpreter, one CTA per job at
-    most."""
+    """Launch a tuned kernel (``args``: A, B, C, then the workspace; M, N, K and ``extra``
+    after it): tuned on the GPU, else the first candidate on the CPU interpreter, one CTA per
+    job at most. Operands that TMA cannot describe go through aligned copies (``stage``)."""
     from jittile.runtime import driver
 
-    workspace = workspace_for(space, c, m, n, k, sms)
+    if m == 0 or n == 0:
+        return
+    if k == 0:  # every element an empty sum
+        copy_into(c, c, 0, 0)
+        return
+    args, padded = stage(*args)
+    workspace = workspace_for(space, args[2], m, n, k, sms)
     if driver.available():
         tuned[persistent_grid(sms), block_of](*args, *workspace, m, n, k, *extra)
-        return
-    config = space.candidates(m, n, k, sms)[0]
-    run_config(tuned, config, args, workspace, m, n, k, sms, extra, interpret=True)
+    else:
+        config = space.candidates(m, n, k, sms)[0]
+        run_config(tuned, config, args, workspace, m, n, k, sms, extra, interpret=True)
+    if padded is not None:
+        copy_into(padded, c, m, n)
 
 
 CONSTANTS = ("BM", "BN", "STAGES", "GROUP_M", "SPLIT", "SWAP", "CLUSTER")  # the tuned kernels'

@@ -210,7 +210,7 @@ def launch(
     arrays (torch float8_e4m3fn), tuned per (M, N, K); without a GPU on the CPU interpreter
     (ml_dtypes.float8_e4m3fn NumPy arrays) with the shape's first candidate config.
     ``promotion_stages=1`` adds each 128-element K-stage into the fp32 total alone (cuBLAS's
-    error, slower); the default 2 adds pairs of stages."""
+    error, slower); the default 2 adds pairs of stages. Any shape and strides (``stage``)."""
     m, k = a.shape
     extra = tail_arguments(scale_a, scale_b, c, promotion_stages)
     run_tuned(gemm_fp8_tuned, FP8_SPACE, (a, b, c), c, m, b.shape[0], k, sms, extra)

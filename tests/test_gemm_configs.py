@@ -332,6 +332,96 @@ def test_the_fp8_launch_takes_python_float_scales_on_the_interpreter():
         np.testing.assert_array_equal(c.astype(np.float32), _product(a, b, 2.0))
 
 
+# (M, N, K, B given as a transposed view, C a view into a wider array)
+UNALIGNED = [
+    (5, 17, 7, False, False),  # K and N off the 16-byte rows: A, B and C staged
+    (2, 3, 1, False, False),
+    (33, 40, 64, True, False),  # aligned, but B's elements a column apart
+    (20, 24, 32, False, True),  # C's rows 54 bytes apart
+    (9, 16, 40, True, True),
+    (4, 8, 0, False, False),  # no K: C is zeros
+]
+
+
+@pytest.mark.parametrize("m, n, k, transposed, inside", UNALIGNED)
+@pytest.mark.parametrize("kind", ["bf16", "fp8"])
+def test_launch_stages_operands_tma_cannot_describe(kind, m, n, k, transposed, inside):
+    """Exact on the interpreter, whatever the strides: the staged copies change nothing but
+    the layout, and a C inside a wider array leaves the array's other columns as they were."""
+    import gemm_bf16
+    import gemm_fp8
+
+    from jittile.runtime import driver
+
+    if driver.available():
+        pytest.skip("a GPU is present: tests/test_gpu_gemm.py launches the example there")
+    dtype = ml_dtypes.bfloat16 if kind == "bf16" else ml_dtypes.float8_e4m3fn
+    a, b, _ = _operands(m, n, k, dtype, seed=m + n + k)
+    if transposed:
+        b = np.ascontiguousarray(b.T).T
+    wide = np.full((m, n + 3), 7.0, ml_dtypes.bfloat16)
+    c = wide[:, 1 : n + 1] if inside else np.full((m, n), np.nan, ml_dtypes.bfloat16)
+    if kind == "bf16":
+        gemm_bf16.launch(a, b, c)
+    else:
+        gemm_fp8.launch(a, b, c, 0.5, 2.0)
+    np.testing.assert_array_equal(c.astype(np.float32), _product(a, b))
+    if inside:
+        np.testing.assert_array_equal(wide[:, [0, n + 1, n + 2]].astype(np.float32), 7.0)
+
+
+def test_an_empty_product_writes_nothing():
+    import gemm_bf16
+
+    c = np.zeros((0, 8), ml_dtypes.bfloat16)
+    gemm_bf16.launch(np.zeros((0, 8), ml_dtypes.bfloat16), np.zeros((8, 8), ml_dtypes.bfloat16), c)
+    assert c.shape == (0, 8)
+
+
+@pytest.mark.parametrize(
+    "cols, element_bytes, width", [(7, 2, 8), (8, 2, 8), (0, 2, 8), (17, 1, 32), (4097, 2, 4104)]
+)
+def test_aligned_widths_are_the_fewest_16_byte_rows(cols, element_bytes, width):
+    import gemm_bf16
+
+    assert gemm_bf16.aligned_width(cols, element_bytes) == width
+
+
+class _DeviceArray:
+    """A 16 x 8 float16 device array as ``__cuda_array_interface__`` tells it (never read)."""
+
+    def __init__(self, address, strides):
+        self.__cuda_array_interface__ = {
+            "shape": (16, 8),
+            "typestr": "<f2",
+            "data": (address, False),
+            "strides": strides,
+            "version": 2,
+        }
+
+
+def test_tma_ready_needs_unit_inner_strides_and_16_byte_rows():
+    import gemm_bf16
+
+    from jittile.runtime.arrays import device_view
+
+    def ready(x):
+        return gemm_bf16.tma_ready(device_view(x))
+
+    # host arrays: their uploads are contiguous, only the rows' width counts
+    assert ready(np.zeros((16, 24), ml_dtypes.bfloat16)[:, 1:9])
+    assert ready(np.zeros((24, 16), ml_dtypes.bfloat16).T)
+    assert not ready(np.zeros((16, 12), ml_dtypes.bfloat16))  # 24-byte rows
+    assert ready(np.zeros((1, 8), ml_dtypes.bfloat16))
+    # device arrays as they lie
+    assert ready(_DeviceArray(0x10000, (48, 2)))
+    assert not ready(_DeviceArray(0x10002, (48, 2)))  # 2 bytes past 16
+    assert not ready(_DeviceArray(0x10000, (2, 32)))  # a transposed view
+    assert not ready(_DeviceArray(0x10000, (48, 4)))  # every other element
+    assert not ready(_DeviceArray(0x10000, (8, 2)))  # rows overlapping
+    assert not ready(_DeviceArray(0x10000, (0, 2)))  # one row broadcast
+
+
 @pytest.mark.parametrize(
     "m, n, k, expect",
     [

@@ -69,6 +69,38 @@ def test_tuned_bf16_matches_torch(m, n, k):
     _check_bf16(torch, a, b, c)
 
 
+@pytest.mark.parametrize(
+    "kind, m, n, k, transposed, inside",
+    [
+        ("bf16", 300, 517, 203, False, False),  # K, N off the 16-byte rows
+        ("bf16", 64, 1000, 4096, True, False),  # B a transposed view
+        ("bf16", 130, 264, 136, False, True),  # C inside a wider tensor
+        ("fp8", 100, 300, 100, True, True),
+    ],
+)
+def test_launch_stages_what_tma_cannot_describe(kind, m, n, k, transposed, inside):
+    torch = pytest.importorskip("torch")
+    import gemm_bf16
+    import gemm_fp8
+
+    a, b, _ = _bf16(torch, m, n, k)
+    if kind == "fp8":
+        a, b = a.to(torch.float8_e4m3fn), b.to(torch.float8_e4m3fn)
+    if transposed:
+        b = b.T.contiguous().T
+    wide = torch.full((m, n + 3), 7.0, device="cuda", dtype=torch.bfloat16)
+    c = wide[:, 1 : n + 1] if inside else torch.full((m, n), float("nan"), device="cuda")
+    c = c.to(torch.bfloat16)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    if kind == "bf16":
+        gemm_bf16.launch(a, b, c, sms)
+    else:
+        gemm_fp8.launch(a, b, c, 1.0, 1.0, sms)
+    _check_bf16(torch, a, b, c)
+    if inside:
+        assert (wide[:, [0, n + 1, n + 2]] == 7.0).all()
+
+
 @pytest.mark.parametrize("values", FORCED, ids=lambda v: "-".join(f"{k}{v[k]}" for k in v))
 def test_each_kind_of_bf16_config_matches_torch(values):
     torch = pytest.importorskip("torch")

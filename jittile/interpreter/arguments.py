@@ -103,8 +103,9 @@ def bind_arguments(ir: KernelIR, params: list, hosts: list):
             continue
         if isinstance(param, ArrayParam):
             buffer = memory.allocate(param.name, host.data.nbytes)
-            buffer.data[:] = host.data.reshape(-1).view(np.uint8)
-            array = buffer.data.view(storage_dtype(param.dtype)).reshape(host.data.shape)
+            storage = buffer.data[: host.data.nbytes]  # all of it but an empty array's one byte
+            storage[:] = host.data.reshape(-1).view(np.uint8)
+            array = storage.view(storage_dtype(param.dtype)).reshape(host.data.shape)
             views[param.name] = DeviceView(buffer.address, array.shape, array.strides, param.dtype)
             values.append(array)
             writebacks.append(lambda a=array, h=host: h.write_back(a))
