@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
 # The staged launches on the GPU after the layout checks were memoised: their GPU tests, then
-# bench/stage_host_cost.py (the checks alone, and launches with them against a pass-through).
+# bench/stage_host_cost.py (the checks alone, and launches with them against a pass-through);
+# on an H200 then every GEMM shape, both types, tuned cold (bench/gemm.py), the launches now
+# with the checks. One call within 9.5 minutes.
 # Usage (on the GPU machine, from the project root): bash bench/run_stage_cost_device.sh "$OUT" RUN
 source bench/device_env.sh "$@"
 run_step "staging tests" 150 "$out/gemm_tests_run$run.log" "${GPU_TESTS[@]}" \
   tests/test_gpu_gemm.py -k "stages or tuned_bf16"
-run_step "stage host cost" 120 "$log" python3 bench/stage_host_cost.py "$run"
+run_step "stage host cost" 90 "$log" python3 bench/stage_host_cost.py "$run"
 cp "$(result stage_host_cost)" "$out/" 2>> "$log"
+if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+  run_step "gemm bench" 300 "$out/gemm_bench_run$run.log" python3 bench/gemm.py "$run" --samples 10
+  cp "$(result gemm)" "$out/" 2>> "$log"
+  grep -i "geomean" "$out/gemm_bench_run$run.log" >> "$log"
+fi
 date -u >> "$log"
