@@ -6,7 +6,7 @@
 # Usage (on the GPU machine, from the project root): bash bench/run_stage_cost_device.sh "$OUT" RUN
 source bench/device_env.sh "$@"
 run_step "staging tests" 150 "$out/gemm_tests_run$run.log" "${GPU_TESTS[@]}" \
-  tests/test_gpu_gemm.py -k "stages or tuned_bf16"
+  tests/test_gpu_gemm.py tests/test_gpu_attention.py -k "stages or tuned_bf16 or transposed"
 run_step "stage host cost" 90 "$log" python3 bench/stage_host_cost.py "$run"
 cp "$(result stage_host_cost)" "$out/" 2>> "$log"
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then

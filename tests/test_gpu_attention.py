@@ -87,3 +87,21 @@ def test_few_persistent_ctas_take_every_tile(head_dim, causal, ctas):
     """The persistent grid cut to a few CTAs, each taking many tiles in turn (the ring, Q's
     buffer, the O buffer and the consumers' turns carried from tile to tile)."""
     _check_against_float32(2, 4, 2, 1500, head_dim, causal, ctas=ctas)
+
+
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_heads_as_a_transposed_view_give_the_contiguous_result(head_dim):
+    """q, k, v as a model makes them: (B, S, H, D) projections viewed as (B, H, S, D), strided;
+    the output as of contiguous copies, bit for bit, and o laid out as q."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(head_dim)
+    batch, seq, heads, kv_heads = 2, 700, 8, 2
+    q = torch.randn(batch, seq, heads, head_dim, device="cuda", dtype=torch.bfloat16)
+    k, v = (
+        torch.randn(batch, seq, kv_heads, head_dim, device="cuda", dtype=torch.bfloat16)
+        for _ in range(2)
+    )
+    q, k, v = (x.transpose(1, 2) for x in (q, k, v))
+    o = attn.attention(q, k, v, causal=True)
+    dense = attn.attention(q.contiguous(), k.contiguous(), v.contiguous(), causal=True)
+    assert torch.equal(o, dense)
