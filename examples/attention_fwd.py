@@ -3,8 +3,10 @@ and out, fp32 softmax and accumulation, FlashAttention-3's warp-specialized desi
 
 Tensors are ``(B, H, S, D)`` (K and V may have fewer heads, ``H % H_kv == 0``: grouped-query
 attention), D in {64, 128, 256}, any S (the ragged end is masked; TMA loads fill beyond S with
-zeros and TMA stores clip at S), causal or not; ``return_lse=True`` also returns the natural
-log-sum-exp of every row's scaled scores, float32 ``(B, H, S)``.
+zeros and TMA stores clip at S), causal or not, any strides with contiguous rows (the 4-D
+TensorMaps take a model's ``(B, S, H, D)`` projections viewed as ``(B, H, S, D)``; a torch
+``o`` is laid out as ``q``); ``return_lse=True`` also returns the natural log-sum-exp of every
+row's scaled scores, float32 ``(B, H, S)``.
 
 A tile is a block of ``64 * WG`` rows of one head's queries, ``WG`` being the CTA's consumer
 warpgroups (FlashAttention-3's: 3 at D=64, 2 at D=128 and D=256); the grid has one persistent
