@@ -1445,13 +1445,13 @@ def layout(x) -> tuple:
     return found[0] and pointer % 16 == 0, found[1]
 
 
-def plain(x, cols: int) -> bool:
-    """Whether ``x`` is ``tma_ready`` with rows of ``cols`` elements a multiple of 16 bytes, as
-    its framework's own flags tell a C-contiguous array with an aligned start (a torch tensor,
-    a CuPy or NumPy array: a fraction of a microsecond, where ``layout`` takes one): the
-    common case, checked first; False where they cannot tell."""
+def plain(x) -> bool:
+    """Whether a 2-D ``x`` is ``tma_ready`` with rows a multiple of 16 bytes, as its framework's
+    own flags tell a C-contiguous array with an aligned start (a torch tensor, a CuPy or NumPy
+    array: a fraction of a microsecond, where ``layout`` takes one): the common case, checked
+    first; False where they cannot tell."""
     size = getattr(x, "itemsize", None)
-    if size is None or cols * size % 16:
+    if size is None or x.shape[1] * size % 16:
         return False
     if hasattr(x, "is_contiguous"):  # torch
         return x.is_contiguous() and x.data_ptr() % 16 == 0
@@ -1470,7 +1470,7 @@ def stage(a, b, c) -> tuple:
     after the product, or None where ``c`` itself was written. Such a product pays the copies
     (``restage``, one pass over each staged array) besides the GEMM."""
     (m, k), n = a.shape, b.shape[0]
-    if plain(a, k) and plain(b, k) and plain(c, n):
+    if plain(a) and plain(b) and plain(c):
         return (a, b, c), None
     (a_ready, size), (b_ready, _), (c_ready, out_size) = layout(a), layout(b), layout(c)
     width = aligned_width(k, size)
@@ -1485,6 +1485,19 @@ def stage(a, b, c) -> tuple:
         return (*operands, c), None
     padded = allocate(c, (m, aligned_width(n, out_size)))
     return (*operands, padded), padded
+
+
+def product_shape(a, b, c) -> tuple:
+    """(M, N, K) of ``c = a @ b.T``; a ValueError naming the shapes unless a is (M, K), b (N, K)
+    and c (M, N)."""
+    if len(a.shape) == 2 and len(b.shape) == 2:
+        (m, k), (n, width) = a.shape, b.shape
+        if width == k and tuple(c.shape) == (m, n):
+            return m, n, k
+    raise ValueError(
+        f"c = a @ b.T needs a (M, K), b (N, K) and c (M, N): got a {tuple(a.shape)}, "
+        f"b {tuple(b.shape)} and c {tuple(c.shape)}"
+    )
 
 
 def run_tuned(
@@ -1546,8 +1559,8 @@ def launch(a, b, c, sms: int = SMS) -> None:
     """``c = a @ b.T`` for device arrays (torch or CuPy), tuned per (M, N, K). Without a GPU it
     runs on the CPU interpreter (NumPy ``ml_dtypes.bfloat16`` arrays) with the shape's first
     candidate config."""
-    m, k = a.shape
-    run_tuned(gemm_bf16_tuned, BF16_SPACE, (a, b, c), c, m, b.shape[0], k, sms)
+    m, n, k = product_shape(a, b, c)
+    run_tuned(gemm_bf16_tuned, BF16_SPACE, (a, b, c), c, m, n, k, sms)
 
 
 def main() -> None:

@@ -31,6 +31,7 @@ from gemm_bf16 import (
     UNSPLIT,
     Space,
     gemm_body,
+    product_shape,
     prune,
     run_tuned,
 )
@@ -211,9 +212,9 @@ def launch(
     (ml_dtypes.float8_e4m3fn NumPy arrays) with the shape's first candidate config.
     ``promotion_stages=1`` adds each 128-element K-stage into the fp32 total alone (cuBLAS's
     error, slower); the default 2 adds pairs of stages. Any shape and strides (``stage``)."""
-    m, k = a.shape
+    m, n, k = product_shape(a, b, c)
     extra = tail_arguments(scale_a, scale_b, c, promotion_stages)
-    run_tuned(gemm_fp8_tuned, FP8_SPACE, (a, b, c), c, m, b.shape[0], k, sms, extra)
+    run_tuned(gemm_fp8_tuned, FP8_SPACE, (a, b, c), c, m, n, k, sms, extra)
 
 
 def main() -> None:

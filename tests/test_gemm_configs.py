@@ -370,6 +370,18 @@ def test_launch_stages_operands_tma_cannot_describe(kind, m, n, k, transposed, i
         np.testing.assert_array_equal(wide[:, [0, n + 1, n + 2]].astype(np.float32), 7.0)
 
 
+@pytest.mark.parametrize(
+    "a, b, c",
+    [((8, 16), (8, 17), (8, 8)), ((8, 16), (8, 16), (8, 9)), ((2, 8, 16), (8, 16), (8, 8))],
+)
+def test_launch_names_shapes_that_do_not_multiply(a, b, c):
+    import gemm_bf16
+
+    arrays = (np.zeros(shape, ml_dtypes.bfloat16) for shape in (a, b, c))
+    with pytest.raises(ValueError, match=r"a \(M, K\), b \(N, K\) and c \(M, N\): got a"):
+        gemm_bf16.launch(*arrays)
+
+
 def test_an_empty_product_writes_nothing():
     import gemm_bf16
 
