@@ -665,6 +665,11 @@ def attention(
     ``consumers`` another of ``CONSUMERS[D]`` than its consumer warpgroups, ``turns`` whether
     the consumers take turns at the tensor cores (default ``TURNS[D]``), ``ctas`` how many
     persistent CTAs share the tiles (default one per SM; the interpreter's: ``SMS``)."""
+    if len(q.shape) != 4 or len(k.shape) != 4:
+        raise ValueError(
+            f"attention: q, k and v must be (B, H, S, D) tensors, got {tuple(q.shape)}, "
+            f"{tuple(k.shape)} and {tuple(v.shape)}"
+        )
     batch, heads, seq, head_dim = q.shape
     kv_heads = k.shape[1]
     constants = _constants(head_dim, causal, key_rows, consumers, turns)

@@ -118,6 +118,7 @@ def test_sm_scale_is_applied():
         (((1, 2, 64, 512), (1, 2, 64, 512)), "head dimension 512"),
         (((1, 3, 64, 64), (1, 2, 64, 64)), "not a multiple"),
         (((1, 2, 64, 64), (1, 2, 32, 64)), "must be"),
+        (((2, 64, 64), (2, 64, 64)), r"must be \(B, H, S, D\) tensors, got \(2, 64, 64\)"),
     ],
 )
 def test_unsupported_shapes_are_refused(shapes, message):
