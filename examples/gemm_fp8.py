@@ -21,6 +21,9 @@ clusters of two, split-K 2, 4, 8 with 128x128, 64x128 and 64x32 in one launch as
 and rounds them into C), swap-AB for M <= 64.
 """
 
+import math
+import numbers
+
 import numpy as np
 from gemm_bf16 import (
     ANY_SPLIT,
@@ -178,16 +181,24 @@ def gemm_fp8_tuned(
         )
 
 
-def scale_array(scale, like):
+def scale_array(scale, like, name: str = "scale"):
     """A per-tensor scale as the one-element float32 array the kernel reads: device arrays as
-    they are (never read on the host), Python floats copied next to ``like``."""
+    they are (never read on the host), Python floats copied next to ``like``; a ValueError
+    naming the scale for anything else."""
     if hasattr(scale, "shape"):
-        return scale.reshape(1)
-    if hasattr(like, "new_empty"):
-        import torch
+        if math.prod(scale.shape) == 1:
+            return scale.reshape(1)
+    elif isinstance(scale, numbers.Real):
+        if hasattr(like, "new_empty"):
+            import torch
 
-        return torch.full((1,), float(scale), dtype=torch.float32, device=like.device)
-    return np.full((1,), scale, np.float32)
+            return torch.full((1,), float(scale), dtype=torch.float32, device=like.device)
+        return np.full((1,), scale, np.float32)
+    shape = f" of shape {tuple(scale.shape)}" if hasattr(scale, "shape") else ""
+    raise ValueError(
+        f"gemm_fp8: {name} must be a Python float or a one-element float32 array, got "
+        f"{type(scale).__name__}{shape}"
+    )
 
 
 def tail_arguments(scale_a, scale_b, c, promotion_stages: int = PROMOTION_STAGES) -> tuple:
@@ -195,7 +206,7 @@ def tail_arguments(scale_a, scale_b, c, promotion_stages: int = PROMOTION_STAGES
     per promotion (1 or 2)."""
     if promotion_stages not in (1, 2):
         raise ValueError(f"gemm_fp8: promotion_stages must be 1 or 2, not {promotion_stages!r}")
-    return scale_array(scale_a, c), scale_array(scale_b, c), promotion_stages
+    return scale_array(scale_a, c, "scale_a"), scale_array(scale_b, c, "scale_b"), promotion_stages
 
 
 def launch(

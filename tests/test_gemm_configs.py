@@ -382,6 +382,20 @@ def test_launch_names_shapes_that_do_not_multiply(a, b, c):
         gemm_bf16.launch(*arrays)
 
 
+@pytest.mark.parametrize(
+    "scale, message",
+    [("x", "got str"), (np.zeros(2, np.float32), r"got ndarray of shape \(2,\)"), ([1.0], "list")],
+)
+def test_fp8_scales_that_are_not_one_value_are_named(scale, message):
+    import gemm_fp8
+
+    a, b, c = _operands(16, 16, 32, ml_dtypes.float8_e4m3fn)
+    with pytest.raises(
+        ValueError, match=f"scale_b must be a Python float or a one-element.*{message}"
+    ):
+        gemm_fp8.launch(a, b, c, 1.0, scale)
+
+
 def test_an_empty_product_writes_nothing():
     import gemm_bf16
 
