@@ -1455,8 +1455,7 @@ def plain(x) -> bool:
         return False
     if hasattr(x, "is_contiguous"):  # torch
         return x.is_contiguous() and x.data_ptr() % 16 == 0
-    flags = getattr(x, "flags", None)
-    if flags is None or not flags.c_contiguous:
+    if not getattr(getattr(x, "flags", None), "c_contiguous", False):  # Numba's flags: a dict
         return False
     return isinstance(x, np.ndarray) or x.data.ptr % 16 == 0  # a host array: uploaded anew
 
