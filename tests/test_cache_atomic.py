@@ -245,14 +245,16 @@ def test_process_killed_while_removing_leaves_only_trash(tmp_path):
     assert leftovers(directory) == [] and list(directory.iterdir()) == []
 
 
-def test_store_survives_a_clear_emptying_the_shard_meanwhile(tmp_path, monkeypatch):
+@pytest.mark.parametrize("times", [1, 10])
+def test_store_survives_a_clear_emptying_the_shard_meanwhile(tmp_path, monkeypatch, times):
     """Another process's clear may remove the empty shard folder between its creation and the
-    temporary directory made in it: the store makes it again instead of giving up writing."""
+    temporary directory made in it, ``times`` times in a row (a clear or prune in a loop): the
+    store makes it again instead of giving up writing."""
     store, removed = DiskStore(tmp_path / "cache"), []
     real_new_directory = store_module._new_directory
 
     def new_directory(parent: Path, prefix: str) -> Path:
-        if not removed and prefix.startswith(".tmp-"):
+        if len(removed) < times and prefix.startswith(".tmp-"):
             os.rmdir(parent)
             removed.append(parent)
         return real_new_directory(parent, prefix)

@@ -76,6 +76,10 @@ _LATEST_TIME = 1e11
 # Errors that mean "not allowed to write here": the cache is read-only, which is not worth a warning.
 _WRITE_DENIED = {errno.EACCES, errno.EPERM, errno.EROFS}
 _PUBLISH_ATTEMPTS = 3
+# Making the temporary entry directory: another process's clear or prune may remove the empty
+# shard folder between its creation and the directory made in it, again and again while it
+# runs in a loop (tests/test_cache_atomic.py lost three times in a row under load)
+_SHARD_ATTEMPTS = 64
 _DISABLED_VALUES = {"0", "false", "off", "no"}
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d*)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
 _SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
@@ -1032,7 +1036,7 @@ class DiskStore(StoreMaintenance):
     def _temporary_entry(self, key: str) -> Path:
         """A new temporary directory beside the entry's place, the shard folder made first."""
         shard = self.entry_dir(key).parent
-        attempts = _PUBLISH_ATTEMPTS
+        attempts = _SHARD_ATTEMPTS
         while True:
             self._make_shard(shard)
             try:
