@@ -8,7 +8,8 @@
 # cold (bench/gemm.py). One call within 9.5 minutes.
 # Usage (on the GPU machine, from the project root): bash bench/run_pair_device.sh "$OUT" RUN
 source bench/device_env.sh "$@"
-git apply bench/pair_split_meeting.patch >> "$log" 2>&1 || { echo "patch failed" >> "$log"; exit 1; }
+{ git apply bench/pair_split_meeting.patch || patch -p1 < bench/pair_split_meeting.patch; } \
+  >> "$log" 2>&1 || { echo "patch failed" >> "$log"; exit 1; }
 run_step "pair tests" 240 "$out/gemm_tests_run$run.log" "${GPU_TESTS[@]}" \
   tests/test_gpu_gemm.py -k "CLUSTER2 or tuned_bf16"
 for m in 1 16 64; do
