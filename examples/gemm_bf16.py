@@ -75,7 +75,6 @@ import jittile
 from jittile import T
 from jittile.layout import swizzle, wgmma_accumulator
 from jittile.runtime.arrays import device_view
-from jittile.runtime.fingerprints import reader
 
 SMS = 132  # the H200's SMs: one persistent CTA each
 BM, BN, BK = 128, 256, 64  # gemm_bf16's output tile and the K-slice of one pipeline stage
@@ -1411,45 +1410,20 @@ def tma_ready(view) -> bool:
     """Whether a 2-D array (its ``jittile.runtime.arrays.device_view``) is as TMA reads and
     writes it: elements side by side in a row, rows a positive multiple of 16 bytes apart and
     not overlapping, the start 16-byte aligned (a host array's view is its contiguous upload)."""
-    return rows_ready(view) and view.ptr % 16 == 0
-
-
-def rows_ready(view) -> bool:
-    """``tma_ready`` but for where the array starts."""
     size, (rows, cols) = view.dtype.bytes, view.shape
     row, inner = view.strides
-    return (inner == size or cols == 1) and (
-        row % 16 == 0 and row >= size * cols or rows == 1 and size * cols % 16 == 0
+    return (
+        (inner == size or cols == 1)
+        and (row % 16 == 0 and row >= size * cols or rows == 1 and size * cols % 16 == 0)
+        and view.ptr % 16 == 0
     )
-
-
-LAYOUTS: dict = {}  # an array's type and fingerprint but its pointer -> (rows_ready, bytes)
-READERS: dict = {}  # an array type -> its fingerprint reader (None: a host array)
-
-
-def layout(x) -> tuple:
-    """(whether ``x`` is ``tma_ready``, its element's bytes), on every launch: memoised on the
-    attributes that decide it (``jittile.runtime.fingerprints``, a fraction of a microsecond
-    where a view takes several), the pointer checked each time."""
-    kind = type(x)
-    read = READERS.get(kind) or READERS.setdefault(kind, reader(kind, False))
-    if read is None:  # a host array (the interpreter's)
-        view = device_view(x)
-        return tma_ready(view), view.dtype.bytes
-    pointer, *rest = read(x)
-    key = (kind, *rest)
-    found = LAYOUTS.get(key)
-    if found is None:
-        view = device_view(x)
-        found = LAYOUTS[key] = rows_ready(view), view.dtype.bytes
-    return found[0] and pointer % 16 == 0, found[1]
 
 
 def plain(x) -> bool:
     """Whether a 2-D ``x`` is ``tma_ready`` with rows a multiple of 16 bytes, as its framework's
     own flags tell a C-contiguous array with an aligned start (a torch tensor, a CuPy or NumPy
-    array: a fraction of a microsecond, where ``layout`` takes one): the common case, checked
-    first; False where they cannot tell."""
+    array: a fraction of a microsecond, where their ``device_view`` takes a few): the common
+    case, checked first; False where they cannot tell."""
     size = getattr(x, "itemsize", None)
     if size is None or x.shape[1] * size % 16:
         return False
@@ -1471,18 +1445,19 @@ def stage(a, b, c) -> tuple:
     (m, k), n = a.shape, b.shape[0]
     if plain(a) and plain(b) and plain(c):
         return (a, b, c), None
-    (a_ready, size), (b_ready, _), (c_ready, out_size) = layout(a), layout(b), layout(c)
-    width = aligned_width(k, size)
+    views = [device_view(x) for x in (a, b, c)]
+    width = aligned_width(k, views[0].dtype.bytes)
     operands = []
-    for x, ready in ((a, a_ready), (b, b_ready)):
-        if width == k and ready:
+    for x, view in zip((a, b), views):
+        if width == k and tma_ready(view):
             operands.append(x)
         else:
             operands.append(allocate(x, (x.shape[0], width)))
             copy_into(x, operands[-1], x.shape[0], k)
-    if aligned_width(n, out_size) == n and c_ready:
+    out = aligned_width(n, views[2].dtype.bytes)
+    if out == n and tma_ready(views[2]):
         return (*operands, c), None
-    padded = allocate(c, (m, aligned_width(n, out_size)))
+    padded = allocate(c, (m, out))
     return (*operands, padded), padded
 
 
