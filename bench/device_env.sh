@@ -11,7 +11,8 @@ export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 JITTILE_AUTOTUNE_JOBS=${JITTILE_AUTOTU
 export JITTILE_CACHE_DIR=${JITTILE_CACHE_DIR:-/tmp/jittile-device-cache-$run}
 export JITTILE_PRINT_AUTOTUNING=1
 log="$out/device_run$run.log"
-{ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; nproc; date -u; } >> "$log" 2>&1
+{ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; nproc; date -u; } \
+  >> "$log" 2>&1
 
 # run_step NAME SECONDS OUTPUT COMMAND...: COMMAND under a timeout, its output into OUTPUT (the
 # log itself when OUTPUT is "$log"), then "NAME rc=STATUS TIME" into the log.
@@ -46,4 +47,13 @@ profile() {
   run_step "ncu $name cublas" 60 "$out/ncu_${name}_cublas_run$run.log" ncu --clock-control none \
     -k 'regex:^(?!jittile).*(gemm|nvjet|gemv|xmma|splitK|cutlass)' --launch-skip 2 --launch-count 2 "${sections[@]}" \
     python3 bench/gemm_one_config.py "$@"
+}
+
+# gemm_bench_on_h200 SECONDS: on an H200 only (the acceptance card), every GEMM shape of both
+# types tuned cold (bench/gemm.py), its results file into $OUT and its geomeans into the log.
+gemm_bench_on_h200() {
+  nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || return 0
+  run_step "gemm bench" "$1" "$out/gemm_bench_run$run.log" python3 bench/gemm.py "$run" --samples 10
+  cp "$(result gemm)" "$out/" 2>> "$log"
+  grep -i "geomean" "$out/gemm_bench_run$run.log" >> "$log"
 }

@@ -17,9 +17,5 @@ for m in 1 16 64; do
     "$run$m" "$m" 4096 64x16 64x16:2 64x16:2:2 64x32 64x64:2:2 64x128:2
   cp "bench/results/gemm_intercept_run$run$m.json" "$out/gemm_intercept_${m}_run$run.json" 2>> "$log"
 done
-if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-  run_step "gemm bench" 240 "$out/gemm_bench_run$run.log" python3 bench/gemm.py "$run" --samples 10
-  cp "$(result gemm)" "$out/" 2>> "$log"
-  grep -i "geomean" "$out/gemm_bench_run$run.log" >> "$log"
-fi
+gemm_bench_on_h200 240
 date -u >> "$log"

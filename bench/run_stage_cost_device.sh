@@ -9,9 +9,5 @@ run_step "staging tests" 150 "$out/gemm_tests_run$run.log" "${GPU_TESTS[@]}" \
   tests/test_gpu_gemm.py tests/test_gpu_attention.py -k "stages or tuned_bf16 or transposed"
 run_step "stage host cost" 90 "$log" python3 bench/stage_host_cost.py "$run"
 cp "$(result stage_host_cost)" "$out/" 2>> "$log"
-if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-  run_step "gemm bench" 300 "$out/gemm_bench_run$run.log" python3 bench/gemm.py "$run" --samples 10
-  cp "$(result gemm)" "$out/" 2>> "$log"
-  grep -i "geomean" "$out/gemm_bench_run$run.log" >> "$log"
-fi
+gemm_bench_on_h200 300
 date -u >> "$log"
