@@ -49,11 +49,13 @@ profile() {
     python3 bench/gemm_one_config.py "$@"
 }
 
-# gemm_bench_on_h200 SECONDS: on an H200 only (the acceptance card), every GEMM shape of both
-# types tuned cold (bench/gemm.py), its results file into $OUT and its geomeans into the log.
+# gemm_bench_on_h200 SECONDS [ARGS...]: on an H200 only (the acceptance card), every GEMM shape
+# of both types (or those ARGS of bench/gemm.py choose) tuned cold, its results file into $OUT
+# and its geomeans into the log.
 gemm_bench_on_h200() {
   nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || return 0
-  run_step "gemm bench" "$1" "$out/gemm_bench_run$run.log" python3 bench/gemm.py "$run" --samples 10
+  run_step "gemm bench" "$1" "$out/gemm_bench_run$run.log" python3 bench/gemm.py "$run" \
+    --samples 10 "${@:2}"
   cp "$(result gemm)" "$out/" 2>> "$log"
   grep -i "geomean" "$out/gemm_bench_run$run.log" >> "$log"
 }

@@ -21,10 +21,7 @@ intercept() {  # NAME M N SPEC...: bench/gemm_intercept.py's file into $OUT as N
     2>> "$log"
 }
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-  run_step "gemm bench" 200 "$out/gemm_bench_run$run.log" python3 bench/gemm.py "$run" \
-    --samples 10 --only bf16
-  cp "$(result gemm)" "$out/" 2>> "$log"
-  grep -i "geomean" "$out/gemm_bench_run$run.log" >> "$log"
+  gemm_bench_on_h200 200 --only bf16
   tests 120
 else
   tests 120
