@@ -83,6 +83,10 @@ BUDGETS = {2: (24, 240), 3: (32, 160)}  # consumers -> (producer, consumer) regi
 # Per head dimension: whether the consumers take turns at the tensor cores (ping-pong), as
 # FlashAttention-3 has them at D <= 128 and not at D=256 (run 71: 0.4-1.7% faster without)
 TURNS = {64: True, 128: True, 256: False}
+# Every exponential on the MUFU unit: at D=64 a block's exponentials (16 a clock an SM) take as
+# long as its MMAs, but moving a share to the FMA pipes (T.exp2_fma in fragment_algebra's
+# exp2_rows, fma_every=k) was slower on an H100 (run 134, TFLOP/s, non-causal / causal: all on
+# MUFU 497 / 413, an eighth on the FMA pipes 476 / 416, a quarter 449 / 375, half 390 / 337).
 # Per head dimension: the key rows per pipeline stage (BN) a build may use; the K/V ring has 4
 # stages at D=64, 2 at D=128 and D=256. At D=64 192x128 tiles (FlashAttention-3's) and, causal,
 # 192x96: with three consumers' budgets of 160 registers the causal 192x128 build spills 8

@@ -153,17 +153,25 @@ def scale_rows(acc, top, bottom):
 
 
 @_on_accumulator
-def exp2_rows(acc, scale, top, bottom):
+def exp2_rows(acc, scale, top, bottom, fma_every=0):
     """``acc = exp2(acc * scale - row_value * scale)`` in place, ``row_value`` being ``top`` for
     row ``acc.row(0)`` and ``bottom`` for ``acc.row(2)``: one ``fma`` and one ``ex2.approx`` per
-    element, the softmax numerator with the scale folded into log2(e)."""
+    element, the softmax numerator with the scale folded into log2(e). With ``fma_every`` k (a
+    compile-time int), the last of every k groups of four registers takes ``T.exp2_fma``
+    instead, on the FMA pipes: the MUFU unit does a share ``1 - 1/k`` of the exponentials."""
     top_shift = -top * scale
     bottom_shift = -bottom * scale
     for i in T.unroll(acc.size // 4):
-        acc[4 * i] = T.exp2(T.fma(acc[4 * i], scale, top_shift))
-        acc[4 * i + 1] = T.exp2(T.fma(acc[4 * i + 1], scale, top_shift))
-        acc[4 * i + 2] = T.exp2(T.fma(acc[4 * i + 2], scale, bottom_shift))
-        acc[4 * i + 3] = T.exp2(T.fma(acc[4 * i + 3], scale, bottom_shift))
+        if i % max(fma_every, 1) == fma_every - 1:  # never with fma_every 0
+            acc[4 * i] = T.exp2_fma(T.fma(acc[4 * i], scale, top_shift))
+            acc[4 * i + 1] = T.exp2_fma(T.fma(acc[4 * i + 1], scale, top_shift))
+            acc[4 * i + 2] = T.exp2_fma(T.fma(acc[4 * i + 2], scale, bottom_shift))
+            acc[4 * i + 3] = T.exp2_fma(T.fma(acc[4 * i + 3], scale, bottom_shift))
+        else:
+            acc[4 * i] = T.exp2(T.fma(acc[4 * i], scale, top_shift))
+            acc[4 * i + 1] = T.exp2(T.fma(acc[4 * i + 1], scale, top_shift))
+            acc[4 * i + 2] = T.exp2(T.fma(acc[4 * i + 2], scale, bottom_shift))
+            acc[4 * i + 3] = T.exp2(T.fma(acc[4 * i + 3], scale, bottom_shift))
 
 
 @_conversion("bfloat16")

@@ -7,6 +7,7 @@ import numpy as np
 
 import jittile
 from jittile import T
+from jittile.interpreter.math import exp2_fma_f32
 
 N = 1024
 BLOCK = 128
@@ -20,6 +21,8 @@ def unary(x, y, FN: T.constexpr, APPROX: T.constexpr):
     i = T.cuda.thread_idx() + T.cuda.block_idx() * BLOCK
     if FN == "exp2":
         y[i] = T.exp2(x[i])
+    elif FN == "exp2_fma":
+        y[i] = T.exp2_fma(x[i])
     elif FN == "exp":
         y[i] = T.exp(x[i])
     elif FN == "log2":
@@ -84,6 +87,7 @@ EXACT = {  # (function name, approx) -> (opcode, NumPy float32 reference: IEEE, 
 APPROX = {  # (function name, approx) -> (opcodes, float64 reference, relative tolerance)
     ("exp2", False): (("ex2.approx.ftz.f32",), np.exp2, 2.0**-21),
     ("exp", False): (("mul.rn.ftz.f32", "ex2.approx.ftz.f32"), np.exp, 2.0**-18),
+    ("exp2_fma", False): (("add.rm.f32", "fma.rn.f32", "shl.b32", "mul.rn.f32"), np.exp2, 8.6e-5),
     ("log2", False): (("lg2.approx.ftz.f32",), np.log2, 2.0**-21),
     ("log", False): (("lg2.approx.ftz.f32", "mul.rn.ftz.f32"), np.log, 2.0**-21),
     ("sqrt", True): (("sqrt.approx.ftz.f32",), np.sqrt, 2.0**-22),
@@ -158,6 +162,21 @@ def special_values() -> np.ndarray:
     rng = np.random.default_rng(24)
     random = (rng.standard_normal(N) * 2.0 ** rng.integers(-20, 20, N)).astype(np.float32)
     return np.concatenate([specials, random])[:N]
+
+
+def exp2_fma_inputs() -> np.ndarray:
+    """N float32s for ``T.exp2_fma``: its clamps' edges, integers (exact powers of two), NaN and
+    infinities, then the range a softmax uses and beyond, evenly."""
+    edges = np.array(
+        [-np.inf, np.inf, np.nan, -0.0, 0.0, -127.0, -126.5, -126.0, 127.0, 127.99, 128.0, -1e-30],
+        dtype=np.float32,
+    )
+    return np.concatenate([edges, np.linspace(-130, 130, N - len(edges), dtype=np.float32)])
+
+
+def exp2_fma_reference(x: np.ndarray) -> np.ndarray:
+    """The interpreter's model of ``T.exp2_fma``, which the GPU gives bit for bit."""
+    return np.array([exp2_fma_f32(v) for v in x], dtype=np.float32)
 
 
 def round_to_float32(value: Fraction) -> np.float32:

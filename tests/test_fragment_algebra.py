@@ -2,6 +2,7 @@
 conversion, interpreted against NumPy; their contracts (layout, shape, dtype) both ways; and the
 code they compile to (shuffles and min/max, no local memory)."""
 
+import math_kernels
 import ml_dtypes
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ from jittile.fragment_algebra import (
     to_bf16_a,
     to_f16_a,
 )
+from jittile.interpreter.math import fma_f32
 from jittile.layout import wgmma_a, wgmma_accumulator
 
 N = 32
@@ -67,6 +69,47 @@ def test_row_reductions_compile_to_shuffles_without_local_memory():
     sass = ck.sass
     assert "SHFL.BFLY" in sass and "FMNMX" in sass and "MUFU.EX2" in sass
     assert ck.metadata["local_bytes"] == 0
+
+
+@jittile.kernel
+def exponentials(
+    X: T.Tensor((64, N), "float32"),
+    Y: T.Tensor((64, N), "float32"),
+    scale: T.float32,
+    FMA_EVERY: T.constexpr,
+):
+    T.device_entry(launch=T.cuda.LaunchConfig(grid=1, block=128))
+    acc = T.alloc_local((64, N), "float32", layout=wgmma_accumulator)
+    for i in T.unroll(acc.size):
+        acc[i] = X[acc.row(i), acc.col(i)]
+    top_max, bottom_max = row_max(acc)
+    exp2_rows(acc, scale, top_max, bottom_max, fma_every=FMA_EVERY)
+    for i in T.unroll(acc.size):
+        Y[acc.row(i), acc.col(i)] = acc[i]
+
+
+def _fma_columns(every: int) -> np.ndarray:
+    """The columns whose registers (groups of four: 8 columns, both rows) take T.exp2_fma."""
+    columns = np.arange(N)
+    return (columns // 8) % every == every - 1
+
+
+@pytest.mark.parametrize("every", [2, 4])
+def test_exp2_rows_takes_a_share_on_the_fma_pipes(every):
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((64, N)) * 4).astype(np.float32)
+    y = np.zeros_like(x)
+    scale = np.float32(0.7)
+    exponentials.interpret(x, y, scale, every)
+    shift = -x.max(1, keepdims=True) * scale
+    argument = np.vectorize(fma_f32, otypes=[np.float32])(x, scale, shift)
+    on_fma = np.broadcast_to(_fma_columns(every), x.shape)
+    assert np.array_equal(y[on_fma], math_kernels.exp2_fma_reference(argument[on_fma]))
+    np.testing.assert_allclose(y[~on_fma], np.exp2(argument[~on_fma].astype(np.float64)), 2e-7)
+    specs = (T.Tensor((64, N), "float32"),) * 2 + (np.float32(1),)
+    builds = [exponentials.compile(*specs, k, target="sm_90a") for k in (0, every)]
+    mufu = [build.sass.count("MUFU.EX2") for build in builds]
+    assert mufu == [64 * N // 128, 64 * N // 128 * (every - 1) // every]
 
 
 def _conversion_kernel(atype: str, convert):

@@ -38,6 +38,14 @@ def test_approximate_forms_on_the_gpu(key):
     mk.check_approx(key, *_launch(*key))
 
 
+def test_exp2_fma_on_the_gpu_is_the_interpreters_result():
+    """Every step of T.exp2_fma is IEEE-defined, so the GPU gives the model's bits."""
+    x = mk.exp2_fma_inputs()
+    y = np.zeros_like(x)
+    mk.unary(x, y, "exp2_fma", False)
+    mk.check_same(y, mk.exp2_fma_reference(x))
+
+
 def test_fma_fmin_fmax_on_the_gpu():
     rng = np.random.default_rng(11)
     a, b, c = (mk.special_values()[rng.permutation(mk.N)] for _ in range(3))

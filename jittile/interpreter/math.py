@@ -15,6 +15,8 @@ import math
 
 import numpy as np
 
+from ..ptx import math as ptx_math
+
 _CANONICAL_NAN = np.array([0x7FFFFFFF], dtype=np.uint32).view(np.float32)[0]
 _SMALLEST_NORMAL = np.float32(np.finfo(np.float32).tiny)
 
@@ -88,6 +90,31 @@ def fma_f32(a, b, c) -> np.float32:
     if error != 0 and int(total.view(np.uint64)) & 1 == 0:
         total = np.nextafter(total, np.inf if error > 0 else -np.inf)
     return _result(total, False)
+
+
+_EXP2_FMA_POLY = tuple(np.uint32(int(c[2:], 16)).view(np.float32) for c in ptx_math.EXP2_FMA_POLY)
+
+
+def exp2_fma_f32(x) -> np.float32:
+    """``T.exp2_fma``'s steps (jittile/ptx/math.py), each as the PTX ISA defines it: clamp,
+    ``floor`` (what ``add.rm`` by 1.5 * 2**23 leaves in the low bits, exact for |x| <= 128),
+    the fraction (``sub.f32``: the float64 difference rounds once more, correctly, to float32),
+    the polynomial by ``fma.rn.f32``, and the product with 2 ** floor(x), 0 at -127."""
+    x = _f32(x)
+    if x != x:  # max.NaN / min.NaN keep it, and every later step
+        return _CANONICAL_NAN
+    clamp = min(max(x, np.float32(-127.0)), np.float32(128.0))
+    whole = math.floor(clamp)
+    fraction = _result(np.float64(clamp) - whole, False)
+    c3, c2, c1 = _EXP2_FMA_POLY
+    poly = fma_f32(fma_f32(fma_f32(fraction, c3, c2), fraction, c1), fraction, np.float32(1.0))
+    power = np.uint32((whole + 127) << 23).view(np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _result(np.float64(poly) * np.float64(power), False)
+
+
+def _exp2_fma(machine, thread, opcode, values, name):
+    return exp2_fma_f32(values[0])
 
 
 def _fma(machine, thread, opcode, values, name):
@@ -167,6 +194,7 @@ UNARY = {
 # Opcode (the asm statement's comment) -> semantics, as instructions.RAW takes them.
 MATH = {
     **UNARY,
+    "T.exp2_fma": _exp2_fma,  # before its prefix "T.exp"
     "T.exp": _exp,
     "T.log": _log,
     "fma.rn.f32": _fma,

@@ -17,6 +17,34 @@ def _scaled(body: str, name: str) -> AsmCall:
     return AsmCall(scoped(".reg .f32 jt_t;\n" + body), ("f",), ("f",), memory=False, comment=name)
 
 
+# T.exp2_fma: 2**x on the FMA and integer pipes, no MUFU (FlashAttention-4's way of relieving
+# the SM's 16 ex2 a clock): x clamped to [-127, 128] (a NaN kept); floor(x) from the low mantissa bits of
+# x + 1.5 * 2**23 rounded down; 2**f of the fraction f = x - floor(x) in [0, 1) by a degree-3
+# polynomial with p(0) = 1 (a minimax fit of the relative error, 8.6e-5 = 2**-13.5 at most:
+# tests/test_math.py); 2**floor(x) as its float32 bits, (floor(x) + 127) << 23, which is 0 at
+# -127 and +inf at 128; their product. Every step is an IEEE-defined operation, so the
+# interpreter's model (jittile/interpreter/math.py) is the GPU's result bit for bit.
+EXP2_FMA_CLAMP = ("0fC2FE0000", "0f43000000")  # -127.0, 128.0
+EXP2_FMA_ROUNDER = "0f4B400000"  # 1.5 * 2**23: adding it leaves floor(x) in the low bits
+EXP2_FMA_POLY = ("0f3D9DD565", "0f3E691BBB", "0f3F31F32D")  # c3, c2, c1 (0.0771, 0.2276, 0.6951)
+_EXP2_FMA = f"""
+.reg .f32 jt_x, jt_j, jt_f, jt_p;
+.reg .b32 jt_e;
+max.NaN.f32 jt_x, $1, {EXP2_FMA_CLAMP[0]};
+min.NaN.f32 jt_x, jt_x, {EXP2_FMA_CLAMP[1]};
+add.rm.f32 jt_j, jt_x, {EXP2_FMA_ROUNDER};
+sub.f32 jt_f, jt_j, {EXP2_FMA_ROUNDER};
+sub.f32 jt_f, jt_x, jt_f;
+fma.rn.f32 jt_p, jt_f, {EXP2_FMA_POLY[0]}, {EXP2_FMA_POLY[1]};
+fma.rn.f32 jt_p, jt_p, jt_f, {EXP2_FMA_POLY[2]};
+fma.rn.f32 jt_p, jt_p, jt_f, 0f3F800000;
+mov.b32 jt_e, jt_j;
+shl.b32 jt_e, jt_e, 23;
+add.s32 jt_e, jt_e, 0x3F800000;
+mov.b32 jt_j, jt_e;
+mul.rn.f32 $0, jt_p, jt_j;
+"""
+
 # (function name, approx=) -> its statement; the keys with approx=True and an exact twin are
 # the functions' approx= forms, the others their only form.
 MATH = {
@@ -43,6 +71,9 @@ MATH = {
         "min.f32 $0, $1, $2;", ("f",), ("f", "f"), memory=False, comment="min.f32"
     ),
     ("tanh", False): _unary("tanh.approx.f32"),
+    ("exp2_fma", False): AsmCall(
+        scoped(_EXP2_FMA), ("f",), ("f",), memory=False, comment="T.exp2_fma"
+    ),
 }
 
 SHUFFLE_PREFIX = "shfl.sync."
