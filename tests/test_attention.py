@@ -65,13 +65,14 @@ def test_a_maximum_that_moves_past_the_threshold_rescales_o(causal):
     np.testing.assert_allclose(lse, expected_lse, atol=1e-4, rtol=1e-5)
 
 
-def test_interpreted_error_stays_near_the_bf16_rounding_floor():
+@pytest.mark.parametrize("rescale_log2", [attn.RESCALE_LOG2, 0.0])
+def test_interpreted_error_stays_near_the_bf16_rounding_floor(rescale_log2):
     """Four key blocks of 176 rows: the error against float32 stays within 1.15x that of
-    rounding the exact result to bf16 (the floor any bf16 output has). A stale row maximum
-    (a rescaling threshold of 8, FlashAttention-4's) made it 1.32x here, and up to 1.5x
-    cuDNN's on the H200 (run 97)."""
+    rounding the exact result to bf16 (the floor any bf16 output has), with the default
+    rescaling threshold and with O rescaled at every move. A stale row maximum (a threshold of
+    8, FlashAttention-4's) made it 1.32x here, and up to 1.5x cuDNN's on the H200 (run 97)."""
     q, k, v = _inputs(2, 2, 704, 128)
-    o = attn.attention(q, k, v, key_rows=176)
+    o = attn.attention(q, k, v, key_rows=176, rescale_log2=rescale_log2)
     expected, _ = attn.reference(q, k, v)
     floor = np.abs(expected.astype(ml_dtypes.bfloat16).astype(np.float32) - expected).max()
     assert np.abs(o.astype(np.float32) - expected).max() <= 1.15 * floor
@@ -125,6 +126,13 @@ def test_unsupported_shapes_are_refused(shapes, message):
     q, k = (np.zeros(s, ml_dtypes.bfloat16) for s in shapes)
     with pytest.raises(ValueError, match=message):
         attn.attention(q, k, k)
+
+
+@pytest.mark.parametrize("rescale_log2", [-1.0, float("nan")])
+def test_rescaling_thresholds_below_zero_are_refused(rescale_log2):
+    q, k, v = _inputs(1, 1, 64, 64)
+    with pytest.raises(ValueError, match="rescale_log2 must be a number >= 0"):
+        attn.attention(q, k, v, rescale_log2=rescale_log2)
 
 
 @pytest.mark.parametrize("head_dim, key_rows", [(64, 176), (128, 80), (256, 128)])
