@@ -50,13 +50,8 @@ each register's constant column offset with two per-thread limits: 64-bit column
 register, hoisted out of the loop by ptxas, spilled 320 bytes at 176 columns (S 88 registers,
 P 44, O 64). Persistent, as FlashAttention-3: one CTA per SM takes work items in turn
 (``tile_of``: pairs of one head's longest and shortest row blocks, equal causal work), the
-ring, Q's buffers and the turns carrying on from tile to tile, so that the next tile's K, V
-and Q load under this one (run 99: 1.01-1.12x the one-tile-per-CTA grid). Where two Q buffers
-fit beside the ring and the O buffer (D=64, and D=128 with 128-row key blocks: ``CROSS``), the
-block loop runs on across tiles: the next tile's first turn issues its ``Q K^T`` with this
-tile's last ``P V``, and this tile's epilogue runs under it, after that turn's softmax (each
-tile's Q is released after its last ``Q K^T``), so the tensor cores see no gap between tiles
-and no ``P V`` of block 0 is wasted but the CTA's first. The fragment helpers come from
+ring, Q's buffer and the turns carrying on from tile to tile, so that the next tile's K, V and
+Q load under this one's epilogue (run 99: 1.01-1.12x the one-tile-per-CTA grid). The fragment helpers come from
 ``jittile.fragment_algebra``.
 """
 
@@ -204,14 +199,14 @@ def block_boundary(LSE, top_sum, bottom_sum, seq):
 
 
 @jittile.func
-def multiply_qk(s_acc, q_s, k_s, q_first, consumer, stage, DH):
-    """``S = Q K^T`` of the warpgroup's 64 rows (of the Q buffer whose first 64-column block is
-    ``q_first``) against K's ``stage`` (committed; the caller fences)."""
+def multiply_qk(s_acc, q_s, k_s, consumer, stage, DH):
+    """``S = Q K^T`` of the warpgroup's 64 rows against K's ``stage`` (committed; the caller
+    fences)."""
     for d in T.unroll(DH):
         T.cuda.tile.apply(
             T.ptx[MMA[s_acc.shape[1] // 8 - 1]],
             s_acc,
-            q_s[q_first + d, consumer, 0, 0],
+            q_s[d, consumer, 0, 0],
             k_s[stage, d, 0, 0].T,
             scale_d=min(d, 1),
         )
@@ -288,48 +283,6 @@ def store_output(o_acc, o_s, out, origin, consumer, lane, leader, inverse, DH):
 
 
 @jittile.func
-def drain(o_acc, p_frag, v_s, vfull, vfree, at, accumulate, leader, STAGES):
-    """The P V of a tile's last key block (``at``: its ring position), waited for, and V's
-    stage released."""
-    last = T.int64(at % STAGES)  # 64-bit: it feeds a 64-bit descriptor
-    T.cuda.mbarrier_wait(vfull.ptr_to([last]), T.int32(at // STAGES) & 1)
-    T.ptx.wgmma.fence.sync.aligned()
-    multiply_pv(o_acc, p_frag, v_s, last, accumulate)
-    T.ptx.wgmma.commit_group.sync.aligned()
-    T.ptx.wgmma.wait_group.sync.aligned(0)
-    if leader:
-        T.ptx.mbarrier.arrive.shared.b64(vfree.ptr_to([last]))
-
-
-@jittile.func
-def row_totals(LSE, origin, maxima, sums, scale, seq, lane, acc):
-    """A tile's row sums reduced across the quad, the log-sum-exp of its rows stored, and the
-    inverse row sums returned (top, bottom) for its epilogue."""
-    batch, head, q0 = origin
-    top_sum = quad_sum(sums[0])
-    bottom_sum = quad_sum(sums[1])
-    if T.uint32(lane) % 4 == 0:  # 32-bit: a 64-bit lane test spilled at D=256
-        top_row = q0 + acc.row(0)
-        if top_row < seq:
-            LSE[batch, head, top_row] = (maxima[0] * scale + T.log2(top_sum)) * LN2
-        if top_row + 8 < seq:
-            LSE[batch, head, top_row + 8] = (maxima[1] * scale + T.log2(bottom_sum)) * LN2
-    return T.rcp(top_sum, approx=True), T.rcp(bottom_sum, approx=True)
-
-
-@jittile.func
-def finish_tile(o_acc, o_s, out, origin, inverse, consumer, lane, leader, wait_read, DH):
-    """A tile's epilogue, once its last P V is done: O times the inverse row sums, stored through
-    ``o_s`` (``store_output``); with ``wait_read`` the leader first waits until the store before
-    has read the buffer (here, not after issuing that store, where the warpgroup's next MMAs
-    would wait too)."""
-    if leader and wait_read:
-        T.ptx.cp.async_.bulk.wait_group.read(0)
-    T.ptx.bar.sync(1 + consumer, 128)
-    store_output(o_acc, o_s, out, origin, consumer, lane, leader, inverse, DH)
-
-
-@jittile.func
 def tile_of(j, first, ctas, pairs, row_blocks, heads):
     """The ``j``-th tile of the persistent CTA ``first`` of ``ctas``: its row block, head and batch
     and whether it exists. The CTA takes work items ``first``, ``first + ctas``, ... in turn, each
@@ -360,14 +313,6 @@ def tile_rows(row_block, seq, BM, BN, CAUSAL):
     return m0, T.int32(T.int32(kv_end + BN - 1) // BN)
 
 
-@jittile.func
-def tile_origin(j, first, ctas, pairs, row_blocks, heads, consumer, BM):
-    """The batch, head and first query row of consumer ``consumer``'s rows in the CTA's ``j``-th
-    tile (``tile_of``)."""
-    row_block, head, batch, exists = tile_of(j, first, ctas, pairs, row_blocks, heads)
-    return batch, head, row_block * BM + 64 * consumer
-
-
 @jittile.kernel
 def attention_fwd(
     Q: T.Tensor((None, None, None, None), "bfloat16"),
@@ -393,15 +338,9 @@ def attention_fwd(
     BM = 64 * WG  # query rows per tile
     DH = D // 64  # 64-column blocks of the head dimension (one 128-byte swizzle atom each)
     STAGES = 4 if D == 64 else 2  # K and V blocks in the ring
-    Q_BYTES = BM * D * 2
-    RING_BYTES = STAGES * 2 * (BN * D * 2)
-    # Where two Q buffers fit beside the ring and an O buffer (1 KB left for the barriers), a
-    # tile's last P V and epilogue run in the next tile's first turn (CROSS); else O is staged
-    # in Q's buffer (each warpgroup's part, once its MMAs are done) where Q, the ring and an O
-    # buffer would not fit
-    CROSS = 3 * Q_BYTES + RING_BYTES <= SHARED_BYTES - 1024
-    O_IN_Q = 2 * Q_BYTES + RING_BYTES > SHARED_BYTES - 1024
-    QBUF = 2 if CROSS else 1
+    # O staged in Q's buffer (each warpgroup's part, once its MMAs are done) where Q, the ring and
+    # an O buffer would not fit (1 KB left for the barriers)
+    O_IN_Q = 2 * (BM * D * 2) + STAGES * 2 * (BN * D * 2) > SHARED_BYTES - 1024
     tid = T.cuda.thread_idx("x")
     # broadcast from lane 0, which ptxas knows to be warp-uniform: what depends on it (the
     # consumers' Q and O descriptors) is computed in uniform registers, not moved per wgmma
@@ -413,10 +352,10 @@ def attention_fwd(
     pairs = T.int32(T.int32(row_blocks + 1) // 2)
     items = T.int32(pairs * T.int32(heads * batches))
     tiles = 2 * T.int32(T.int32(items - first + ctas - 1) // ctas)  # halves of this CTA's items
-    Q_s = T.alloc_shared(  # buffer b's 64-column blocks are b * DH on
-        (QBUF * DH, WG, 1, 1, 64, 64),
+    Q_s = T.alloc_shared(
+        (DH, WG, 1, 1, 64, 64),
         "bfloat16",
-        layout=swizzle(3, (QBUF * DH, WG, 1, 1, 64, 64), "bfloat16"),
+        layout=swizzle(3, (DH, WG, 1, 1, 64, 64), "bfloat16"),
         align=1024,
     )
     K_s = T.alloc_shared(
@@ -440,16 +379,15 @@ def attention_fwd(
             layout=swizzle(3, (DH, WG, 1, 1, 64, 64), "bfloat16"),  # stmatrix without conflicts
             align=1024,
         )
-    qfull = T.alloc_shared((QBUF,), "uint64")
-    qfree = T.alloc_shared((QBUF,), "uint64")
+    qfull = T.alloc_shared((1,), "uint64")
+    qfree = T.alloc_shared((1,), "uint64")
     kfull = T.alloc_shared((STAGES,), "uint64")
     vfull = T.alloc_shared((STAGES,), "uint64")
     kfree = T.alloc_shared((STAGES,), "uint64")
     vfree = T.alloc_shared((STAGES,), "uint64")
     if tid == 0:
-        for b in T.unroll(QBUF):
-            T.ptx.mbarrier.init.shared.b64(qfull.ptr_to([b]), T.uint32(1))
-            T.ptx.mbarrier.init.shared.b64(qfree.ptr_to([b]), T.uint32(WG))
+        T.ptx.mbarrier.init.shared.b64(qfull.ptr_to([0]), T.uint32(1))
+        T.ptx.mbarrier.init.shared.b64(qfree.ptr_to([0]), T.uint32(WG))
         for s in T.unroll(STAGES):
             T.ptx.mbarrier.init.shared.b64(kfull.ptr_to([s]), T.uint32(1))
             T.ptx.mbarrier.init.shared.b64(vfull.ptr_to([s]), T.uint32(1))
@@ -487,25 +425,21 @@ def attention_fwd(
                             kfull.ptr_to([load_stage]),
                             BN,
                         )
-                        if load == 0:  # Q once the consumers are done with its buffer's last tile
-                            qb = T.int32(q_loads % QBUF)
-                            T.cuda.mbarrier_wait(
-                                qfree.ptr_to([qb]), T.int32(T.int32(q_loads // QBUF) & 1) ^ 1
-                            )
+                        if load == 0:  # Q once the last tile's consumers are done with its buffer
+                            T.cuda.mbarrier_wait(qfree.ptr_to([0]), T.int32(q_loads & 1) ^ 1)
                             T.ptx.mbarrier.arrive.expect_tx.shared.b64(
-                                qfull.ptr_to([qb]), T.uint32(Q_BYTES)
+                                qfull.ptr_to([0]), T.uint32(BM * D * 2)
                             )
-                            for d in T.unroll(DH):  # the WG 64-row boxes of each 64 columns
-                                T.cuda.tile.apply(
-                                    T.ptx[LOAD],
-                                    Q_s[qb * DH + d],
-                                    Q,
-                                    box=(1, 1, 64, 64),
-                                    coords=(load_batch, load_head, load_m0, 64 * d),
-                                    coord_steps=((0, 0, 64, 0),),
-                                    swizzle=3,
-                                    mbar=qfull.ptr_to([qb]),
-                                )
+                            T.cuda.tile.apply(
+                                T.ptx[LOAD],
+                                Q_s,
+                                Q,
+                                box=(1, 1, 64, 64),
+                                coords=(load_batch, load_head, load_m0, 0),
+                                coord_steps=((0, 0, 0, 64), (0, 0, 64, 0)),
+                                swizzle=3,
+                                mbar=qfull.ptr_to([0]),
+                            )
                         T.cuda.mbarrier_wait(vfree.ptr_to([load_stage]), free_phase)
                         T.ptx.mbarrier.arrive.expect_tx.shared.b64(
                             vfull.ptr_to([load_stage]), T.uint32(BN * D * 2)
@@ -533,49 +467,34 @@ def attention_fwd(
         if TURNS:
             if consumer == WG - 1:  # the turns go round: warpgroup 1 issues its MMAs first
                 T.ptx.bar.arrive(PINGPONG, 256)
-        # CROSS: the tile before this one, whose last P V and epilogue are still to come (its
-        # origin recomputed from its index where needed: fewer registers held across tiles)
-        last = T.int32(-1)  # 2 j + (1 if it has more than one key block); -1 before the first
-        last_inverse = (T.float32(0.0), T.float32(0.0))  # its inverse row sums
         for j in range(tiles):
             row_block, head, batch, exists = tile_of(j, first, ctas, pairs, row_blocks, heads)
             if exists:
                 m0, blocks = tile_rows(row_block, seq, BM, BN, CAUSAL)
                 q0 = m0 + 64 * consumer
-                qb = T.int32(q_uses % QBUF)
-                T.cuda.mbarrier_wait(qfull.ptr_to([qb]), T.int32(T.int32(q_uses // QBUF) & 1))
+                T.cuda.mbarrier_wait(qfull.ptr_to([0]), T.int32(q_uses & 1))
                 top_max, bottom_max = T.float32(NEG), T.float32(NEG)
                 top_sum, bottom_sum = T.float32(0.0), T.float32(0.0)
                 # FlashAttention-3's intra-warpgroup overlap: each turn at the tensor cores
-                # issues this block's S = Q K^T and the block before's O += P V, and the
+                # issues this block's S = Q K^T and the previous block's O += P V, and the
                 # softmax runs after wait_group(1) (Q K^T done) while P V is still in flight.
-                # The block before block 0 is the last tile's last (CROSS: that tile's epilogue
-                # follows its P V, under this softmax's turn); the CTA's first block (and, without
-                # CROSS, every tile's) issues a P V of whatever the registers and V's other stage
-                # hold, which block 1's (or the last) P V overwrites (scale_d 0): no branch
-                # divides the MMAs (a branch would make ptxas serialize them).
+                # Block 0's P V has no block before it: it runs on whatever the registers and
+                # V's other stage hold, and block 1's (or the last) P V overwrites O (scale_d 0),
+                # so no branch divides the MMAs (a branch would make ptxas serialize them).
                 for block in range(blocks):
                     at = T.int32(consumed + block)
                     stage = T.int32(at % STAGES)
                     previous = T.int32(T.int32(at + STAGES - 1) % STAGES)
-                    follows = block > 0 or (CROSS and last >= 0)  # a P V of a block before
                     T.cuda.mbarrier_wait(kfull.ptr_to([stage]), T.int32(at // STAGES) & 1)
-                    if follows:
+                    if block > 0:
                         T.cuda.mbarrier_wait(
                             vfull.ptr_to([previous]), T.int32(T.int32(at - 1) // STAGES) & 1
                         )
                     if TURNS:
                         T.ptx.bar.sync(PINGPONG + consumer, 256)
                     T.ptx.wgmma.fence.sync.aligned()
-                    multiply_qk(s_acc, Q_s, K_s, qb * DH, consumer, stage, DH)
-                    # accumulated unless the block before is its tile's first
-                    multiply_pv(
-                        o_acc,
-                        p_frag,
-                        V_s,
-                        previous,
-                        block > 1 or (CROSS and block == 0 and last & 1 == 1),
-                    )
+                    multiply_qk(s_acc, Q_s, K_s, consumer, stage, DH)
+                    multiply_pv(o_acc, p_frag, V_s, previous, block > 1)
                     T.ptx.wgmma.commit_group.sync.aligned()
                     if TURNS:  # the next warpgroup's turn (the last one's goes round)
                         T.ptx.bar.arrive(PINGPONG + (consumer + 1) % WG, 256)
@@ -585,7 +504,7 @@ def attention_fwd(
                         # the tile's last Q K^T is done: the next tile's Q may load under this
                         # block's softmax, its P V and the epilogue
                         if not O_IN_Q and block == blocks - 1:
-                            T.ptx.mbarrier.arrive.shared.b64(qfree.ptr_to([qb]))
+                            T.ptx.mbarrier.arrive.shared.b64(qfree.ptr_to([0]))
                     top_max, bottom_max, top_sum, bottom_sum, top_alpha, bottom_alpha, moved = (
                         softmax_step(
                             s_acc,
@@ -604,67 +523,50 @@ def attention_fwd(
                     if D >= 128:  # at D=64, P's registers held to the wait would spill
                         block_boundary(LSE, top_sum, bottom_sum, seq)
                     T.ptx.wgmma.wait_group.sync.aligned(0)
-                    if leader and follows:
+                    if leader and block > 0:
                         T.ptx.mbarrier.arrive.shared.b64(vfree.ptr_to([previous]))
-                    to_bf16_a(s_acc, p_frag)  # S's registers free for the epilogue's
-                    if CROSS:
-                        if block == 0 and last >= 0:  # the last tile's O is complete
-                            last_origin = tile_origin(
-                                last >> 1, first, ctas, pairs, row_blocks, heads, consumer, BM
-                            )
-                            finish_tile(
-                                o_acc,
-                                O_s,
-                                O,
-                                last_origin,
-                                last_inverse,
-                                consumer,
-                                lane,
-                                leader,
-                                True,
-                                DH,
-                            )
-                    if moved:  # before block 1's P V (which overwrites O): O is not O yet
+                    if moved:  # before the first P V: O is overwritten
                         scale_rows(o_acc, top_alpha, bottom_alpha)
-                origin = (batch, head, q0)
-                inverse = row_totals(
-                    LSE,
-                    origin,
-                    (top_max, bottom_max),
-                    (top_sum, bottom_sum),
-                    scale,
-                    seq,
-                    lane,
-                    o_acc,
-                )
-                if CROSS:
-                    last = T.int32(2 * j + (1 if blocks > 1 else 0))
-                    last_inverse = inverse
+                    to_bf16_a(s_acc, p_frag)
+                at = T.int32(consumed + blocks - 1)
+                last = T.int64(at % STAGES)  # 64-bit: it feeds a 64-bit descriptor
+                T.cuda.mbarrier_wait(vfull.ptr_to([last]), T.int32(at // STAGES) & 1)
+                T.ptx.wgmma.fence.sync.aligned()
+                multiply_pv(o_acc, p_frag, V_s, last, blocks > 1)
+                T.ptx.wgmma.commit_group.sync.aligned()
+                T.ptx.wgmma.wait_group.sync.aligned(0)
+                if leader:
+                    T.ptx.mbarrier.arrive.shared.b64(vfree.ptr_to([last]))
+                top_sum = quad_sum(top_sum)
+                bottom_sum = quad_sum(bottom_sum)
+                inverse = (T.rcp(top_sum, approx=True), T.rcp(bottom_sum, approx=True))
+                # the previous tile's O store has read the buffer (its leader waits for that
+                # here, not after issuing it, where the warpgroup's next MMAs would wait too)
+                if leader and not O_IN_Q:
+                    T.ptx.cp.async_.bulk.wait_group.read(0)
+                T.ptx.bar.sync(1 + consumer, 128)
+                # the warpgroup's MMAs are done with its part of Q: O may be staged there
+                if O_IN_Q:
+                    store_output(
+                        o_acc, Q_s, O, (batch, head, q0), consumer, lane, leader, inverse, DH
+                    )
                 else:
-                    at = T.int32(consumed + blocks - 1)
-                    drain(o_acc, p_frag, V_s, vfull, vfree, at, blocks > 1, leader, STAGES)
-                    if O_IN_Q:  # the warpgroup's MMAs are done with its part of Q: O goes there
-                        finish_tile(
-                            o_acc, Q_s, O, origin, inverse, consumer, lane, leader, False, DH
-                        )
-                        if leader:  # Q's buffer, holding O, may take the next tile's Q
-                            T.ptx.cp.async_.bulk.wait_group.read(0)
-                            T.ptx.mbarrier.arrive.shared.b64(qfree.ptr_to([0]))
-                    else:
-                        finish_tile(
-                            o_acc, O_s, O, origin, inverse, consumer, lane, leader, True, DH
-                        )
+                    store_output(
+                        o_acc, O_s, O, (batch, head, q0), consumer, lane, leader, inverse, DH
+                    )
+                if T.uint32(lane) % 4 == 0:  # 32-bit: a 64-bit lane test spilled at D=256
+                    top_row = q0 + s_acc.row(0)
+                    if top_row < seq:
+                        LSE[batch, head, top_row] = (top_max * scale + T.log2(top_sum)) * LN2
+                    if top_row + 8 < seq:
+                        LSE[batch, head, top_row + 8] = (
+                            bottom_max * scale + T.log2(bottom_sum)
+                        ) * LN2
+                if leader and O_IN_Q:  # Q's buffer, holding O, may take the next tile's Q
+                    T.ptx.cp.async_.bulk.wait_group.read(0)
+                    T.ptx.mbarrier.arrive.shared.b64(qfree.ptr_to([0]))
                 consumed = T.int32(consumed + blocks)
                 q_uses = T.int32(q_uses + 1)
-        if CROSS:
-            if last >= 0:  # the CTA's last tile
-                drain(o_acc, p_frag, V_s, vfull, vfree, consumed - 1, last & 1 == 1, leader, STAGES)
-                last_origin = tile_origin(
-                    last >> 1, first, ctas, pairs, row_blocks, heads, consumer, BM
-                )
-                finish_tile(
-                    o_acc, O_s, O, last_origin, last_inverse, consumer, lane, leader, True, DH
-                )
         if TURNS:
             if consumer == 0:  # the last warpgroup's final hand-over
                 T.ptx.bar.sync(PINGPONG, 256)
